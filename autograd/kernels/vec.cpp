@@ -1,0 +1,302 @@
+// SIMD kernels (xsimd). Each loop runs whole batches, then finishes the tail with the float
+// overload of the same functor.
+#include "autograd/kernels/vec.hpp"
+
+#include "autograd/kernels/vec_ops.hpp"
+
+namespace xg::vec {
+using namespace detail;
+
+namespace {
+constexpr size_t W = kSimdWidth;
+
+inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
+
+template <class F>
+void map1(const float* x, float* out, size_t n, F f) {
+  size_t i = 0;
+  for (; i + W <= n; i += W) f(load(x + i)).store_unaligned(out + i);
+  for (; i < n; ++i) out[i] = f(x[i]);
+}
+
+template <class F>
+void map2(const float* x, const float* g, float* out, size_t n, F f) {
+  size_t i = 0;
+  for (; i + W <= n; i += W) f(load(x + i), load(g + i)).store_unaligned(out + i);
+  for (; i < n; ++i) out[i] = f(x[i], g[i]);
+}
+
+template <class F>
+void binary_strided(const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n,
+                    F f) {
+  size_t i = 0;
+  if (sa && sb) {
+    for (; i + W <= n; i += W) f(load(a + i), load(b + i)).store_unaligned(out + i);
+    for (; i < n; ++i) out[i] = f(a[i], b[i]);
+  } else if (sa) {
+    const fbatch vb(b[0]);
+    for (; i + W <= n; i += W) f(load(a + i), vb).store_unaligned(out + i);
+    for (; i < n; ++i) out[i] = f(a[i], b[0]);
+  } else if (sb) {
+    const fbatch va(a[0]);
+    for (; i + W <= n; i += W) f(va, load(b + i)).store_unaligned(out + i);
+    for (; i < n; ++i) out[i] = f(a[0], b[i]);
+  } else {
+    const float v = f(a[0], b[0]);
+    for (; i < n; ++i) out[i] = v;
+  }
+}
+
+struct AddF { template <class T> T operator()(const T& a, const T& b) const { return a + b; } };
+struct SubF { template <class T> T operator()(const T& a, const T& b) const { return a - b; } };
+struct MulF { template <class T> T operator()(const T& a, const T& b) const { return a * b; } };
+struct DivF { template <class T> T operator()(const T& a, const T& b) const { return a / b; } };
+
+float row_max(const float* x, size_t n) {
+  size_t i = 0;
+  float m = -INFINITY;
+  if (n >= W) {
+    fbatch acc = load(x);
+    for (i = W; i + W <= n; i += W) acc = xsimd::max(acc, load(x + i));
+    m = hmax(acc);
+  }
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// sum(f(x[i])) with four independent accumulators to hide FMA latency.
+template <class F>
+float reduce_sum(const float* x, size_t n, F f) {
+  fbatch a0(0.f), a1(0.f), a2(0.f), a3(0.f);
+  size_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a0 += f(load(x + i));
+    a1 += f(load(x + i + W));
+    a2 += f(load(x + i + 2 * W));
+    a3 += f(load(x + i + 3 * W));
+  }
+  for (; i + W <= n; i += W) a0 += f(load(x + i));
+  float s = hsum((a0 + a1) + (a2 + a3));
+  for (; i < n; ++i) s += f(x[i]);
+  return s;
+}
+
+struct Identity {
+  template <class T> T operator()(const T& x) const { return x; }
+};
+
+float dot(const float* a, const float* b, size_t n) {
+  fbatch a0(0.f), a1(0.f);
+  size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    a0 = xsimd::fma(load(a + i), load(b + i), a0);
+    a1 = xsimd::fma(load(a + i + W), load(b + i + W), a1);
+  }
+  for (; i + W <= n; i += W) a0 = xsimd::fma(load(a + i), load(b + i), a0);
+  float s = hsum(a0 + a1);
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+}  // namespace
+
+void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n) {
+  switch (op) {
+    case Binary::Add: return binary_strided(a, sa, b, sb, out, n, AddF{});
+    case Binary::Sub: return binary_strided(a, sa, b, sb, out, n, SubF{});
+    case Binary::Mul: return binary_strided(a, sa, b, sb, out, n, MulF{});
+    case Binary::Div: return binary_strided(a, sa, b, sb, out, n, DivF{});
+  }
+}
+
+void add(const float* a, const float* b, float* out, size_t n) {
+  binary_strided(a, 1, b, 1, out, n, AddF{});
+}
+
+void axpy(float alpha, const float* x, float* y, size_t n) {
+  const fbatch va(alpha);
+  size_t i = 0;
+  for (; i + W <= n; i += W) xsimd::fma(va, load(x + i), load(y + i)).store_unaligned(y + i);
+  for (; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void scale(const float* x, float alpha, float* out, size_t n) {
+  binary_strided(x, 1, &alpha, 0, out, n, MulF{});
+}
+
+void unary(Unary op, const float* x, float* out, size_t n) {
+  switch (op) {
+    case Unary::Neg: return map1(x, out, n, Neg{});
+    case Unary::Exp: return map1(x, out, n, Exp{});
+    case Unary::Log: return map1(x, out, n, Log{});
+    case Unary::Sqrt: return map1(x, out, n, Sqrt{});
+    case Unary::Tanh: return map1(x, out, n, Tanh{});
+    case Unary::Sigmoid: return map1(x, out, n, Sigmoid{});
+    case Unary::Relu: return map1(x, out, n, Relu{});
+    case Unary::GeluErf: return map1(x, out, n, GeluErf{});
+    case Unary::GeluTanh: return map1(x, out, n, GeluTanh{});
+  }
+}
+
+void pow_scalar(const float* x, float p, float* out, size_t n) {
+  if (p == 2.f) return binary_strided(x, 1, x, 1, out, n, MulF{});
+  const fbatch vp(p);
+  size_t i = 0;
+  for (; i + W <= n; i += W) xsimd::pow(load(x + i), vp).store_unaligned(out + i);
+  for (; i < n; ++i) out[i] = std::pow(x[i], p);
+}
+
+void unary_backward(Unary op, const float* xy, const float* g, float* dx, size_t n) {
+  switch (op) {
+    case Unary::Relu: return map2(xy, g, dx, n, ReluGrad{});
+    case Unary::Tanh: return map2(xy, g, dx, n, TanhGrad{});
+    case Unary::Sigmoid: return map2(xy, g, dx, n, SigmoidGrad{});
+    case Unary::GeluErf: return map2(xy, g, dx, n, GeluErfGrad{});
+    case Unary::GeluTanh: return map2(xy, g, dx, n, GeluTanhGrad{});
+    default: throw std::logic_error("[unary_backward] op has no fused backward kernel");
+  }
+}
+
+float sum(const float* x, size_t n) { return reduce_sum(x, n, Identity{}); }
+float max(const float* x, size_t n) { return row_max(x, n); }
+
+void softmax(const float* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float m = row_max(xr, cols);
+    const fbatch vm(m);
+    fbatch acc(0.f);
+    size_t i = 0;
+    for (; i + W <= cols; i += W) {
+      const fbatch e = xsimd::exp(load(xr + i) - vm);
+      e.store_unaligned(yr + i);
+      acc += e;
+    }
+    float s = hsum(acc);
+    for (; i < cols; ++i) s += (yr[i] = std::exp(xr[i] - m));
+    scale(yr, 1.f / s, yr, cols);
+  }
+}
+
+void softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* gr = g + r * cols;
+    const fbatch vd(dot(yr, gr, cols));
+    float* dr = dx + r * cols;
+    size_t i = 0;
+    for (; i + W <= cols; i += W) (load(yr + i) * (load(gr + i) - vd)).store_unaligned(dr + i);
+    const float d = vd.get(0);
+    for (; i < cols; ++i) dr[i] = yr[i] * (gr[i] - d);
+  }
+}
+
+void log_softmax(const float* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float m = row_max(xr, cols);
+    const fbatch vm(m);
+    const float s = reduce_sum(xr, cols, [&](auto v) {
+      if constexpr (std::is_same_v<decltype(v), float>) return std::exp(v - m);
+      else return xsimd::exp(v - vm);
+    });
+    const float lse = m + std::log(s);
+    binary_strided(xr, 1, &lse, 0, y + r * cols, cols, SubF{});
+  }
+}
+
+void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* gr = g + r * cols;
+    float* dr = dx + r * cols;
+    const float s = sum(gr, cols);
+    const fbatch vs(s);
+    size_t i = 0;
+    for (; i + W <= cols; i += W)
+      xsimd::fnma(xsimd::exp(load(yr + i)), vs, load(gr + i)).store_unaligned(dr + i);
+    for (; i < cols; ++i) dr[i] = gr[i] - std::exp(yr[i]) * s;
+  }
+}
+
+void layer_norm(const float* x, const float* w, const float* b, float* y, float* mean,
+                float* rstd, size_t rows, size_t cols, float eps) {
+  const float inv_n = 1.f / float(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float mu = sum(xr, cols) * inv_n;
+    const fbatch vmu(mu);
+    // Two passes: the centred variance does not cancel catastrophically.
+    const float var = reduce_sum(xr, cols, [&](auto v) {
+      if constexpr (std::is_same_v<decltype(v), float>) return (v - mu) * (v - mu);
+      else { const fbatch d = v - vmu; return d * d; }
+    }) * inv_n;
+    const float rs = 1.f / std::sqrt(var + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    const fbatch vrs(rs);
+    size_t i = 0;
+    for (; i + W <= cols; i += W) {
+      fbatch v = (load(xr + i) - vmu) * vrs;
+      if (w) v *= load(w + i);
+      if (b) v += load(b + i);
+      v.store_unaligned(yr + i);
+    }
+    for (; i < cols; ++i) {
+      float v = (xr[i] - mu) * rs;
+      if (w) v *= w[i];
+      if (b) v += b[i];
+      yr[i] = v;
+    }
+  }
+}
+
+void layer_norm_backward(const float* x, const float* w, const float* mean, const float* rstd,
+                         const float* g, float* dx, float* dw, float* db, size_t rows,
+                         size_t cols) {
+  const float inv_n = 1.f / float(cols);
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* gr = g + r * cols;
+    float* dr = dx + r * cols;
+    const fbatch vmu(mean[r]), vrs(rstd[r]);
+    // gw = g * w, xhat = (x - mean) * rstd; dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))
+    fbatch s_gw(0.f), s_gwx(0.f);
+    size_t i = 0;
+    for (; i + W <= cols; i += W) {
+      const fbatch xh = (load(xr + i) - vmu) * vrs;
+      const fbatch gv = load(gr + i);
+      const fbatch gw = w ? gv * load(w + i) : gv;
+      s_gw += gw;
+      s_gwx = xsimd::fma(gw, xh, s_gwx);
+      if (dw) xsimd::fma(gv, xh, load(dw + i)).store_unaligned(dw + i);
+      if (db) (load(db + i) + gv).store_unaligned(db + i);
+    }
+    float sum_gw = hsum(s_gw);
+    float sum_gwx = hsum(s_gwx);
+    const size_t tail = i;
+    for (; i < cols; ++i) {
+      const float xh = (xr[i] - mean[r]) * rstd[r];
+      const float gw = w ? gr[i] * w[i] : gr[i];
+      sum_gw += gw;
+      sum_gwx += gw * xh;
+      if (dw) dw[i] += gr[i] * xh;
+      if (db) db[i] += gr[i];
+    }
+    const float a = sum_gw * inv_n, c = sum_gwx * inv_n;
+    const fbatch va(a), vc(c);
+    for (i = 0; i + W <= cols; i += W) {
+      const fbatch xh = (load(xr + i) - vmu) * vrs;
+      const fbatch gw = w ? load(gr + i) * load(w + i) : load(gr + i);
+      (vrs * (gw - va - xh * vc)).store_unaligned(dr + i);
+    }
+    for (i = tail; i < cols; ++i) {
+      const float xh = (xr[i] - mean[r]) * rstd[r];
+      const float gw = w ? gr[i] * w[i] : gr[i];
+      dr[i] = rstd[r] * (gw - a - xh * c);
+    }
+  }
+}
+
+}  // namespace xg::vec

@@ -1,0 +1,46 @@
+#pragma once
+// Element-wise, reduction, softmax, layer_norm and GELU kernels on raw contiguous float buffers.
+// Each kernel in xg::vec (xsimd batches) has a plain scalar twin of the same signature in
+// xg::vec::scalar; the tests compare the two on awkward sizes. Outputs may alias inputs.
+#include <cstddef>
+
+namespace xg::vec {
+
+enum class Binary { Add, Sub, Mul, Div };
+enum class Unary { Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, GeluErf, GeluTanh };
+
+#define XG_VEC_KERNELS                                                                          \
+  /* out[i] = a[i*sa] (op) b[i*sb], with sa, sb in {0, 1} (0 broadcasts one value) */            \
+  void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out,       \
+              size_t n);                                                                        \
+  void add(const float* a, const float* b, float* out, size_t n);                               \
+  /* y[i] += alpha * x[i] */                                                                    \
+  void axpy(float alpha, const float* x, float* y, size_t n);                                   \
+  void scale(const float* x, float alpha, float* out, size_t n);                                \
+  void unary(Unary op, const float* x, float* out, size_t n);                                   \
+  void pow_scalar(const float* x, float p, float* out, size_t n);                               \
+  /* dx = g * f'(x) for relu and the two GELUs (from x); tanh and sigmoid take y = f(x) */      \
+  void unary_backward(Unary op, const float* x_or_y, const float* g, float* dx, size_t n);      \
+  float sum(const float* x, size_t n);                                                          \
+  float max(const float* x, size_t n);                                                          \
+  /* rows x cols, row-major; softmax along each row */                                           \
+  void softmax(const float* x, float* y, size_t rows, size_t cols);                             \
+  void softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols);   \
+  void log_softmax(const float* x, float* y, size_t rows, size_t cols);                         \
+  void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows,             \
+                            size_t cols);                                                       \
+  /* x is (rows, cols); w, b are (cols) or null; mean, rstd are (rows), written for backward */ \
+  void layer_norm(const float* x, const float* w, const float* b, float* y, float* mean,        \
+                  float* rstd, size_t rows, size_t cols, float eps);                            \
+  /* dx (rows, cols) is written; dw, db (cols) are accumulated into when not null */            \
+  void layer_norm_backward(const float* x, const float* w, const float* mean, const float* rstd, \
+                           const float* g, float* dx, float* dw, float* db, size_t rows,        \
+                           size_t cols);
+
+XG_VEC_KERNELS
+namespace scalar {
+XG_VEC_KERNELS
+}
+#undef XG_VEC_KERNELS
+
+}  // namespace xg::vec

@@ -1,0 +1,105 @@
+#pragma once
+// Functors shared by the SIMD kernels and their scalar twins: the float overload is the plain
+// <cmath> formula (the twin), the batch overload the xsimd one.
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/xt.hpp"
+
+namespace xg::vec::detail {
+
+constexpr float kSqrtHalf = 0.7071067811865476f;      // 1/sqrt(2)
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;    // 1/sqrt(2*pi)
+constexpr float kSqrt2OverPi = 0.7978845608028654f;   // sqrt(2/pi)
+constexpr float kGeluCubic = 0.044715f;
+
+struct Neg {
+  float operator()(float x) const { return -x; }
+  fbatch operator()(const fbatch& x) const { return -x; }
+};
+struct Exp {
+  float operator()(float x) const { return std::exp(x); }
+  fbatch operator()(const fbatch& x) const { return xsimd::exp(x); }
+};
+struct Log {
+  float operator()(float x) const { return std::log(x); }
+  fbatch operator()(const fbatch& x) const { return xsimd::log(x); }
+};
+struct Sqrt {
+  float operator()(float x) const { return std::sqrt(x); }
+  fbatch operator()(const fbatch& x) const { return xsimd::sqrt(x); }
+};
+struct Tanh {
+  float operator()(float x) const { return std::tanh(x); }
+  fbatch operator()(const fbatch& x) const { return xsimd::tanh(x); }
+};
+struct Sigmoid {
+  float operator()(float x) const { return 1.f / (1.f + std::exp(-x)); }
+  fbatch operator()(const fbatch& x) const { return fbatch(1.f) / (fbatch(1.f) + xsimd::exp(-x)); }
+};
+struct Relu {
+  float operator()(float x) const { return x > 0.f ? x : 0.f; }
+  fbatch operator()(const fbatch& x) const { return xsimd::max(x, fbatch(0.f)); }
+};
+// GELU(x) = x * Phi(x), Phi the standard normal CDF.
+struct GeluErf {
+  float operator()(float x) const { return 0.5f * x * (1.f + std::erf(x * kSqrtHalf)); }
+  fbatch operator()(const fbatch& x) const {
+    return fbatch(0.5f) * x * (fbatch(1.f) + xsimd::erf(x * fbatch(kSqrtHalf)));
+  }
+};
+// The tanh approximation used by the original BERT code ("gelu_new").
+struct GeluTanh {
+  template <class T>
+  static T inner(const T& x) {
+    return T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
+  }
+  float operator()(float x) const { return 0.5f * x * (1.f + std::tanh(inner(x))); }
+  fbatch operator()(const fbatch& x) const {
+    return fbatch(0.5f) * x * (fbatch(1.f) + xsimd::tanh(inner(x)));
+  }
+};
+
+// Backward functors: (x or y, g) -> dx.
+struct ReluGrad {
+  float operator()(float x, float g) const { return x > 0.f ? g : 0.f; }
+  fbatch operator()(const fbatch& x, const fbatch& g) const {
+    return xsimd::select(x > fbatch(0.f), g, fbatch(0.f));
+  }
+};
+struct TanhGrad {  // from y = tanh(x)
+  template <class T>
+  T operator()(const T& y, const T& g) const { return g * (T(1.f) - y * y); }
+};
+struct SigmoidGrad {  // from y = sigmoid(x)
+  template <class T>
+  T operator()(const T& y, const T& g) const { return g * y * (T(1.f) - y); }
+};
+struct GeluErfGrad {  // Phi(x) + x * phi(x)
+  float operator()(float x, float g) const {
+    const float cdf = 0.5f * (1.f + std::erf(x * kSqrtHalf));
+    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * x * x);
+    return g * (cdf + x * pdf);
+  }
+  fbatch operator()(const fbatch& x, const fbatch& g) const {
+    const fbatch cdf = fbatch(0.5f) * (fbatch(1.f) + xsimd::erf(x * fbatch(kSqrtHalf)));
+    const fbatch pdf = fbatch(kInvSqrt2Pi) * xsimd::exp(fbatch(-0.5f) * x * x);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhGrad {
+  template <class T, class TanhF>
+  static T eval(const T& x, const T& g, TanhF tanh_f) {
+    const T t = tanh_f(GeluTanh::inner(x));
+    const T dinner = T(kSqrt2OverPi) * (T(1.f) + T(3.f * kGeluCubic) * x * x);
+    return g * (T(0.5f) * (T(1.f) + t) + T(0.5f) * x * (T(1.f) - t * t) * dinner);
+  }
+  float operator()(float x, float g) const {
+    return eval(x, g, [](float v) { return std::tanh(v); });
+  }
+  fbatch operator()(const fbatch& x, const fbatch& g) const {
+    return eval(x, g, [](const fbatch& v) { return xsimd::tanh(v); });
+  }
+};
+
+}  // namespace xg::vec::detail

@@ -1,0 +1,172 @@
+// Plain scalar twins of the SIMD kernels in vec.cpp: the reference the tests compare against.
+// Sums accumulate in double, so they are the more accurate of the two.
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/kernels/vec.hpp"
+#include "autograd/kernels/vec_ops.hpp"
+
+namespace xg::vec::scalar {
+using namespace xg::vec::detail;
+
+void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float x = a[i * sa], y = b[i * sb];
+    switch (op) {
+      case Binary::Add: out[i] = x + y; break;
+      case Binary::Sub: out[i] = x - y; break;
+      case Binary::Mul: out[i] = x * y; break;
+      case Binary::Div: out[i] = x / y; break;
+    }
+  }
+}
+
+void add(const float* a, const float* b, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void axpy(float alpha, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void scale(const float* x, float alpha, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * alpha;
+}
+
+template <class F>
+static void map1(const float* x, float* out, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) out[i] = f(x[i]);
+}
+
+void unary(Unary op, const float* x, float* out, size_t n) {
+  switch (op) {
+    case Unary::Neg: return map1(x, out, n, Neg{});
+    case Unary::Exp: return map1(x, out, n, Exp{});
+    case Unary::Log: return map1(x, out, n, Log{});
+    case Unary::Sqrt: return map1(x, out, n, Sqrt{});
+    case Unary::Tanh: return map1(x, out, n, Tanh{});
+    case Unary::Sigmoid: return map1(x, out, n, Sigmoid{});
+    case Unary::Relu: return map1(x, out, n, Relu{});
+    case Unary::GeluErf: return map1(x, out, n, GeluErf{});
+    case Unary::GeluTanh: return map1(x, out, n, GeluTanh{});
+  }
+}
+
+void pow_scalar(const float* x, float p, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = std::pow(x[i], p);
+}
+
+template <class F>
+static void map2(const float* x, const float* g, float* out, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) out[i] = f(x[i], g[i]);
+}
+
+void unary_backward(Unary op, const float* xy, const float* g, float* dx, size_t n) {
+  switch (op) {
+    case Unary::Relu: return map2(xy, g, dx, n, ReluGrad{});
+    case Unary::Tanh: return map2(xy, g, dx, n, TanhGrad{});
+    case Unary::Sigmoid: return map2(xy, g, dx, n, SigmoidGrad{});
+    case Unary::GeluErf: return map2(xy, g, dx, n, GeluErfGrad{});
+    case Unary::GeluTanh: return map2(xy, g, dx, n, GeluTanhGrad{});
+    default: throw std::logic_error("[unary_backward] op has no fused backward kernel");
+  }
+}
+
+float sum(const float* x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += x[i];
+  return float(s);
+}
+
+float max(const float* x, size_t n) {
+  float m = -INFINITY;
+  for (size_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+void softmax(const float* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float m = max(xr, cols);
+    double s = 0;
+    for (size_t i = 0; i < cols; ++i) s += (yr[i] = std::exp(xr[i] - m));
+    for (size_t i = 0; i < cols; ++i) yr[i] = float(yr[i] / s);
+  }
+}
+
+void softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float *yr = y + r * cols, *gr = g + r * cols;
+    double d = 0;
+    for (size_t i = 0; i < cols; ++i) d += double(yr[i]) * gr[i];
+    for (size_t i = 0; i < cols; ++i) dx[r * cols + i] = float(yr[i] * (gr[i] - d));
+  }
+}
+
+void log_softmax(const float* x, float* y, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float m = max(xr, cols);
+    double s = 0;
+    for (size_t i = 0; i < cols; ++i) s += std::exp(double(xr[i]) - m);
+    const double lse = m + std::log(s);
+    for (size_t i = 0; i < cols; ++i) y[r * cols + i] = float(xr[i] - lse);
+  }
+}
+
+void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float *yr = y + r * cols, *gr = g + r * cols;
+    double s = 0;
+    for (size_t i = 0; i < cols; ++i) s += gr[i];
+    for (size_t i = 0; i < cols; ++i) dx[r * cols + i] = float(gr[i] - std::exp(double(yr[i])) * s);
+  }
+}
+
+void layer_norm(const float* x, const float* w, const float* b, float* y, float* mean,
+                float* rstd, size_t rows, size_t cols, float eps) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    double mu = 0, var = 0;
+    for (size_t i = 0; i < cols; ++i) mu += xr[i];
+    mu /= double(cols);
+    for (size_t i = 0; i < cols; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    var /= double(cols);
+    const double rs = 1.0 / std::sqrt(var + eps);
+    mean[r] = float(mu);
+    rstd[r] = float(rs);
+    for (size_t i = 0; i < cols; ++i) {
+      double v = (xr[i] - mu) * rs;
+      if (w) v *= w[i];
+      if (b) v += b[i];
+      y[r * cols + i] = float(v);
+    }
+  }
+}
+
+void layer_norm_backward(const float* x, const float* w, const float* mean, const float* rstd,
+                         const float* g, float* dx, float* dw, float* db, size_t rows,
+                         size_t cols) {
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * cols, *gr = g + r * cols;
+    double a = 0, c = 0;
+    for (size_t i = 0; i < cols; ++i) {
+      const double xh = (xr[i] - double(mean[r])) * rstd[r];
+      const double gw = w ? double(gr[i]) * w[i] : gr[i];
+      a += gw;
+      c += gw * xh;
+      if (dw) dw[i] += float(gr[i] * xh);
+      if (db) db[i] += gr[i];
+    }
+    a /= double(cols);
+    c /= double(cols);
+    for (size_t i = 0; i < cols; ++i) {
+      const double xh = (xr[i] - double(mean[r])) * rstd[r];
+      const double gw = w ? double(gr[i]) * w[i] : gr[i];
+      dx[r * cols + i] = float(rstd[r] * (gw - a - xh * c));
+    }
+  }
+}
+
+}  // namespace xg::vec::scalar

@@ -1,0 +1,102 @@
+#pragma once
+// Differentiable ops. Every op checks its inputs and throws std::invalid_argument (or
+// std::out_of_range for indices) with a message that starts with the op name: "[matmul] ...".
+// Results are fresh contiguous tensors, except reshape, which shares its input's data.
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.hpp"
+
+namespace xg {
+
+enum class Reduction { None, Mean, Sum };
+enum class GeluApprox { None, Tanh };  // exact erf form, or BERT's tanh approximation
+
+// ---- element-wise, with NumPy broadcasting (ops/elementwise.cpp) ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+// x ** exponent, element-wise.
+Tensor pow(const Tensor& x, float exponent);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+// x * Phi(x); GeluApprox::Tanh is 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::None);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator/(const Tensor& a, float b);
+Tensor operator+(float a, const Tensor& b);
+Tensor operator-(float a, const Tensor& b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator/(float a, const Tensor& b);
+
+// ---- reductions (ops/reduce.cpp); negative axes count from the end ----
+// Sum over `axes` (all axes when empty); keepdim leaves them as size 1.
+Tensor sum(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int>& axes = {}, bool keepdim = false);
+// Maximum along one axis; the gradient goes to the first maximal element.
+Tensor max(const Tensor& x, int axis, bool keepdim = false);
+
+// ---- shape (ops/shape.cpp) ----
+// Same data, new shape; one entry may be -1 (inferred).
+Tensor reshape(const Tensor& x, const std::vector<long>& shape);
+// Output axis i is input axis dims[i].
+Tensor permute(const Tensor& x, const std::vector<int>& dims);
+Tensor transpose(const Tensor& x, int axis0, int axis1);
+// Elements [start, end) along axis; negative positions count from the end, as in Python.
+Tensor slice(const Tensor& x, int axis, long start, long end);
+Tensor concat(const std::vector<Tensor>& xs, int axis);
+// Consecutive pieces of the given sizes along axis (sizes must add up to the axis length).
+std::vector<Tensor> split(const Tensor& x, const std::vector<size_t>& sizes, int axis);
+// Entries of x at `indices` along axis (repeats allowed); the backward scatter-adds.
+Tensor index_select(const Tensor& x, int axis, const std::vector<int64_t>& indices);
+// Rows of weight (V, D) for each id: result is ids_shape + [D]. Rows equal to padding_idx
+// (when >= 0) get no gradient.
+Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape,
+                 int64_t padding_idx = -1);
+// Broadcast x to `shape` (NumPy rules), materialised.
+Tensor expand(const Tensor& x, const Shape& shape);
+// where(cond != 0, a, b), all three broadcast together; cond gets no gradient.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// x with `value` wherever mask != 0 (mask broadcasts to x).
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
+
+// ---- matrix products (ops/matmul.cpp) ----
+// op(a) @ op(b) over the last two axes, op = transpose when the flag is set. Leading (batch)
+// axes broadcast; a 2-D operand is shared by every batch (one large GEMM when possible).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---- neural-network functions (ops/nn.cpp) ----
+Tensor softmax(const Tensor& x, int axis = -1);
+Tensor log_softmax(const Tensor& x, int axis = -1);
+// Normalises over the last axis, then scales by weight and adds bias (each [C] or undefined).
+// Fused: keeps mean and 1/std for the backward.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-12f);
+// Zeroes each element with probability p and scales the rest by 1/(1-p); identity when not
+// training or p == 0.
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen = default_generator());
+
+// ---- losses (ops/loss.cpp) ----
+// logits (N, C) or (..., C) flattened to rows; targets one class per row. Rows whose target is
+// ignore_index are skipped; Mean divides by the rows kept (NaN when none are, as PyTorch does).
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
+                     int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// Numerically stable sigmoid + binary cross-entropy; targets in [0, 1], same shape as logits.
+Tensor bce_with_logits(const Tensor& logits, const Tensor& targets,
+                       Reduction reduction = Reduction::Mean);
+
+}  // namespace xg

@@ -1,0 +1,239 @@
+// Element-wise ops: broadcasting binaries, unary maps, where/masked_fill/expand.
+// Forward and backward side by side; backward closures capture detached tensors only.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "autograd/engine.hpp"
+#include "autograd/kernels/vec.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/ops/broadcast.hpp"
+
+namespace xg {
+using detail::sum_to;
+
+namespace {
+
+// out = a (op) b with broadcasting; innermost runs go to the SIMD kernel.
+Tensor binary_forward(vec::Binary op, const Tensor& a, const Tensor& b, const char* name) {
+  const Shape out_shape = detail::broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = Tensor::empty(out_shape);
+  if (a.shape() == b.shape()) {
+    vec::binary(op, a.data(), 1, b.data(), 1, out.data(), out.numel());
+    return out;
+  }
+  const auto sa = detail::broadcast_strides(a.shape(), out_shape);
+  const auto sb = detail::broadcast_strides(b.shape(), out_shape);
+  const float *pa = a.data(), *pb = b.data();
+  float* po = out.data();
+  const size_t last = out_shape.empty() ? 0 : out_shape.size() - 1;
+  const size_t ia = out_shape.empty() ? 0 : sa[last], ib = out_shape.empty() ? 0 : sb[last];
+  detail::for_each_run(out_shape, {sa, sb}, [&](size_t o, const size_t* off, size_t n) {
+    vec::binary(op, pa + off[0], ia, pb + off[1], ib, po + o, n);
+  });
+  return out;
+}
+
+Tensor unary_forward(vec::Unary op, const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape());
+  vec::unary(op, x.data(), out.data(), x.numel());
+  return out;
+}
+
+// Backward of ops whose derivative is a fused kernel of x (relu, gelu) or of y (tanh, sigmoid).
+Tensor unary_grad(vec::Unary op, const Tensor& x_or_y, const Tensor& g) {
+  Tensor dx = Tensor::empty(g.shape());
+  vec::unary_backward(op, x_or_y.data(), g.data(), dx.data(), g.numel());
+  return dx;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(vec::Binary::Add, a, b, "add");
+  const Shape sa = a.shape(), sb = b.shape();
+  return record("add", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
+    return {sum_to(g, sa), sum_to(g, sb)};
+  });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(vec::Binary::Sub, a, b, "sub");
+  const Shape sa = a.shape(), sb = b.shape();
+  const bool need_b = b.requires_grad();
+  return record("sub", out, {a, b}, [sa, sb, need_b](const Tensor& g) -> std::vector<Tensor> {
+    return {sum_to(g, sa), need_b ? sum_to(neg(g), sb) : Tensor()};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(vec::Binary::Mul, a, b, "mul");
+  const Tensor da = a.detach(), db = b.detach();
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("mul", out, {a, b}, [da, db, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+    return {need_a ? sum_to(mul(g, db), da.shape()) : Tensor(),
+            need_b ? sum_to(mul(g, da), db.shape()) : Tensor()};
+  });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(vec::Binary::Div, a, b, "div");
+  const Tensor da = a.detach(), db = b.detach(), dout = out.detach();
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("div", out, {a, b},
+                [da, db, dout, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+                  const Tensor g_over_b = div(g, db);
+                  // d(a/b)/db = -(a/b)/b
+                  return {need_a ? sum_to(g_over_b, da.shape()) : Tensor(),
+                          need_b ? sum_to(neg(mul(g_over_b, dout)), db.shape()) : Tensor()};
+                });
+}
+
+Tensor neg(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Neg, x);
+  return record("neg", out, {x}, [](const Tensor& g) -> std::vector<Tensor> { return {neg(g)}; });
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Exp, x);
+  const Tensor y = out.detach();
+  return record("exp", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> { return {mul(g, y)}; });
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Log, x);
+  const Tensor dx = x.detach();
+  return record("log", out, {x}, [dx](const Tensor& g) -> std::vector<Tensor> { return {div(g, dx)}; });
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Sqrt, x);
+  const Tensor y = out.detach();
+  return record("sqrt", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+    return {div(mul(g, Tensor::scalar(0.5f)), y)};
+  });
+}
+
+Tensor pow(const Tensor& x, float exponent) {
+  Tensor out = Tensor::empty(x.shape());
+  vec::pow_scalar(x.data(), exponent, out.data(), x.numel());
+  const Tensor dx = x.detach();
+  return record("pow", out, {x}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
+    Tensor d = Tensor::empty(dx.shape());  // exponent * x^(exponent-1)
+    vec::pow_scalar(dx.data(), exponent - 1.f, d.data(), dx.numel());
+    vec::scale(d.data(), exponent, d.data(), d.numel());
+    return {mul(g, d)};
+  });
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Tanh, x);
+  const Tensor y = out.detach();
+  return record("tanh", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+    return {unary_grad(vec::Unary::Tanh, y, g)};
+  });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Sigmoid, x);
+  const Tensor y = out.detach();
+  return record("sigmoid", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+    return {unary_grad(vec::Unary::Sigmoid, y, g)};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor out = unary_forward(vec::Unary::Relu, x);
+  const Tensor dx = x.detach();
+  return record("relu", out, {x}, [dx](const Tensor& g) -> std::vector<Tensor> {
+    return {unary_grad(vec::Unary::Relu, dx, g)};
+  });
+}
+
+Tensor gelu(const Tensor& x, GeluApprox approx) {
+  const vec::Unary op = approx == GeluApprox::Tanh ? vec::Unary::GeluTanh : vec::Unary::GeluErf;
+  Tensor out = unary_forward(op, x);
+  const Tensor dx = x.detach();
+  return record("gelu", out, {x}, [dx, op](const Tensor& g) -> std::vector<Tensor> {
+    return {unary_grad(op, dx, g)};
+  });
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, float b) { return add(a, Tensor::scalar(b)); }
+Tensor operator-(const Tensor& a, float b) { return sub(a, Tensor::scalar(b)); }
+Tensor operator*(const Tensor& a, float b) { return mul(a, Tensor::scalar(b)); }
+Tensor operator/(const Tensor& a, float b) { return div(a, Tensor::scalar(b)); }
+Tensor operator+(float a, const Tensor& b) { return add(Tensor::scalar(a), b); }
+Tensor operator-(float a, const Tensor& b) { return sub(Tensor::scalar(a), b); }
+Tensor operator*(float a, const Tensor& b) { return mul(Tensor::scalar(a), b); }
+Tensor operator/(float a, const Tensor& b) { return div(Tensor::scalar(a), b); }
+
+Tensor expand(const Tensor& x, const Shape& shape) {
+  const Shape out_shape = detail::broadcast_shapes(x.shape(), shape, "expand");
+  if (out_shape != shape)
+    throw std::invalid_argument(
+        fmt::format("[expand] cannot expand {} to {}", shape_str(x.shape()), shape_str(shape)));
+  if (x.shape() == shape) return x;
+  Tensor out = Tensor::empty(shape);
+  const auto sx = detail::broadcast_strides(x.shape(), shape);
+  const size_t inner_stride = shape.empty() ? 0 : sx.back();
+  const float* px = x.data();
+  float* po = out.data();
+  detail::for_each_run(shape, {sx}, [&](size_t o, const size_t* off, size_t n) {
+    if (inner_stride) std::memcpy(po + o, px + off[0], n * sizeof(float));
+    else std::fill_n(po + o, n, px[off[0]]);
+  });
+  const Shape in_shape = x.shape();
+  return record("expand", out, {x}, [in_shape](const Tensor& g) -> std::vector<Tensor> {
+    return {sum_to(g, in_shape)};
+  });
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const Shape shape = detail::broadcast_shapes(
+      detail::broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor c, ea, eb;
+  {
+    NoGradGuard no_grad;  // the expansions are internal; the gradient is formed below
+    c = expand(cond, shape);
+    ea = expand(a, shape);
+    eb = expand(b, shape);
+  }
+  Tensor out = Tensor::empty(shape);
+  const float *pc = c.data(), *pa = ea.data(), *pb = eb.data();
+  float* po = out.data();
+  for (size_t i = 0, n = out.numel(); i < n; ++i) po[i] = pc[i] != 0.f ? pa[i] : pb[i];
+  const Shape sa = a.shape(), sb = b.shape();
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("where", out, {cond, a, b},
+                [c, sa, sb, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+                  Tensor ga, gb;
+                  if (need_a) ga = Tensor::zeros(g.shape());
+                  if (need_b) gb = Tensor::zeros(g.shape());
+                  const float* pc = c.data();
+                  for (size_t i = 0, n = g.numel(); i < n; ++i) {
+                    if (pc[i] != 0.f) {
+                      if (need_a) ga.data()[i] = g.data()[i];
+                    } else if (need_b) {
+                      gb.data()[i] = g.data()[i];
+                    }
+                  }
+                  return {Tensor(), need_a ? sum_to(ga, sa) : Tensor(),
+                          need_b ? sum_to(gb, sb) : Tensor()};
+                });
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
+  const Shape shape = detail::broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  if (shape != x.shape())
+    throw std::invalid_argument(fmt::format("[masked_fill] mask {} does not broadcast to input {}",
+                                            shape_str(mask.shape()), shape_str(x.shape())));
+  return where(mask, Tensor::scalar(value), x);
+}
+
+}  // namespace xg

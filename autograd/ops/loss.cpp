@@ -1,0 +1,101 @@
+// Losses: fused softmax cross-entropy, MSE, and binary cross-entropy with logits.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/engine.hpp"
+#include "autograd/kernels/vec.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/ops/broadcast.hpp"
+
+namespace xg {
+
+namespace {
+// Applies a reduction to per-element losses; `count` is the divisor for Mean.
+Tensor reduce_loss(const Tensor& per_item, Reduction r, float count) {
+  switch (r) {
+    case Reduction::None: return per_item;
+    case Reduction::Sum: return sum(per_item);
+    case Reduction::Mean: return mul(sum(per_item), Tensor::scalar(1.f / count));
+  }
+  return per_item;
+}
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
+                     int64_t ignore_index, Reduction reduction) {
+  if (logits.dim() == 0)
+    throw std::invalid_argument("[cross_entropy] logits need a class axis, got a scalar");
+  const size_t C = logits.shape().back(), N = C ? logits.numel() / C : 0;
+  if (targets.size() != N)
+    throw std::invalid_argument(fmt::format("[cross_entropy] {} targets for {} rows of logits {}",
+                                            targets.size(), N, shape_str(logits.shape())));
+  size_t kept = 0;
+  for (size_t i = 0; i < N; ++i) {
+    if (targets[i] == ignore_index) continue;
+    if (targets[i] < 0 || size_t(targets[i]) >= C)
+      throw std::out_of_range(fmt::format(
+          "[cross_entropy] target {} at row {} is not a class in [0, {}) nor ignore_index {}",
+          targets[i], i, C, ignore_index));
+    ++kept;
+  }
+  // Per-row loss = -log_softmax[target]; log-probabilities kept for the backward.
+  Tensor logp = Tensor::empty({N, C});
+  vec::log_softmax(logits.data(), logp.data(), N, C);
+  Tensor per_row = Tensor::empty({N});
+  for (size_t i = 0; i < N; ++i)
+    per_row.data()[i] = targets[i] == ignore_index ? 0.f : -logp.data()[i * C + size_t(targets[i])];
+  const Shape in_shape = logits.shape();
+  // d loss_i / d logits_i = softmax_i - onehot(target_i), zero for ignored rows.
+  Tensor loss_rows = record("cross_entropy", per_row, {logits},
+                            [logp, targets, ignore_index, in_shape, N, C](const Tensor& g) -> std::vector<Tensor> {
+                              Tensor dx = Tensor::empty(in_shape);
+                              for (size_t i = 0; i < N; ++i) {
+                                float* d = dx.data() + i * C;
+                                if (targets[i] == ignore_index) {
+                                  std::fill_n(d, C, 0.f);
+                                  continue;
+                                }
+                                vec::unary(vec::Unary::Exp, logp.data() + i * C, d, C);
+                                d[targets[i]] -= 1.f;
+                                vec::scale(d, g.data()[i], d, C);
+                              }
+                              return {dx};
+                            });
+  Shape row_shape(in_shape.begin(), in_shape.end() - 1);
+  if (reduction == Reduction::None)
+    return reshape(loss_rows, std::vector<long>(row_shape.begin(), row_shape.end()));
+  return reduce_loss(loss_rows, reduction, float(kept));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (input.shape() != target.shape())
+    throw std::invalid_argument(fmt::format("[mse_loss] input {} and target {} differ in shape",
+                                            shape_str(input.shape()), shape_str(target.shape())));
+  const Tensor d = sub(input, target);
+  return reduce_loss(mul(d, d), reduction, float(input.numel()));
+}
+
+Tensor bce_with_logits(const Tensor& logits, const Tensor& targets, Reduction reduction) {
+  if (logits.shape() != targets.shape())
+    throw std::invalid_argument(fmt::format("[bce_with_logits] logits {} and targets {} differ in shape",
+                                            shape_str(logits.shape()), shape_str(targets.shape())));
+  // loss = max(x, 0) - x*t + log(1 + exp(-|x|)): never overflows.
+  const size_t n = logits.numel();
+  Tensor per = Tensor::empty(logits.shape());
+  const float *x = logits.data(), *t = targets.data();
+  for (size_t i = 0; i < n; ++i)
+    per.data()[i] = std::max(x[i], 0.f) - x[i] * t[i] + std::log1p(std::exp(-std::fabs(x[i])));
+  const Tensor X = logits.detach(), T = targets.detach();
+  const bool need_t = targets.requires_grad();
+  Tensor per_rec = record("bce_with_logits", per, {logits, targets},
+                          [X, T, need_t](const Tensor& g) -> std::vector<Tensor> {
+                            // d/dx = sigmoid(x) - t, d/dt = -x
+                            Tensor s = Tensor::empty(X.shape());
+                            vec::unary(vec::Unary::Sigmoid, X.data(), s.data(), X.numel());
+                            return {mul(g, sub(s, T)), need_t ? mul(g, neg(X)) : Tensor()};
+                          });
+  return reduce_loss(per_rec, reduction, float(n));
+}
+
+}  // namespace xg

@@ -1,0 +1,115 @@
+// softmax, log_softmax, layer_norm and dropout: fused kernels over rows of the last axis,
+// rows split across threads.
+#include <fmt/format.h>
+
+#include "autograd/engine.hpp"
+#include "autograd/kernels/vec.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/ops/broadcast.hpp"
+#include "autograd/parallel.hpp"
+
+namespace xg {
+
+namespace {
+
+constexpr size_t kRowGrainElements = 16384;  // below this, threads cost more than they save
+
+// Runs fn(row_begin, row_end) over the rows of a (rows, cols) problem, in parallel when large.
+void for_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn) {
+  const size_t grain = std::max<size_t>(1, kRowGrainElements / std::max<size_t>(cols, 1));
+  parallel_range(rows, grain, fn);
+}
+
+using RowKernel = void (*)(const float*, float*, size_t, size_t);
+using RowBackward = void (*)(const float*, const float*, float*, size_t, size_t);
+
+// softmax and log_softmax share everything but their two kernels.
+Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fwd, RowBackward bwd) {
+  if (x.dim() == 0) throw std::invalid_argument(fmt::format("[{}] needs at least one axis", name));
+  const size_t axis = detail::normalize_axis(axis_in, x.dim(), name);
+  if (axis != x.dim() - 1) {  // move the axis last, where the kernel works
+    Tensor moved = transpose(x, int(axis), -1);
+    return transpose(softmax_like(moved, -1, name, fwd, bwd), int(axis), -1);
+  }
+  const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;
+  Tensor out = Tensor::empty(x.shape());
+  for_rows(rows, cols, [&](size_t r0, size_t r1) {
+    fwd(x.data() + r0 * cols, out.data() + r0 * cols, r1 - r0, cols);
+  });
+  const Tensor y = out.detach();
+  return record(name, out, {x}, [y, rows, cols, bwd](const Tensor& g) -> std::vector<Tensor> {
+    Tensor dx = Tensor::empty(g.shape());
+    for_rows(rows, cols, [&](size_t r0, size_t r1) {
+      bwd(y.data() + r0 * cols, g.data() + r0 * cols, dx.data() + r0 * cols, r1 - r0, cols);
+    });
+    return {dx};
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int axis) {
+  return softmax_like(x, axis, "softmax", vec::softmax, vec::softmax_backward);
+}
+
+Tensor log_softmax(const Tensor& x, int axis) {
+  return softmax_like(x, axis, "log_softmax", vec::log_softmax, vec::log_softmax_backward);
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  if (x.dim() == 0) throw std::invalid_argument("[layer_norm] needs at least one axis");
+  const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;
+  for (const Tensor* p : {&weight, &bias})
+    if (p->defined() && p->shape() != Shape{cols})
+      throw std::invalid_argument(fmt::format("[layer_norm] {} has shape {}, expected [{}] for input {}",
+                                              p == &weight ? "weight" : "bias", shape_str(p->shape()),
+                                              cols, shape_str(x.shape())));
+  if (!(eps > 0.f)) throw std::invalid_argument(fmt::format("[layer_norm] eps {} must be > 0", eps));
+  Tensor out = Tensor::empty(x.shape());
+  Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+  const float* w = weight.defined() ? weight.data() : nullptr;
+  const float* b = bias.defined() ? bias.data() : nullptr;
+  for_rows(rows, cols, [&](size_t r0, size_t r1) {
+    vec::layer_norm(x.data() + r0 * cols, w, b, out.data() + r0 * cols, mean.data() + r0,
+                    rstd.data() + r0, r1 - r0, cols, eps);
+  });
+  const Tensor X = x.detach(), Wt = weight.defined() ? weight.detach() : Tensor();
+  const bool need_w = weight.defined() && weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  return record("layer_norm", out, {x, weight, bias},
+                [=](const Tensor& g) -> std::vector<Tensor> {
+                  Tensor dx = Tensor::empty(X.shape());
+                  // Each thread accumulates its own dw/db rows; summed after.
+                  const size_t chunks = std::max<size_t>(1, std::min<size_t>(size_t(num_threads()), rows));
+                  Tensor dw_parts = Tensor::zeros({chunks, cols}), db_parts = Tensor::zeros({chunks, cols});
+                  parallel_for(chunks, [&](size_t c) {
+                    const size_t r0 = c * rows / chunks, r1 = (c + 1) * rows / chunks;
+                    vec::layer_norm_backward(X.data() + r0 * cols, Wt.defined() ? Wt.data() : nullptr,
+                                             mean.data() + r0, rstd.data() + r0, g.data() + r0 * cols,
+                                             dx.data() + r0 * cols,
+                                             need_w ? dw_parts.data() + c * cols : nullptr,
+                                             need_b ? db_parts.data() + c * cols : nullptr, r1 - r0,
+                                             cols);
+                  });
+                  Tensor dw = need_w ? sum(dw_parts, {0}) : Tensor();
+                  Tensor db = need_b ? sum(db_parts, {0}) : Tensor();
+                  return {dx, dw, db};
+                });
+}
+
+Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
+  if (!(p >= 0.f && p <= 1.f))
+    throw std::invalid_argument(fmt::format("[dropout] probability {} is not in [0, 1]", p));
+  if (!training || p == 0.f) return x;
+  Tensor mask = Tensor::empty(x.shape());
+  const float keep_scale = p == 1.f ? 0.f : 1.f / (1.f - p);
+  float* m = mask.data();
+  for (size_t i = 0, n = mask.numel(); i < n; ++i) m[i] = gen.uniform() < p ? 0.f : keep_scale;
+  Tensor out = Tensor::empty(x.shape());
+  vec::binary(vec::Binary::Mul, x.data(), 1, m, 1, out.data(), x.numel());
+  return record("dropout", out, {x}, [mask](const Tensor& g) -> std::vector<Tensor> {
+    return {mul(g, mask)};
+  });
+}
+
+}  // namespace xg

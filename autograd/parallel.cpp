@@ -1,0 +1,164 @@
+#include "autograd/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace xg {
+
+namespace {
+
+int default_threads() {
+  if (const char* env = std::getenv("XGRAD_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end == env || *end != '\0' || n < 1 || n > 1024)
+      throw std::invalid_argument(
+          fmt::format("XGRAD_NUM_THREADS='{}' is not a thread count between 1 and 1024", env));
+    return int(n);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw ? int(hw) : 1;
+}
+
+thread_local bool t_inside_task = false;
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool pool;
+    return pool;
+  }
+  int threads() const { return threads_; }
+  void set_threads(int n) {
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    stop_workers();
+    threads_ = n;
+    start_workers();
+  }
+
+  void run(size_t n_tasks, const std::function<void(size_t)>& fn) {
+    if (n_tasks == 0) return;
+    if (n_tasks == 1 || threads_ == 1 || t_inside_task) {
+      for (size_t t = 0; t < n_tasks; ++t) fn(t);
+      return;
+    }
+    std::lock_guard<std::mutex> run_lock(run_mutex_);  // one parallel region at a time
+    {
+      // A worker that woke late for the previous job may still be leaving work(); the job
+      // state must not change under it.
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return active_ == 0; });
+      job_ = &fn;
+      n_tasks_ = n_tasks;
+      next_.store(0);
+      pending_.store(n_tasks);
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_.load() == 0; });
+    job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  ~Pool() { stop_workers(); }
+
+ private:
+  Pool() : threads_(default_threads()) { start_workers(); }
+
+  void start_workers() {
+    stopping_ = false;
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        ++active_;
+      }
+      work();
+      std::lock_guard<std::mutex> lock(mutex_);
+      --active_;
+      done_.notify_all();
+    }
+  }
+
+  // Claims tasks until none are left.
+  void work() {
+    t_inside_task = true;
+    for (;;) {
+      const size_t t = next_.fetch_add(1);
+      if (t >= n_tasks_) break;
+      try {
+        (*job_)(t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      if (pending_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_.notify_all();
+      }
+    }
+    t_inside_task = false;
+  }
+
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_, mutex_;
+  std::condition_variable wake_, done_;
+  bool stopping_ = false;
+  uint64_t generation_ = 0;
+  int active_ = 0;  // workers inside work()
+  const std::function<void(size_t)>* job_ = nullptr;
+  size_t n_tasks_ = 0;
+  std::atomic<size_t> next_{0}, pending_{0};
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+int num_threads() { return Pool::instance().threads(); }
+
+void set_num_threads(int n) {
+  if (n < 1) throw std::invalid_argument(fmt::format("[set_num_threads] {} < 1", n));
+  if (n != Pool::instance().threads()) Pool::instance().set_threads(n);
+}
+
+void parallel_for(size_t n_tasks, const std::function<void(size_t)>& fn) {
+  Pool::instance().run(n_tasks, fn);
+}
+
+void parallel_range(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+  if (n == 0) return;
+  const size_t chunks = std::max<size_t>(1, std::min<size_t>(size_t(num_threads()), n / std::max<size_t>(grain, 1)));
+  if (chunks == 1) return fn(0, n);
+  parallel_for(chunks, [&](size_t c) { fn(c * n / chunks, (c + 1) * n / chunks); });
+}
+
+}  // namespace xg

@@ -1,0 +1,22 @@
+#pragma once
+// A small persistent thread pool. The thread count comes from XGRAD_NUM_THREADS, else the
+// hardware; set_num_threads() overrides both at run time.
+#include <cstddef>
+#include <functional>
+
+namespace xg {
+
+int num_threads();
+// n >= 1; takes effect for the next parallel_for.
+void set_num_threads(int n);
+
+// Runs fn(task) for every task in [0, n_tasks) on up to num_threads() threads (the caller works
+// too) and returns when all are done. Rethrows the first exception a task threw. Called from
+// inside a task, it runs serially on that thread.
+void parallel_for(size_t n_tasks, const std::function<void(size_t)>& fn);
+
+// Splits [0, n) into contiguous chunks of at least `grain` items and runs fn(begin, end) on each,
+// in parallel when there is more than one chunk.
+void parallel_range(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+
+}  // namespace xg

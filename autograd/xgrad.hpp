@@ -1,0 +1,7 @@
+#pragma once
+// Everything a user of the autograd layer needs.
+#include "autograd/engine.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/parallel.hpp"
+#include "autograd/random.hpp"
+#include "autograd/tensor.hpp"

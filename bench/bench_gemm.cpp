@@ -1,0 +1,173 @@
+// Times xgrad's sgemm and, when built with OpenBLAS, cblas_sgemm on the same shapes, same thread
+// count, same run. Each is timed as the median of repeated calls after a warm-up; the two are
+// interleaved so machine noise hits both alike.
+//   bench_gemm M N K [--batch B] [--threads T] [--ta] [--tb] [--seconds S]
+//   bench_gemm            (the BERT-Base shapes, 1 and 2 threads)
+// Last line: "ratio: X" = xgrad GFLOP/s / OpenBLAS GFLOP/s (the smallest over shapes when
+// several run).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "autograd/kernels/gemm.hpp"
+#include "autograd/parallel.hpp"
+#include "autograd/random.hpp"
+
+#ifdef XGRAD_HAVE_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
+namespace {
+
+struct Shape {
+  size_t batch, M, N, K;
+  bool ta, tb;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+template <class F>
+double seconds(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Timing {
+  double ours_s, blas_s, ratio;  // medians; ratio = median over pairs of blas_s / ours_s
+};
+
+// Alternates one call of each, so frequency changes and neighbours' load hit both alike.
+template <class F, class G>
+Timing time_pairs(F&& ours, G&& blas, double budget_s) {
+  ours();  // warm-up: page faults, packing buffers, thread wake-up
+  blas();
+  std::vector<double> t_ours, t_blas, ratios;
+  const auto start = Clock::now();
+  while (t_ours.size() < 5 ||
+         (std::chrono::duration<double>(Clock::now() - start).count() < budget_s &&
+          t_ours.size() < 500)) {
+    t_ours.push_back(seconds(ours));
+    t_blas.push_back(seconds(blas));
+    ratios.push_back(t_blas.back() / t_ours.back());
+  }
+  return {median(t_ours), median(t_blas), median(ratios)};
+}
+
+double run_shape(const Shape& s, int threads, double budget_s) {
+  xg::set_num_threads(threads);
+  xg::Generator gen(1);
+  std::vector<float> A(s.batch * s.M * s.K), B(s.batch * s.K * s.N), C(s.batch * s.M * s.N);
+  for (auto& v : A) v = gen.uniform() - 0.5f;
+  for (auto& v : B) v = gen.uniform() - 0.5f;
+  const size_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+  const double gflop = 2.0 * double(s.batch) * double(s.M) * double(s.N) * double(s.K) / 1e9;
+  auto ours = [&] {
+    xg::gemm::sgemm_batched(s.ta, s.tb, s.batch, s.M, s.N, s.K, 1.f, A.data(), lda, s.M * s.K,
+                            B.data(), ldb, s.K * s.N, 0.f, C.data(), s.N, s.M * s.N);
+  };
+  const std::string what = fmt::format("{:>3} x {:>5} x {:>5} x {:>5} {:<8} threads={}", s.batch,
+                                       s.M, s.N, s.K,
+                                       std::string(s.ta ? "A^T" : "") + (s.tb ? "B^T" : ""),
+                                       threads);
+#ifdef XGRAD_HAVE_OPENBLAS
+  openblas_set_num_threads(threads);
+  auto blas = [&] {
+    for (size_t b = 0; b < s.batch; ++b)
+      cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
+                  int(s.M), int(s.N), int(s.K), 1.f, A.data() + b * s.M * s.K, int(lda),
+                  B.data() + b * s.K * s.N, int(ldb), 0.f, C.data() + b * s.M * s.N, int(s.N));
+  };
+  const Timing t = time_pairs(ours, blas, budget_s);
+  fmt::print("{}  xgrad {:6.1f} GFLOP/s  OpenBLAS {:6.1f} GFLOP/s  ratio {:.3f}\n", what,
+             gflop / t.ours_s, gflop / t.blas_s, t.ratio);
+  std::fflush(stdout);
+  return t.ratio;
+#else
+  ours();
+  std::vector<double> t;
+  const auto start = Clock::now();
+  while (t.size() < 5 ||
+         (std::chrono::duration<double>(Clock::now() - start).count() < budget_s && t.size() < 500))
+    t.push_back(seconds(ours));
+  fmt::print("{}  xgrad {:6.1f} GFLOP/s\n", what, gflop / median(t));
+  return -1;
+#endif
+}
+
+}  // namespace
+
+#ifdef XGRAD_HAVE_OPENBLAS
+extern "C" char* openblas_get_corename(void);
+#endif
+
+int main(int argc, char** argv) {
+#ifdef XGRAD_HAVE_OPENBLAS
+  // Debian's OpenBLAS 0.3.21 does not know newer AVX-512 Xeons (Sapphire/Emerald Rapids) and
+  // falls back to its SSE3 "Prescott" kernels, 5x slower than it can be. Comparing against that
+  // would flatter us, so pick its AVX-512 kernels (read at library load, hence the re-exec).
+  if (!std::getenv("OPENBLAS_CORETYPE") && std::string(openblas_get_corename()) == "Prescott" &&
+      __builtin_cpu_supports("avx512f")) {
+    setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+    execv("/proc/self/exe", argv);
+  }
+  fmt::print("OpenBLAS core: {}\n", openblas_get_corename());
+#endif
+  std::vector<size_t> dims;
+  size_t batch = 1;
+  std::vector<int> threads;
+  bool ta = false, tb = false;
+  double budget = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "bench_gemm: {} needs a value\n", a);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--batch") batch = std::stoul(next());
+    else if (a == "--threads") threads.push_back(std::stoi(next()));
+    else if (a == "--ta") ta = true;
+    else if (a == "--tb") tb = true;
+    else if (a == "--seconds") budget = std::stod(next());
+    else if (a == "--help" || a == "-h") {
+      fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--seconds S]\n");
+      return 0;
+    } else dims.push_back(std::stoul(a));
+  }
+  if (!dims.empty() && dims.size() != 3) {
+    fmt::print(stderr, "bench_gemm: give M N K (three sizes), got {} numbers\n", dims.size());
+    return 2;
+  }
+  if (threads.empty()) threads = {1, 2};
+  std::vector<Shape> shapes;
+  if (!dims.empty()) {
+    shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});
+  } else {  // BERT-Base, batch 8 x 128 tokens
+    shapes = {{1, 1024, 768, 768, false, true},    {1, 1024, 3072, 768, false, true},
+              {1, 1024, 768, 3072, false, true},   {1, 1024, 30522, 768, false, true},
+              {96, 128, 128, 64, false, true},     {1, 1024, 768, 768, false, false},
+              {1, 768, 768, 1024, true, false}};
+  }
+  double worst = 1e30;
+  for (int t : threads)
+    for (const auto& s : shapes) worst = std::min(worst, run_shape(s, t, budget));
+#ifdef XGRAD_HAVE_OPENBLAS
+  fmt::print("ratio: {:.3f}\n", worst);
+#else
+  fmt::print("ratio: n/a (built without OpenBLAS)\n");
+#endif
+}
