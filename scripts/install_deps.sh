@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xgrad needs to build and test, when any is missing.
+#   scripts/install_deps.sh          install what is missing
+#   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick) and PyTorch (bench/, tools/)
+set -euo pipefail
+
+packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
+          nlohmann-json3-dev)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(libopenblas-dev python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "installing: ${missing[*]}"
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

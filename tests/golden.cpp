@@ -1,0 +1,32 @@
+#include "tests/golden.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+
+namespace xg::test {
+
+nlohmann::json load_golden(const std::string& name) {
+  const std::string path = std::string(XGRAD_TEST_DATA_DIR) + "/" + name;
+  std::ifstream in(path);
+  INFO("golden file " << path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+Tensor golden_tensor(const nlohmann::json& j, bool requires_grad) {
+  Shape shape = j.at("shape").get<Shape>();
+  return Tensor::from_vector(j.at("data").get<std::vector<float>>(), shape, requires_grad);
+}
+
+double max_scaled_error(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < a.numel(); ++i) {
+    err = std::max(err, std::fabs(double(a.data()[i]) - b.data()[i]));
+    scale = std::max(scale, std::fabs(double(b.data()[i])));
+  }
+  return err / scale;
+}
+
+}  // namespace xg::test

@@ -1,0 +1,17 @@
+#pragma once
+// Reading PyTorch goldens (tests/data/*.json, written by tools/gen_*_goldens.py) and comparing.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "autograd/tensor.hpp"
+
+namespace xg::test {
+
+// Parses tests/data/<name>; fails with the path when it is missing or not JSON.
+nlohmann::json load_golden(const std::string& name);
+// {"shape": [...], "data": [...]} -> Tensor.
+Tensor golden_tensor(const nlohmann::json& j, bool requires_grad = false);
+// Largest |a - b| over all elements, divided by max(1, largest |b|); fails on a shape mismatch.
+double max_scaled_error(const Tensor& a, const Tensor& b);
+
+}  // namespace xg::test

@@ -1,0 +1,67 @@
+#include "tests/gradcheck.hpp"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+namespace xg::test {
+
+Tensor randn(const Shape& shape, uint64_t seed, float scale) {
+  Generator g(seed);
+  return Tensor::normal(shape, 0.f, scale, g, /*requires_grad=*/true);
+}
+
+Tensor rand_away_from_zero(const Shape& shape, uint64_t seed, float gap, bool positive) {
+  Generator g(seed);
+  Tensor t = Tensor::empty(shape);
+  for (size_t i = 0; i < t.numel(); ++i) {
+    const float mag = gap + 1.5f * g.uniform();
+    t.data()[i] = (positive || g.uniform() < 0.5f) ? mag : -mag;
+  }
+  t.requires_grad_(true);
+  return t;
+}
+
+namespace {
+double weighted_sum(const Tensor& y, const Tensor& w) {
+  double s = 0;
+  for (size_t i = 0; i < y.numel(); ++i) s += double(y.data()[i]) * double(w.data()[i]);
+  return s;
+}
+}  // namespace
+
+void check_gradients(const Fn& f, std::vector<Tensor> inputs, GradCheckOptions opt) {
+  for (auto& t : inputs)
+    if (t.defined() && t.requires_grad()) t.zero_grad();
+  Tensor y = f(inputs);
+  Generator wg(12345);
+  const Tensor w = Tensor::uniform(y.shape(), -1.f, 1.f, wg);
+  sum(mul(y, w)).backward();
+
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor& x = inputs[i];
+    if (!x.defined() || !x.requires_grad()) continue;
+    REQUIRE(x.grad().defined());
+    const Tensor analytic = x.grad();
+    REQUIRE(analytic.shape() == x.shape());
+    const size_t n = x.numel();
+    const size_t step = std::max<size_t>(1, n / opt.max_checks);
+    for (size_t j = 0; j < n; j += step) {
+      float* p = x.data() + j;
+      const float orig = *p;
+      *p = orig + opt.eps;
+      const double plus = weighted_sum(f(inputs), w);
+      *p = orig - opt.eps;
+      const double minus = weighted_sum(f(inputs), w);
+      *p = orig;
+      const double numeric = (plus - minus) / (2.0 * double(opt.eps));
+      const double a = analytic.data()[j];
+      const double tol = opt.atol + opt.rtol * std::max(std::fabs(numeric), std::fabs(a));
+      INFO("input " << i << " shape " << shape_str(x.shape()) << " element " << j
+                    << ": analytic " << a << " numeric " << numeric);
+      CHECK(std::fabs(numeric - a) <= tol);
+    }
+  }
+}
+
+}  // namespace xg::test

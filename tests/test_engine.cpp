@@ -1,0 +1,96 @@
+#include <catch2/catch.hpp>
+
+#include "autograd/xgrad.hpp"
+
+using namespace xg;
+using Catch::Matchers::Contains;
+
+TEST_CASE("backward accumulates into leaves across calls; zero_grad resets", "[engine]") {
+  Tensor x = Tensor::from_vector({1, 2, 3}, {3}, true);
+  sum(x * x).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{2, 4, 6});
+  sum(x * 3.f).backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{5, 7, 9});
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("backward with an explicit output gradient", "[engine]") {
+  Tensor x = Tensor::from_vector({1, 2}, {2}, true);
+  Tensor y = x * x;
+  y.backward(Tensor::from_vector({1, 10}, {2}));
+  CHECK(x.grad().to_vector() == std::vector<float>{2, 40});
+  CHECK_THROWS_WITH((x * 2.f).backward(), Contains("[backward]") && Contains("[2]"));
+  CHECK_THROWS_WITH((x * 2.f).backward(Tensor::ones({3})), Contains("[backward]") && Contains("[3]"));
+}
+
+TEST_CASE("no-grad guard records nothing", "[engine]") {
+  Tensor x = Tensor::ones({2}, true);
+  {
+    NoGradGuard guard;
+    Tensor y = x * 2.f;
+    CHECK_FALSE(y.requires_grad());
+    CHECK(y.grad_fn() == nullptr);
+  }
+  CHECK((x * 2.f).requires_grad());
+}
+
+TEST_CASE("graph is freed after backward unless retained", "[engine]") {
+  Tensor x = Tensor::ones({2}, true);
+  Tensor loss = sum(exp(x));
+  loss.backward(/*retain_graph=*/true);
+  loss.backward();
+  CHECK(x.grad().to_vector()[0] == Approx(2 * std::exp(1.f)));
+  CHECK_THROWS_WITH(loss.backward(), Contains("freed") && Contains("retain_graph"));
+}
+
+TEST_CASE("intermediate activations die with their handles, not with the loss", "[engine]") {
+  Tensor x = Tensor::ones({1000}, true);
+  std::weak_ptr<Buffer> hidden_storage;
+  Tensor loss;
+  {
+    Tensor h = x * 2.f;  // relu saves x (a leaf), mul saves the scalar; h itself is not saved
+    hidden_storage = h.impl()->storage;
+    loss = sum(relu(h + 1.f));
+  }
+  CHECK(hidden_storage.expired());
+  loss.backward();
+  CHECK(x.grad().to_vector()[0] == 2.f);
+}
+
+TEST_CASE("a chain of 100,000 ops neither overflows on backward nor on destruction", "[engine]") {
+  Tensor x = Tensor::scalar(1.f, true);
+  {
+    Tensor y = x;
+    for (int i = 0; i < 100000; ++i) y = y * 1.0f;
+    y.backward();
+    CHECK(x.grad().item() == 1.f);
+  }  // y and its 100,000 nodes are released here
+  Tensor z = x;
+  for (int i = 0; i < 100000; ++i) z = z + 0.f;
+  z = Tensor();  // destruction without any backward
+  SUCCEED();
+}
+
+TEST_CASE("gradients of ops not requiring grad are skipped", "[engine]") {
+  Tensor w = Tensor::from_vector({2}, {1}, true);
+  Tensor c = Tensor::from_vector({5}, {1});
+  sum(w * c).backward();
+  CHECK(w.grad().item() == 5.f);
+  CHECK_FALSE(c.grad().defined());
+}
+
+TEST_CASE("thread count can be set at run time", "[engine][parallel]") {
+  const int before = num_threads();
+  set_num_threads(1);
+  CHECK(num_threads() == 1);
+  std::vector<int> hits(100, 0);
+  parallel_for(100, [&](size_t i) { hits[i]++; });
+  set_num_threads(2);
+  parallel_for(100, [&](size_t i) { hits[i]++; });
+  CHECK(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 2; }));
+  CHECK_THROWS_WITH(parallel_for(4, [](size_t i) { if (i == 2) throw std::runtime_error("task 2"); }),
+                    Contains("task 2"));
+  CHECK_THROWS_WITH(set_num_threads(0), Contains("[set_num_threads]"));
+  set_num_threads(before);
+}

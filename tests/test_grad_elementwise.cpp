@@ -1,0 +1,89 @@
+// Finite-difference gradient tests: element-wise ops (with broadcasting) and reductions.
+#include <catch2/catch.hpp>
+
+#include "tests/gradcheck.hpp"
+
+using namespace xg;
+using xg::test::check_gradients;
+using xg::test::rand_away_from_zero;
+using xg::test::randn;
+using V = std::vector<Tensor>;
+
+TEST_CASE("grad: add/sub/mul/div, same shape", "[grad][elementwise]") {
+  const Tensor a = randn({3, 5}, 1), b = rand_away_from_zero({3, 5}, 2, 0.5f);
+  check_gradients([](const V& x) { return add(x[0], x[1]); }, {a, b});
+  check_gradients([](const V& x) { return sub(x[0], x[1]); }, {a, b});
+  check_gradients([](const V& x) { return mul(x[0], x[1]); }, {a, b});
+  check_gradients([](const V& x) { return div(x[0], x[1]); }, {a, b});
+}
+
+TEST_CASE("grad: binary ops broadcast in both directions", "[grad][elementwise]") {
+  // [3,1,4] with [2,4] -> [3,2,4]: a stretches axis 1, b gains a leading axis.
+  const Tensor a = randn({3, 1, 4}, 3), b = rand_away_from_zero({2, 4}, 4, 0.5f);
+  check_gradients([](const V& x) { return add(x[0], x[1]); }, {a, b});
+  check_gradients([](const V& x) { return sub(x[1], x[0]); }, {a, b});
+  check_gradients([](const V& x) { return mul(x[0], x[1]); }, {a, b});
+  check_gradients([](const V& x) { return div(x[0], x[1]); }, {a, b});
+  // bias-style [N, C] + [C], a column [N, 1], and a 0-d scalar
+  const Tensor m = randn({4, 6}, 5), bias = randn({6}, 6), col = rand_away_from_zero({4, 1}, 7),
+               s = rand_away_from_zero({}, 8);
+  check_gradients([](const V& x) { return add(x[0], x[1]); }, {m, bias});
+  check_gradients([](const V& x) { return div(x[0], x[1]); }, {m, col});
+  check_gradients([](const V& x) { return mul(x[1], x[0]); }, {m, s});
+}
+
+TEST_CASE("grad: unary maps", "[grad][elementwise]") {
+  const Tensor x = randn({4, 9}, 10);
+  const Tensor pos = rand_away_from_zero({4, 9}, 11, 0.3f, /*positive=*/true);
+  const Tensor kinked = rand_away_from_zero({4, 9}, 12, 0.1f);  // no element near ReLU's kink
+  check_gradients([](const V& v) { return neg(v[0]); }, {x});
+  check_gradients([](const V& v) { return exp(v[0]); }, {x});
+  check_gradients([](const V& v) { return log(v[0]); }, {pos});
+  check_gradients([](const V& v) { return sqrt(v[0]); }, {pos});
+  check_gradients([](const V& v) { return tanh(v[0]); }, {x});
+  check_gradients([](const V& v) { return sigmoid(v[0]); }, {x});
+  check_gradients([](const V& v) { return relu(v[0]); }, {kinked});
+  check_gradients([](const V& v) { return gelu(v[0]); }, {x});
+  check_gradients([](const V& v) { return gelu(v[0], GeluApprox::Tanh); }, {x});
+  for (float p : {2.f, 3.f, 0.5f, -1.5f})
+    check_gradients([p](const V& v) { return pow(v[0], p); }, {pos});
+}
+
+TEST_CASE("grad: scalar operators", "[grad][elementwise]") {
+  const Tensor x = rand_away_from_zero({5}, 13, 0.5f);
+  check_gradients([](const V& v) { return (2.f - v[0] * 3.f) / 4.f + 1.f; }, {x});
+  check_gradients([](const V& v) { return 2.f / v[0]; }, {x});
+  check_gradients([](const V& v) { return -v[0]; }, {x});
+}
+
+TEST_CASE("grad: a tensor used twice accumulates", "[grad][engine]") {
+  const Tensor x = randn({3, 4}, 14);
+  check_gradients([](const V& v) { return add(mul(v[0], v[0]), exp(v[0])); }, {x});
+  // x feeds a matmul from both sides
+  const Tensor sq = randn({4, 4}, 15);
+  check_gradients([](const V& v) { return matmul(v[0], v[0]); }, {sq});
+}
+
+TEST_CASE("grad: sum and mean over axes, keepdim or not", "[grad][reduce]") {
+  const Tensor x = randn({2, 3, 4}, 20);
+  check_gradients([](const V& v) { return sum(v[0]); }, {x});
+  check_gradients([](const V& v) { return sum(v[0], {1}); }, {x});
+  check_gradients([](const V& v) { return sum(v[0], {0, 2}, true); }, {x});
+  check_gradients([](const V& v) { return sum(v[0], {-1}); }, {x});
+  check_gradients([](const V& v) { return mean(v[0]); }, {x});
+  check_gradients([](const V& v) { return mean(v[0], {1, 2}, true); }, {x});
+}
+
+TEST_CASE("grad: max over an axis", "[grad][reduce]") {
+  // Distinct values spaced well beyond eps, so no finite difference crosses a tie.
+  Tensor x = Tensor::empty({3, 4, 5});
+  Generator g(21);
+  std::vector<float> vals(x.numel());
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = 0.1f * float(i);
+  for (size_t i = vals.size(); i-- > 1;) std::swap(vals[i], vals[g.below(i + 1)]);
+  std::copy(vals.begin(), vals.end(), x.data());
+  x.requires_grad_(true);
+  check_gradients([](const V& v) { return max(v[0], 1); }, {x});
+  check_gradients([](const V& v) { return max(v[0], -1, true); }, {x});
+  check_gradients([](const V& v) { return max(v[0], 0); }, {x});
+}

@@ -1,0 +1,75 @@
+// Finite-difference gradient tests: softmax family, layer_norm, dropout, losses, and an
+// attention block composed from the ops.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "tests/gradcheck.hpp"
+
+using namespace xg;
+using xg::test::check_gradients;
+using xg::test::randn;
+using V = std::vector<Tensor>;
+
+TEST_CASE("grad: softmax and log_softmax on the last and on an inner axis", "[grad][nn]") {
+  const Tensor x = randn({3, 4, 5}, 60);
+  check_gradients([](const V& v) { return softmax(v[0]); }, {x});
+  check_gradients([](const V& v) { return softmax(v[0], 1); }, {x});
+  check_gradients([](const V& v) { return log_softmax(v[0]); }, {x});
+  check_gradients([](const V& v) { return log_softmax(v[0], 0); }, {x});
+}
+
+TEST_CASE("grad: layer_norm with and without affine parameters", "[grad][nn]") {
+  const Tensor x = randn({4, 19}, 61, 2.f), w = randn({19}, 62), b = randn({19}, 63);
+  check_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-5f); }, {x, w, b});
+  check_gradients([](const V& v) { return layer_norm(v[0], Tensor(), Tensor(), 1e-5f); }, {x});
+  // 3-D input, sizes past the SIMD width, and the row split across threads
+  const Tensor big = randn({3, 40, 37}, 64), w2 = randn({37}, 65), b2 = randn({37}, 66);
+  check_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-12f); }, {big, w2, b2});
+}
+
+TEST_CASE("grad: dropout with a fixed mask; identity in eval", "[grad][nn]") {
+  const Tensor x = randn({8, 16}, 67);
+  check_gradients(
+      [](const V& v) {
+        Generator g(7);  // the same mask on every call
+        return dropout(v[0], 0.3f, /*training=*/true, g);
+      },
+      {x});
+  Generator g(7);
+  Tensor y = dropout(x, 0.3f, /*training=*/false, g);
+  CHECK(y.same_storage(x));
+}
+
+TEST_CASE("grad: cross_entropy with ignore_index, every reduction", "[grad][loss]") {
+  const Tensor logits = randn({6, 5}, 70, 2.f);
+  const std::vector<int64_t> t = {1, -100, 4, 0, 4, -100};
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t); }, {logits});
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::Sum); }, {logits});
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::None); }, {logits});
+  // 3-D logits: rows are the leading axes flattened
+  check_gradients([](const V& v) { return cross_entropy(v[0], {0, 2, 1, 2, 2, 0}); },
+                  {randn({2, 3, 3}, 71)});
+}
+
+TEST_CASE("grad: mse and bce_with_logits", "[grad][loss]") {
+  const Tensor a = randn({3, 4}, 72), b = randn({3, 4}, 73);
+  check_gradients([](const V& v) { return mse_loss(v[0], v[1]); }, {a, b});
+  check_gradients([](const V& v) { return mse_loss(v[0], v[1], Reduction::Sum); }, {a, b});
+  Generator g(74);
+  Tensor targets = Tensor::uniform({3, 4}, 0.f, 1.f, g, true);
+  check_gradients([](const V& v) { return bce_with_logits(v[0], v[1]); }, {randn({3, 4}, 75, 3.f), targets});
+  check_gradients([](const V& v) { return bce_with_logits(v[0], v[1], Reduction::None); },
+                  {randn({3, 4}, 76, 3.f), targets});
+}
+
+TEST_CASE("grad: masked multi-head attention composed from ops", "[grad][nn]") {
+  // q, k, v: (B, H, T, D); mask (B, 1, 1, T) additive, -1e4 on padding
+  const Tensor q = randn({2, 2, 3, 4}, 80), k = randn({2, 2, 3, 4}, 81), v = randn({2, 2, 3, 4}, 82);
+  const Tensor mask = Tensor::from_vector({0, 0, -1e4f, 0, 0, 0}, {2, 1, 1, 3});
+  check_gradients(
+      [mask](const V& x) {
+        Tensor scores = matmul(x[0], x[1], false, true) * (1.f / std::sqrt(4.f));
+        return matmul(softmax(add(scores, mask)), x[2]);
+      },
+      {q, k, v});
+}

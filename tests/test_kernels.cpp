@@ -1,0 +1,132 @@
+// Every SIMD kernel against its scalar twin on sizes that are not multiples of the vector width.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "autograd/kernels/vec.hpp"
+#include "autograd/random.hpp"
+
+using namespace xg;
+
+namespace {
+const std::vector<size_t> kSizes = {1, 7, 17, 1000, 4099};
+
+std::vector<float> random_vec(size_t n, uint64_t seed, float lo = -3.f, float hi = 3.f) {
+  Generator g(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = lo + (hi - lo) * g.uniform();
+  return v;
+}
+
+void check_close(const std::vector<float>& simd, const std::vector<float>& ref, double rtol,
+                 double atol, const std::string& what) {
+  REQUIRE(simd.size() == ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    INFO(what << " n=" << ref.size() << " i=" << i << " simd=" << simd[i] << " scalar=" << ref[i]);
+    REQUIRE(std::fabs(double(simd[i]) - ref[i]) <= atol + rtol * std::fabs(double(ref[i])));
+  }
+}
+}  // namespace
+
+TEST_CASE("simd binary kernels match scalar, all stride patterns", "[kernels]") {
+  for (size_t n : kSizes) {
+    const auto a = random_vec(n, 1), b = random_vec(n, 2, 0.5f, 2.f);
+    for (auto op : {vec::Binary::Add, vec::Binary::Sub, vec::Binary::Mul, vec::Binary::Div})
+      for (auto [sa, sb] : {std::pair<size_t, size_t>{1, 1}, {1, 0}, {0, 1}, {0, 0}}) {
+        std::vector<float> o1(n), o2(n);
+        vec::binary(op, a.data(), sa, b.data(), sb, o1.data(), n);
+        vec::scalar::binary(op, a.data(), sa, b.data(), sb, o2.data(), n);
+        check_close(o1, o2, 1e-6, 0, "binary op " + std::to_string(int(op)));
+      }
+    std::vector<float> y1 = b, y2 = b, s1(n), s2(n);
+    vec::axpy(0.7f, a.data(), y1.data(), n);
+    vec::scalar::axpy(0.7f, a.data(), y2.data(), n);
+    check_close(y1, y2, 1e-6, 1e-7, "axpy");
+    vec::scale(a.data(), -1.3f, s1.data(), n);
+    vec::scalar::scale(a.data(), -1.3f, s2.data(), n);
+    check_close(s1, s2, 1e-6, 0, "scale");
+  }
+}
+
+TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
+  using U = vec::Unary;
+  for (size_t n : kSizes) {
+    const auto x = random_vec(n, 3, -6.f, 6.f), pos = random_vec(n, 4, 0.01f, 50.f),
+               g = random_vec(n, 5);
+    for (U op : {U::Neg, U::Exp, U::Log, U::Sqrt, U::Tanh, U::Sigmoid, U::Relu, U::GeluErf, U::GeluTanh}) {
+      const auto& in = (op == U::Log || op == U::Sqrt) ? pos : x;
+      std::vector<float> o1(n), o2(n);
+      vec::unary(op, in.data(), o1.data(), n);
+      vec::scalar::unary(op, in.data(), o2.data(), n);
+      check_close(o1, o2, 4e-6, 1e-6, "unary op " + std::to_string(int(op)));
+    }
+    for (U op : {U::Tanh, U::Sigmoid, U::Relu, U::GeluErf, U::GeluTanh}) {
+      std::vector<float> d1(n), d2(n);
+      vec::unary_backward(op, x.data(), g.data(), d1.data(), n);
+      vec::scalar::unary_backward(op, x.data(), g.data(), d2.data(), n);
+      check_close(d1, d2, 4e-6, 1e-6, "unary backward op " + std::to_string(int(op)));
+    }
+    for (float p : {2.f, 0.5f, -1.5f, 3.f}) {
+      std::vector<float> o1(n), o2(n);
+      vec::pow_scalar(pos.data(), p, o1.data(), n);
+      vec::scalar::pow_scalar(pos.data(), p, o2.data(), n);
+      check_close(o1, o2, 4e-6, 1e-7, "pow " + std::to_string(p));
+    }
+  }
+}
+
+TEST_CASE("simd sum and max match scalar", "[kernels]") {
+  for (size_t n : kSizes) {
+    const auto x = random_vec(n, 6);
+    double abs_sum = 0;
+    for (float v : x) abs_sum += std::fabs(v);
+    CHECK(std::fabs(vec::sum(x.data(), n) - vec::scalar::sum(x.data(), n)) <= 1e-6 * abs_sum + 1e-6);
+    CHECK(vec::max(x.data(), n) == vec::scalar::max(x.data(), n));
+  }
+}
+
+TEST_CASE("simd softmax / log_softmax forward and backward match scalar", "[kernels]") {
+  for (size_t cols : kSizes) {
+    const size_t rows = 3;
+    const auto x = random_vec(rows * cols, 7, -8.f, 8.f), g = random_vec(rows * cols, 8);
+    std::vector<float> y1(rows * cols), y2(rows * cols), d1(rows * cols), d2(rows * cols);
+    vec::softmax(x.data(), y1.data(), rows, cols);
+    vec::scalar::softmax(x.data(), y2.data(), rows, cols);
+    check_close(y1, y2, 1e-5, 1e-8, "softmax");
+    vec::softmax_backward(y2.data(), g.data(), d1.data(), rows, cols);
+    vec::scalar::softmax_backward(y2.data(), g.data(), d2.data(), rows, cols);
+    check_close(d1, d2, 1e-4, 1e-7, "softmax_backward");
+    vec::log_softmax(x.data(), y1.data(), rows, cols);
+    vec::scalar::log_softmax(x.data(), y2.data(), rows, cols);
+    check_close(y1, y2, 1e-5, 1e-5, "log_softmax");
+    vec::log_softmax_backward(y2.data(), g.data(), d1.data(), rows, cols);
+    vec::scalar::log_softmax_backward(y2.data(), g.data(), d2.data(), rows, cols);
+    check_close(d1, d2, 1e-4, 1e-5, "log_softmax_backward");
+  }
+}
+
+TEST_CASE("simd layer_norm forward and backward match scalar", "[kernels]") {
+  for (size_t cols : kSizes) {
+    const size_t rows = 3;
+    const auto x = random_vec(rows * cols, 9, -4.f, 6.f), g = random_vec(rows * cols, 10),
+               w = random_vec(cols, 11), b = random_vec(cols, 12);
+    for (bool affine : {true, false}) {
+      const float* pw = affine ? w.data() : nullptr;
+      const float* pb = affine ? b.data() : nullptr;
+      std::vector<float> y1(rows * cols), y2(rows * cols), m1(rows), m2(rows), r1(rows), r2(rows);
+      vec::layer_norm(x.data(), pw, pb, y1.data(), m1.data(), r1.data(), rows, cols, 1e-5f);
+      vec::scalar::layer_norm(x.data(), pw, pb, y2.data(), m2.data(), r2.data(), rows, cols, 1e-5f);
+      check_close(y1, y2, 1e-4, 1e-4, "layer_norm");
+      check_close(m1, m2, 1e-5, 1e-6, "layer_norm mean");
+      check_close(r1, r2, 1e-4, 1e-6, "layer_norm rstd");
+      std::vector<float> dx1(rows * cols), dx2(rows * cols), dw1(cols, 0.f), dw2(cols, 0.f),
+          db1(cols, 0.f), db2(cols, 0.f);
+      vec::layer_norm_backward(x.data(), pw, m2.data(), r2.data(), g.data(), dx1.data(),
+                               dw1.data(), db1.data(), rows, cols);
+      vec::scalar::layer_norm_backward(x.data(), pw, m2.data(), r2.data(), g.data(), dx2.data(),
+                                       dw2.data(), db2.data(), rows, cols);
+      check_close(dx1, dx2, 1e-3, 1e-4, "layer_norm_backward dx");
+      check_close(dw1, dw2, 1e-4, 1e-5, "layer_norm_backward dw");
+      check_close(db1, db2, 1e-5, 1e-5, "layer_norm_backward db");
+    }
+  }
+}
