@@ -31,6 +31,13 @@ int default_threads() {
 
 thread_local bool t_inside_task = false;
 
+constexpr int kSpinIterations = 20000;  // ~50-100 us of pause instructions
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 class Pool {
  public:
   static Pool& instance() {
@@ -63,6 +70,7 @@ class Pool {
       pending_.store(n_tasks);
       error_ = nullptr;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     work();
@@ -94,6 +102,10 @@ class Pool {
   void worker_loop() {
     uint64_t seen = 0;
     for (;;) {
+      // Training runs parallel regions back to back; a short spin catches the next one without
+      // a futex wake-up (tens of microseconds), then the worker sleeps.
+      for (int spin = 0; spin < kSpinIterations && published_.load(std::memory_order_acquire) == seen; ++spin)
+        cpu_relax();
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -135,6 +147,7 @@ class Pool {
   bool stopping_ = false;
   uint64_t generation_ = 0;
   int active_ = 0;  // workers inside work()
+  std::atomic<uint64_t> published_{0};  // generation_, readable without the mutex
   const std::function<void(size_t)>* job_ = nullptr;
   size_t n_tasks_ = 0;
   std::atomic<size_t> next_{0}, pending_{0};

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <unistd.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/kernels/gemm.hpp"
@@ -48,18 +49,38 @@ struct Timing {
   double ours_s, blas_s, ratio;  // medians; ratio = median over pairs of blas_s / ours_s
 };
 
-// Alternates one call of each, so frequency changes and neighbours' load hit both alike.
+// Single-threaded: alternates one call of each, so frequency changes and neighbours' load hit
+// both alike; the ratio is the median over pairs. Multi-threaded: OpenBLAS's worker threads
+// busy-wait ~0.1 s after each call (THREAD_TIMEOUT), which would steal the cores from the call
+// that follows, so blocks of calls alternate with an idle gap and the ratio is the median over
+// rounds of block medians.
 template <class F, class G>
-Timing time_pairs(F&& ours, G&& blas, double budget_s) {
+Timing time_pairs(F&& ours, G&& blas, double budget_s, int threads) {
   ours();  // warm-up: page faults, packing buffers, thread wake-up
   blas();
   std::vector<double> t_ours, t_blas, ratios;
   const auto start = Clock::now();
-  while (t_ours.size() < 5 ||
-         (std::chrono::duration<double>(Clock::now() - start).count() < budget_s &&
-          t_ours.size() < 500)) {
-    t_ours.push_back(seconds(ours));
-    t_blas.push_back(seconds(blas));
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  if (threads == 1) {
+    while (t_ours.size() < 5 || (elapsed() < budget_s && t_ours.size() < 500)) {
+      t_ours.push_back(seconds(ours));
+      t_blas.push_back(seconds(blas));
+      ratios.push_back(t_blas.back() / t_ours.back());
+    }
+    return {median(t_ours), median(t_blas), median(ratios)};
+  }
+  auto block = [&](auto&& f) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    f();  // first call after the gap wakes the threads; not timed
+    std::vector<double> t;
+    const auto b0 = Clock::now();
+    while (t.size() < 3 || (std::chrono::duration<double>(Clock::now() - b0).count() < 0.1 && t.size() < 200))
+      t.push_back(seconds(f));
+    return median(t);
+  };
+  while (ratios.size() < 5 || (elapsed() < budget_s * 4 && ratios.size() < 50)) {
+    t_ours.push_back(block(ours));
+    t_blas.push_back(block(blas));
     ratios.push_back(t_blas.back() / t_ours.back());
   }
   return {median(t_ours), median(t_blas), median(ratios)};
@@ -89,7 +110,7 @@ double run_shape(const Shape& s, int threads, double budget_s) {
                   int(s.M), int(s.N), int(s.K), 1.f, A.data() + b * s.M * s.K, int(lda),
                   B.data() + b * s.K * s.N, int(ldb), 0.f, C.data() + b * s.M * s.N, int(s.N));
   };
-  const Timing t = time_pairs(ours, blas, budget_s);
+  const Timing t = time_pairs(ours, blas, budget_s, threads);
   fmt::print("{}  xgrad {:6.1f} GFLOP/s  OpenBLAS {:6.1f} GFLOP/s  ratio {:.3f}\n", what,
              gflop / t.ours_s, gflop / t.blas_s, t.ratio);
   std::fflush(stdout);
