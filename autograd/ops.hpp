@@ -81,6 +81,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 
 // ---- neural-network functions (ops/nn.cpp) ----
 Tensor softmax(const Tensor& x, int axis = -1);
+// Attention probabilities in one fused pass: softmax(scale * scores + mask) over the last axis.
+// scores (B, H, Tq, Tk); mask undefined or additive (B, Tk), broadcast over heads and queries
+// (use a large negative value, not -inf, for padding). The mask gets no gradient.
+Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale);
 Tensor log_softmax(const Tensor& x, int axis = -1);
 // Normalises over the last axis, then scales by weight and adds bias (each [C] or undefined).
 // Fused: keeps mean and 1/std for the backward.
@@ -92,8 +96,11 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen = default
 // ---- losses (ops/loss.cpp) ----
 // logits (N, C) or (..., C) flattened to rows; targets one class per row. Rows whose target is
 // ignore_index are skipped; Mean divides by the rows kept (NaN when none are, as PyTorch does).
+// label_smoothing e mixes the one-hot target with the uniform distribution, as PyTorch does:
+// loss = (1 - e) * nll + e * mean over classes of -log p.
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
-                     int64_t ignore_index = -100, Reduction reduction = Reduction::Mean);
+                     int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                     float label_smoothing = 0.f);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 // Numerically stable sigmoid + binary cross-entropy; targets in [0, 1], same shape as logits.
 Tensor bce_with_logits(const Tensor& logits, const Tensor& targets,

@@ -73,3 +73,20 @@ TEST_CASE("grad: masked multi-head attention composed from ops", "[grad][nn]") {
       },
       {q, k, v});
 }
+
+TEST_CASE("grad: fused attention_softmax with and without a padding mask", "[grad][nn]") {
+  const Tensor s = randn({2, 2, 3, 4}, 90, 2.f);
+  const Tensor mask = Tensor::from_vector({0, 0, 0, -1e4f, 0, -1e4f, 0, 0}, {2, 4});
+  check_gradients([mask](const V& v) { return attention_softmax(v[0], mask, 0.5f); }, {s});
+  check_gradients([](const V& v) { return attention_softmax(v[0], Tensor(), 0.7f); }, {s});
+  // equals the unfused composition
+  Tensor fused = attention_softmax(s, mask, 0.5f);
+  Tensor plain = softmax(add(mul(s, Tensor::scalar(0.5f)), reshape(mask, {2, 1, 1, 4})));
+  for (size_t i = 0; i < fused.numel(); ++i) CHECK(fused.data()[i] == Approx(plain.data()[i]).margin(1e-7));
+}
+
+TEST_CASE("grad: cross_entropy with label smoothing", "[grad][loss]") {
+  const Tensor logits = randn({5, 4}, 91, 2.f);
+  const std::vector<int64_t> t = {1, 3, -100, 0, 2};
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::Mean, 0.1f); }, {logits});
+}

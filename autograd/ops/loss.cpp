@@ -23,7 +23,10 @@ Tensor reduce_loss(const Tensor& per_item, Reduction r, float count) {
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
-                     int64_t ignore_index, Reduction reduction) {
+                     int64_t ignore_index, Reduction reduction, float label_smoothing) {
+  if (!(label_smoothing >= 0.f && label_smoothing <= 1.f))
+    throw std::invalid_argument(
+        fmt::format("[cross_entropy] label_smoothing {} is not in [0, 1]", label_smoothing));
   if (logits.dim() == 0)
     throw std::invalid_argument("[cross_entropy] logits need a class axis, got a scalar");
   const size_t C = logits.shape().back(), N = C ? logits.numel() / C : 0;
@@ -39,16 +42,25 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
           targets[i], i, C, ignore_index));
     ++kept;
   }
-  // Per-row loss = -log_softmax[target]; log-probabilities kept for the backward.
+  // Per-row loss = -(1-e) log p[target] - e mean_c log p[c]; log-probabilities kept for backward.
+  const float e = label_smoothing;
   Tensor logp = Tensor::empty({N, C});
   vec::log_softmax(logits.data(), logp.data(), N, C);
   Tensor per_row = Tensor::empty({N});
-  for (size_t i = 0; i < N; ++i)
-    per_row.data()[i] = targets[i] == ignore_index ? 0.f : -logp.data()[i * C + size_t(targets[i])];
+  for (size_t i = 0; i < N; ++i) {
+    if (targets[i] == ignore_index) {
+      per_row.data()[i] = 0.f;
+      continue;
+    }
+    const float* lp = logp.data() + i * C;
+    float loss = -(1.f - e) * lp[targets[i]];
+    if (e > 0.f) loss -= e * vec::sum(lp, C) / float(C);
+    per_row.data()[i] = loss;
+  }
   const Shape in_shape = logits.shape();
-  // d loss_i / d logits_i = softmax_i - onehot(target_i), zero for ignored rows.
+  // d loss_i / d logits_i = softmax_i - ((1-e) onehot(target_i) + e/C), zero for ignored rows.
   Tensor loss_rows = record("cross_entropy", per_row, {logits},
-                            [logp, targets, ignore_index, in_shape, N, C](const Tensor& g) -> std::vector<Tensor> {
+                            [logp, targets, ignore_index, in_shape, N, C, e](const Tensor& g) -> std::vector<Tensor> {
                               Tensor dx = Tensor::empty(in_shape);
                               for (size_t i = 0; i < N; ++i) {
                                 float* d = dx.data() + i * C;
@@ -57,7 +69,9 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
                                   continue;
                                 }
                                 vec::unary(vec::Unary::Exp, logp.data() + i * C, d, C);
-                                d[targets[i]] -= 1.f;
+                                if (e > 0.f)
+                                  for (size_t c = 0; c < C; ++c) d[c] -= e / float(C);
+                                d[targets[i]] -= 1.f - e;
                                 vec::scale(d, g.data()[i], d, C);
                               }
                               return {dx};

@@ -56,6 +56,42 @@ Tensor log_softmax(const Tensor& x, int axis) {
   return softmax_like(x, axis, "log_softmax", vec::log_softmax, vec::log_softmax_backward);
 }
 
+Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale) {
+  if (scores.dim() != 4)
+    throw std::invalid_argument(fmt::format("[attention_softmax] scores must be (B, H, Tq, Tk), got {}",
+                                            shape_str(scores.shape())));
+  const size_t B = scores.size(0), H = scores.size(1), Tq = scores.size(2), Tk = scores.size(3);
+  if (mask.defined() && mask.shape() != Shape{B, Tk})
+    throw std::invalid_argument(fmt::format("[attention_softmax] mask has shape {}, expected [{}, {}] for scores {}",
+                                            shape_str(mask.shape()), B, Tk, shape_str(scores.shape())));
+  const size_t rows = B * H * Tq;
+  Tensor out = Tensor::empty(scores.shape());
+  const float* m = mask.defined() ? mask.data() : nullptr;
+  for_rows(rows, Tk, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      float* y = out.data() + r * Tk;
+      const float* s = scores.data() + r * Tk;
+      if (m) {  // y = scale * s + mask[b], then softmax in place
+        const float* mb = m + (r / (H * Tq)) * Tk;
+        vec::scale(s, scale, y, Tk);
+        vec::add(y, mb, y, Tk);
+      } else {
+        vec::scale(s, scale, y, Tk);
+      }
+      vec::softmax(y, y, 1, Tk);
+    }
+  });
+  const Tensor y = out.detach();
+  return record("attention_softmax", out, {scores, mask}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
+    Tensor dx = Tensor::empty(g.shape());
+    for_rows(rows, Tk, [&](size_t r0, size_t r1) {
+      vec::softmax_backward(y.data() + r0 * Tk, g.data() + r0 * Tk, dx.data() + r0 * Tk, r1 - r0, Tk);
+      vec::scale(dx.data() + r0 * Tk, scale, dx.data() + r0 * Tk, (r1 - r0) * Tk);
+    });
+    return {dx, Tensor()};
+  });
+}
+
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   if (x.dim() == 0) throw std::invalid_argument("[layer_norm] needs at least one axis");
   const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;

@@ -1,0 +1,85 @@
+#include "nn/layers.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "nn/init.hpp"
+
+namespace xg::nn {
+
+Linear::Linear(size_t in_features, size_t out_features, bool with_bias) {
+  if (in_features == 0 || out_features == 0)
+    throw std::invalid_argument(fmt::format("[Linear] sizes must be positive, got in={} out={}",
+                                            in_features, out_features));
+  // PyTorch's default: U(-1/sqrt(in), 1/sqrt(in)) for both.
+  const float bound = 1.f / std::sqrt(float(in_features));
+  weight = register_parameter("weight", Tensor::uniform({out_features, in_features}, -bound, bound));
+  if (with_bias) bias = register_parameter("bias", Tensor::uniform({out_features}, -bound, bound));
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  if (x.dim() == 0 || x.shape().back() != weight.size(1))
+    throw std::invalid_argument(fmt::format("[Linear] input {} does not end in in_features={}",
+                                            shape_str(x.shape()), weight.size(1)));
+  Tensor y = matmul(x, weight, false, /*trans_b=*/true);
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Embedding::Embedding(size_t num, size_t dim, int64_t pad) : padding_idx(pad) {
+  if (num == 0 || dim == 0)
+    throw std::invalid_argument(fmt::format("[Embedding] sizes must be positive, got {}x{}", num, dim));
+  if (pad >= int64_t(num))
+    throw std::invalid_argument(fmt::format("[Embedding] padding_idx {} >= num_embeddings {}", pad, num));
+  weight = register_parameter("weight", Tensor::normal({num, dim}));
+  if (pad >= 0) std::fill_n(weight.data() + size_t(pad) * dim, dim, 0.f);
+}
+
+Tensor Embedding::forward(const std::vector<int64_t>& ids, const Shape& ids_shape) {
+  return embedding(weight, ids, ids_shape, padding_idx);
+}
+
+LayerNorm::LayerNorm(size_t dim, float e) : eps(e) {
+  weight = register_parameter("weight", Tensor::ones({dim}));
+  bias = register_parameter("bias", Tensor::zeros({dim}));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, weight, bias, eps); }
+
+Dropout::Dropout(float prob) : p(prob) {
+  if (!(p >= 0.f && p <= 1.f))
+    throw std::invalid_argument(fmt::format("[Dropout] probability {} is not in [0, 1]", p));
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+
+Activation activation_from_name(const std::string& name) {
+  if (name == "gelu") return Activation::Gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
+  if (name == "relu") return Activation::Relu;
+  if (name == "tanh") return Activation::Tanh;
+  throw std::invalid_argument(fmt::format(
+      "[activation] unknown activation '{}' (known: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)", name));
+}
+
+std::string activation_name(Activation a) {
+  switch (a) {
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluTanh: return "gelu_new";
+    case Activation::Relu: return "relu";
+    case Activation::Tanh: return "tanh";
+  }
+  return "gelu";
+}
+
+Tensor activate(const Tensor& x, Activation a) {
+  switch (a) {
+    case Activation::Gelu: return gelu(x);
+    case Activation::GeluTanh: return gelu(x, GeluApprox::Tanh);
+    case Activation::Relu: return relu(x);
+    case Activation::Tanh: return tanh(x);
+  }
+  return x;
+}
+
+}  // namespace xg::nn

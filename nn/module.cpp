@@ -1,0 +1,125 @@
+#include "nn/module.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace xg::nn {
+
+std::string LoadReport::str() const {
+  std::string s;
+  auto list = [&](const char* what, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    s += fmt::format("{}{} ({}):", s.empty() ? "" : "; ", what, names.size());
+    const size_t shown = std::min<size_t>(names.size(), 20);
+    for (size_t i = 0; i < shown; ++i) s += " " + names[i] + (i + 1 < shown ? "," : "");
+    if (names.size() > shown) s += fmt::format(" ... and {} more", names.size() - shown);
+  };
+  list("missing", missing);
+  list("unexpected", unexpected);
+  list("shape mismatch", mismatched);
+  return s.empty() ? "ok" : s;
+}
+
+void Module::check_name(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw std::invalid_argument(fmt::format("[Module] invalid name '{}': non-empty, without '.'", name));
+  auto taken = [&](const auto& v) {
+    for (const auto& [n, _] : v)
+      if (n == name) return true;
+    return false;
+  };
+  if (taken(params_) || taken(buffers_) || taken(children_))
+    throw std::invalid_argument(fmt::format("[Module] name '{}' is already registered", name));
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor t) {
+  check_name(name);
+  if (!t.defined()) throw std::invalid_argument(fmt::format("[Module] parameter '{}' is undefined", name));
+  t.requires_grad_(true);
+  params_.emplace_back(name, t);
+  return t;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor t) {
+  check_name(name);
+  buffers_.emplace_back(name, t);
+  return t;
+}
+
+void Module::collect(const std::string& prefix, NamedTensors& out, bool buffers) const {
+  for (const auto& [n, t] : buffers ? buffers_ : params_) out.emplace_back(prefix + n, t);
+  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out, buffers);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect("", out, false);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [_, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect("", out, true);
+  return out;
+}
+
+size_t Module::num_parameters() const {
+  size_t n = 0;
+  for (const auto& [_, t] : named_parameters()) n += t.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [_, m] : children_) m->train(on);
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [_, m] : children_) m->apply(fn);
+}
+
+void Module::zero_grad() {
+  for (auto& [_, t] : named_parameters()) t.zero_grad();
+}
+
+StateDict Module::state_dict() const {
+  StateDict sd;
+  for (auto& [n, t] : named_parameters()) sd[n] = t;
+  for (auto& [n, t] : named_buffers()) sd[n] = t;
+  return sd;
+}
+
+LoadReport Module::load_state_dict(const StateDict& state, bool strict) {
+  LoadReport report;
+  StateDict own = state_dict();
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source)
+  for (auto& [name, dst] : own) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      report.missing.push_back(name);
+    } else if (it->second.shape() != dst.shape()) {
+      report.mismatched.push_back(fmt::format("{}: checkpoint {} vs module {}", name,
+                                              shape_str(it->second.shape()), shape_str(dst.shape())));
+    } else {
+      copies.emplace_back(dst, it->second);
+    }
+  }
+  for (auto& [name, _] : state)
+    if (!own.count(name)) report.unexpected.push_back(name);
+  if (strict && !report.ok())
+    throw std::invalid_argument("[load_state_dict] " + report.str());
+  for (auto& [dst, src] : copies)
+    if (!dst.same_storage(src)) std::memcpy(dst.data(), src.data(), dst.numel() * sizeof(float));
+  return report;
+}
+
+}  // namespace xg::nn

@@ -1,0 +1,117 @@
+#include "nn/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace xg::nn {
+
+void TransformerOptions::validate() const {
+  auto positive = [](size_t v, const char* name) {
+    if (v == 0) throw std::invalid_argument(fmt::format("[TransformerOptions] {} must be positive", name));
+  };
+  positive(hidden_size, "hidden_size");
+  positive(num_heads, "num_heads");
+  positive(intermediate_size, "intermediate_size");
+  if (hidden_size % num_heads != 0)
+    throw std::invalid_argument(fmt::format(
+        "[TransformerOptions] hidden_size {} is not divisible by num_heads {}", hidden_size, num_heads));
+  for (auto [p, name] : {std::pair{hidden_dropout, "hidden_dropout"}, {attention_dropout, "attention_dropout"}})
+    if (!(p >= 0.f && p < 1.f))
+      throw std::invalid_argument(fmt::format("[TransformerOptions] {} {} is not in [0, 1)", name, p));
+  if (!(layer_norm_eps > 0.f))
+    throw std::invalid_argument(fmt::format("[TransformerOptions] layer_norm_eps {} must be > 0", layer_norm_eps));
+}
+
+Tensor additive_attention_mask(const Tensor& attention_mask) {
+  if (attention_mask.dim() != 2)
+    throw std::invalid_argument(fmt::format("[additive_attention_mask] expected (B, T), got {}",
+                                            shape_str(attention_mask.shape())));
+  Tensor m = Tensor::empty(attention_mask.shape());
+  const float lowest = std::numeric_limits<float>::lowest();
+  for (size_t i = 0; i < m.numel(); ++i) m.data()[i] = attention_mask.data()[i] != 0.f ? 0.f : lowest;
+  return m;
+}
+
+SelfAttention::SelfAttention(const TransformerOptions& opt)
+    : num_heads(opt.num_heads), attention_dropout(opt.attention_dropout) {
+  opt.validate();
+  const size_t H = opt.hidden_size;
+  query = register_module("query", std::make_shared<Linear>(H, H));
+  key = register_module("key", std::make_shared<Linear>(H, H));
+  value = register_module("value", std::make_shared<Linear>(H, H));
+}
+
+Tensor SelfAttention::forward(const Tensor& x, const Tensor& mask) {
+  if (x.dim() != 3 || x.size(2) != query->weight.size(1))
+    throw std::invalid_argument(fmt::format("[SelfAttention] input must be (B, T, {}), got {}",
+                                            query->weight.size(1), shape_str(x.shape())));
+  const long B = long(x.size(0)), T = long(x.size(1)), H = long(x.size(2));
+  const long nh = long(num_heads), hd = H / nh;
+  // (B, T, H) -> (B, heads, T, head_dim)
+  auto split_heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
+  const Tensor q = split_heads(query->forward(x));
+  const Tensor k = split_heads(key->forward(x));
+  const Tensor v = split_heads(value->forward(x));
+  Tensor probs = attention_softmax(matmul(q, k, false, true), mask, 1.f / std::sqrt(float(hd)));
+  probs = dropout(probs, attention_dropout, is_training());
+  const Tensor ctx = matmul(probs, v);  // (B, heads, T, head_dim)
+  return reshape(permute(ctx, {0, 2, 1, 3}), {B, T, H});
+}
+
+ProjectResidual::ProjectResidual(size_t in, size_t out, const TransformerOptions& opt)
+    : dropout_p(opt.hidden_dropout), pre_layer_norm(opt.pre_layer_norm) {
+  dense = register_module("dense", std::make_shared<Linear>(in, out));
+  layer_norm = register_module("LayerNorm", std::make_shared<LayerNorm>(out, opt.layer_norm_eps));
+}
+
+Tensor ProjectResidual::forward(const Tensor& h, const Tensor& residual) {
+  Tensor y = add(dropout(dense->forward(h), dropout_p, is_training()), residual);
+  return pre_layer_norm ? y : layer_norm->forward(y);
+}
+
+Attention::Attention(const TransformerOptions& opt) {
+  self = register_module("self", std::make_shared<SelfAttention>(opt));
+  output = register_module("output", std::make_shared<ProjectResidual>(opt.hidden_size, opt.hidden_size, opt));
+}
+
+Intermediate::Intermediate(const TransformerOptions& opt) : act(opt.activation) {
+  dense = register_module("dense", std::make_shared<Linear>(opt.hidden_size, opt.intermediate_size));
+}
+
+EncoderLayer::EncoderLayer(const TransformerOptions& opt) : pre_layer_norm(opt.pre_layer_norm) {
+  opt.validate();
+  attention = register_module("attention", std::make_shared<Attention>(opt));
+  intermediate = register_module("intermediate", std::make_shared<Intermediate>(opt));
+  output = register_module("output",
+                           std::make_shared<ProjectResidual>(opt.intermediate_size, opt.hidden_size, opt));
+}
+
+Tensor EncoderLayer::forward(const Tensor& x, const Tensor& mask) {
+  if (pre_layer_norm) {  // x + attn(LN(x)), then x1 + ffn(LN(x1)); the LayerNorms sit before
+    const Tensor h = attention->output->layer_norm->forward(x);
+    const Tensor x1 = attention->output->forward(attention->self->forward(h, mask), x);
+    const Tensor h2 = output->layer_norm->forward(x1);
+    return output->forward(intermediate->forward(h2), x1);
+  }
+  const Tensor x1 = attention->output->forward(attention->self->forward(x, mask), x);
+  return output->forward(intermediate->forward(x1), x1);
+}
+
+Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
+  opt.validate();
+  layer = register_module("layer", std::make_shared<ModuleList<EncoderLayer>>());
+  for (size_t i = 0; i < num_layers; ++i) layer->push_back(std::make_shared<EncoderLayer>(opt));
+  if (opt.pre_layer_norm)
+    final_layer_norm = register_module("final_layer_norm",
+                                       std::make_shared<LayerNorm>(opt.hidden_size, opt.layer_norm_eps));
+}
+
+Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
+  Tensor h = x;
+  for (auto& l : *layer) h = l->forward(h, mask);
+  return final_layer_norm ? final_layer_norm->forward(h) : h;
+}
+
+}  // namespace xg::nn

@@ -1,0 +1,4 @@
+#pragma once
+// Everything the optim layer offers.
+#include "optim/optimizer.hpp"
+#include "optim/schedule.hpp"

@@ -1,0 +1,120 @@
+// Module registry: names and order, train/eval, state_dict round trips and load reports.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "nn/nn.hpp"
+
+using namespace xg;
+using namespace xg::nn;
+using Catch::Matchers::Contains;
+
+namespace {
+TransformerOptions tiny() {
+  TransformerOptions o;
+  o.hidden_size = 8;
+  o.num_heads = 2;
+  o.intermediate_size = 16;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("named_parameters: Hugging Face names in registration order", "[nn][module]") {
+  Encoder enc(tiny(), 2);
+  const auto named = enc.named_parameters();
+  std::vector<std::string> names;
+  for (auto& [n, _] : named) names.push_back(n);
+  const std::vector<std::string> first_layer = {
+      "layer.0.attention.self.query.weight",   "layer.0.attention.self.query.bias",
+      "layer.0.attention.self.key.weight",     "layer.0.attention.self.key.bias",
+      "layer.0.attention.self.value.weight",   "layer.0.attention.self.value.bias",
+      "layer.0.attention.output.dense.weight", "layer.0.attention.output.dense.bias",
+      "layer.0.attention.output.LayerNorm.weight", "layer.0.attention.output.LayerNorm.bias",
+      "layer.0.intermediate.dense.weight",     "layer.0.intermediate.dense.bias",
+      "layer.0.output.dense.weight",           "layer.0.output.dense.bias",
+      "layer.0.output.LayerNorm.weight",       "layer.0.output.LayerNorm.bias"};
+  REQUIRE(names.size() == 32);
+  CHECK(std::vector<std::string>(names.begin(), names.begin() + 16) == first_layer);
+  CHECK(names[16] == "layer.1.attention.self.query.weight");
+  // 4 * (8*8 + 8) + 2 * 8 + (8*16 + 16) + (16*8 + 8) + 2 * 8 per layer
+  CHECK(enc.num_parameters() == 2 * (4 * 72 + 16 + 144 + 136 + 16));
+  CHECK(enc.parameters().size() == 32);
+}
+
+TEST_CASE("train/eval propagate; dropout follows the mode", "[nn][module]") {
+  Sequential seq({std::make_shared<Linear>(4, 4), GELU(), std::make_shared<Dropout>(0.5f)});
+  CHECK(seq.is_training());
+  seq.eval();
+  for (auto& [_, child] : seq.named_children()) CHECK_FALSE(child->is_training());
+  Tensor x = Tensor::ones({2, 4});
+  CHECK(seq.forward(x).to_vector() == seq.forward(x).to_vector());  // deterministic in eval
+  seq.train();
+  for (auto& [_, child] : seq.named_children()) CHECK(child->is_training());
+  Dropout d(0.5f);
+  Tensor big = d.forward(Tensor::ones({10000}));
+  size_t zeros = 0;
+  for (float v : big.to_vector()) {
+    CHECK((v == 0.f || v == 2.f));
+    zeros += v == 0.f;
+  }
+  CHECK(zeros > 4700);
+  CHECK(zeros < 5300);
+}
+
+TEST_CASE("state_dict round trip through safetensors is exact", "[nn][module][safetensors]") {
+  const auto path = (std::filesystem::temp_directory_path() / "xgrad_state_roundtrip.safetensors").string();
+  Encoder a(tiny(), 2), b(tiny(), 2);
+  init::bert_init(a, 0.5f);
+  safetensors::save(a, path);
+  const LoadReport r = safetensors::load(b, path);
+  CHECK(r.ok());
+  auto sa = a.state_dict(), sb = b.state_dict();
+  for (auto& [n, t] : sa) CHECK(t.to_vector() == sb.at(n).to_vector());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("load_state_dict reports missing, unexpected and mismatched names", "[nn][module]") {
+  Linear lin(3, 2);
+  StateDict sd = {{"weight", Tensor::ones({2, 4})}, {"extra", Tensor::ones({1})}};
+  CHECK_THROWS_WITH(lin.load_state_dict(sd),
+                    Contains("missing (1): bias") && Contains("unexpected (1): extra") &&
+                        Contains("weight: checkpoint [2, 4] vs module [2, 3]"));
+  // strict refuses before copying anything; non-strict copies what fits
+  StateDict partial = {{"weight", Tensor::full({2, 3}, 7.f)}};
+  CHECK(lin.weight.data()[0] != 7.f);
+  const LoadReport r = lin.load_state_dict(partial, /*strict=*/false);
+  CHECK(r.missing == std::vector<std::string>{"bias"});
+  CHECK(lin.weight.data()[0] == 7.f);
+}
+
+TEST_CASE("initialisation: BERT scheme and truncated normal", "[nn][init]") {
+  Encoder enc(tiny(), 1);
+  init::bert_init(enc, 0.02f);
+  for (auto& [n, t] : enc.named_parameters()) {
+    const bool is_ln = n.find("LayerNorm") != std::string::npos;
+    if (is_ln && n.find("weight") != std::string::npos) CHECK(t.to_vector() == std::vector<float>(t.numel(), 1.f));
+    else if (n.find("bias") != std::string::npos) CHECK(t.to_vector() == std::vector<float>(t.numel(), 0.f));
+    else {
+      double s2 = 0;
+      for (float v : t.to_vector()) s2 += double(v) * v;
+      CHECK(std::sqrt(s2 / double(t.numel())) == Approx(0.02).epsilon(0.25));
+    }
+  }
+  Tensor t = Tensor::zeros({10000});
+  init::trunc_normal_(t, 0.f, 1.f, -0.5f, 0.5f);
+  for (float v : t.to_vector()) REQUIRE(std::fabs(v) <= 0.5f);
+  Embedding e(5, 3, /*padding_idx=*/2);
+  init::bert_init(e);
+  CHECK(e.weight.data()[6] == 0.f);
+}
+
+TEST_CASE("options and layers validate their settings", "[nn][errors]") {
+  TransformerOptions o = tiny();
+  o.num_heads = 3;
+  CHECK_THROWS_WITH(o.validate(), Contains("hidden_size 8") && Contains("num_heads 3"));
+  CHECK_THROWS_WITH(Linear(0, 3), Contains("[Linear]"));
+  CHECK_THROWS_WITH(Linear(3, 2).forward(Tensor::zeros({2, 4})), Contains("[Linear]") && Contains("[2, 4]"));
+  CHECK_THROWS_WITH(Embedding(4, 2, 4), Contains("padding_idx 4"));
+  CHECK_THROWS_WITH(activation_from_name("swish"), Contains("'swish'"));
+  SelfAttention att(tiny());
+  CHECK_THROWS_WITH(att.forward(Tensor::zeros({2, 3, 5}), Tensor()), Contains("[SelfAttention]"));
+}

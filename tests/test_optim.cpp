@@ -1,0 +1,179 @@
+// Optimizers and schedules against PyTorch 1.13 trajectories (LAMB against the reference in
+// tools/gen_nn_goldens.py): 10 steps of warm-up 3 then linear decay, BERT's weight-decay groups.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
+#include "tests/golden.hpp"
+
+using namespace xg;
+using namespace xg::nn;
+using namespace xg::optim;
+using xg::test::max_scaled_error;
+
+namespace {
+
+const StateDict& goldens() {
+  static const StateDict g = safetensors::read_float_tensors(std::string(XGRAD_TEST_DATA_DIR) + "/nn_goldens.safetensors");
+  return g;
+}
+const Tensor& golden(const std::string& name) {
+  auto it = goldens().find(name);
+  INFO("golden tensor " << name);
+  REQUIRE(it != goldens().end());
+  return it->second;
+}
+
+// dense (4 -> 3), tanh, LayerNorm: the generator's Tiny model.
+struct Tiny : Module {
+  std::shared_ptr<Linear> dense = register_module("dense", std::make_shared<Linear>(4, 3));
+  std::shared_ptr<LayerNorm> ln = register_module("LayerNorm", std::make_shared<LayerNorm>(3, 1e-5f));
+  Tensor forward(const Tensor& x) { return ln->forward(tanh(dense->forward(x))); }
+};
+
+void load_init(Tiny& m) {
+  StateDict sd;
+  for (auto& [n, _] : m.named_parameters()) sd[n] = golden("optim.init." + n);
+  m.load_state_dict(sd);
+}
+
+Tensor loss_of(Tiny& m) { return mse_loss(m.forward(golden("optim.in.x")), golden("optim.in.y")); }
+
+std::unique_ptr<Optimizer> make(const std::string& name, Tiny& m) {
+  auto groups = bert_param_groups(m.named_parameters(), 0.01f);
+  if (name == "adamw") return std::make_unique<AdamW>(groups, 0.1f);
+  if (name == "adam") return std::make_unique<Adam>(groups, 0.1f);
+  if (name == "sgd_momentum") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, false});
+  if (name == "sgd_nesterov") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, true});
+  return std::make_unique<Lamb>(groups, 0.1f);
+}
+
+}  // namespace
+
+TEST_CASE("optimizer trajectories match PyTorch over 10 scheduled steps", "[optim][parity]") {
+  const LrSchedule sched = LrSchedule::linear(0.1f, 3, 10);
+  for (const std::string name : {"adamw", "adam", "sgd_momentum", "sgd_nesterov", "lamb"}) {
+    Tiny m;
+    load_init(m);
+    auto opt = make(name, m);
+    double worst = 0;
+    for (int step = 0; step < 10; ++step) {
+      opt->set_lr(sched.at(step));
+      opt->zero_grad();
+      loss_of(m).backward();
+      opt->step();
+      for (auto& [n, p] : m.named_parameters()) {
+        INFO(name << " step " << step + 1 << " " << n);
+        const double e = max_scaled_error(p, golden("optim." + name + ".step" + std::to_string(step + 1) + "." + n));
+        CHECK(e < 2e-5);
+        worst = std::max(worst, e);
+      }
+    }
+    std::printf("parity optimizer %-13s max error over 10 steps %.2e\n", name.c_str(), worst);
+  }
+}
+
+TEST_CASE("schedules: warm-up and each decay shape", "[optim]") {
+  const auto lin = LrSchedule::linear(1.f, 4, 12);
+  CHECK(lin.at(0) == 0.f);
+  CHECK(lin.at(2) == Approx(0.5f));
+  CHECK(lin.at(4) == Approx(1.f));
+  CHECK(lin.at(8) == Approx(0.5f));
+  CHECK(lin.at(12) == 0.f);
+  CHECK(lin.at(50) == 0.f);
+  const auto cos = LrSchedule::cosine(1.f, 0, 10);
+  CHECK(cos.at(0) == Approx(1.f));
+  CHECK(cos.at(5) == Approx(0.5f));
+  CHECK(cos.at(10) == Approx(0.f).margin(1e-7));
+  const auto poly = LrSchedule::polynomial(1.f, 2, 10, 0.1f, 2.f);
+  CHECK(poly.at(6) == Approx(0.9f * 0.25f + 0.1f));
+  CHECK(poly.at(20) == Approx(0.1f));
+  const auto isr = LrSchedule::inverse_sqrt(1.f, 4);
+  CHECK(isr.at(2) == Approx(0.5f));
+  CHECK(isr.at(16) == Approx(0.5f));
+  CHECK(LrSchedule::constant(0.3f).at(1000) == Approx(0.3f));
+  // a schedule survives a JSON round trip, so a resumed run uses the same rates
+  CHECK(LrSchedule::from_json(poly.to_json()).at(7) == poly.at(7));
+  CHECK_THROWS_WITH(LrSchedule::linear(1.f, 10, 5).validate(), Catch::Matchers::Contains("total_steps"));
+  CHECK_THROWS_WITH(LrSchedule::kind_from_name("exp"), Catch::Matchers::Contains("'exp'"));
+}
+
+TEST_CASE("gradient clipping matches torch.nn.utils.clip_grad_norm_", "[optim][parity]") {
+  Tiny m;
+  load_init(m);
+  loss_of(m).backward();
+  const float norm = clip_grad_norm(m.parameters(), 0.05f);
+  CHECK(norm == Approx(golden("clip.norm").item()).epsilon(1e-5));
+  for (auto& [n, p] : m.named_parameters()) CHECK(max_scaled_error(p.grad(), golden("clip.grad." + n)) < 1e-6);
+  // below the threshold nothing changes
+  const float again = clip_grad_norm(m.parameters(), 10.f);
+  CHECK(again == Approx(0.05f).epsilon(1e-4));
+}
+
+TEST_CASE("accumulating 4 micro-batches equals one batch 4x larger", "[optim]") {
+  Generator gen(3);
+  const Tensor x = Tensor::normal({8, 4}, 0.f, 1.f, gen), y = Tensor::normal({8, 3}, 0.f, 1.f, gen);
+  Tiny big, small;
+  load_init(big);
+  load_init(small);
+  AdamW opt_big(bert_param_groups(big.named_parameters(), 0.01f), 0.05f);
+  AdamW opt_small(bert_param_groups(small.named_parameters(), 0.01f), 0.05f);
+  GradientAccumulator acc(4);
+  for (int step = 0; step < 3; ++step) {
+    mse_loss(big.forward(x), y).backward();
+    opt_big.step();
+    opt_big.zero_grad();
+    for (long i = 0; i < 4; ++i) {
+      mul(mse_loss(small.forward(slice(x, 0, 2 * i, 2 * i + 2)), slice(y, 0, 2 * i, 2 * i + 2)),
+          Tensor::scalar(acc.loss_scale()))
+          .backward();
+      if (acc.micro_step()) {
+        CHECK(i == 3);
+        opt_small.step();
+        opt_small.zero_grad();
+      }
+    }
+  }
+  auto a = big.named_parameters(), b = small.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) CHECK(max_scaled_error(b[i].second, a[i].second) < 1e-6);
+}
+
+TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]") {
+  const auto dir = std::filesystem::temp_directory_path() / "xgrad_optim_state";
+  std::filesystem::create_directories(dir);
+  const std::string prefix = (dir / "adamw").string();
+  Tiny a, b;
+  load_init(a);
+  auto opt_a = std::make_unique<AdamW>(bert_param_groups(a.named_parameters(), 0.01f), 0.1f);
+  for (int s = 0; s < 3; ++s) {
+    opt_a->zero_grad();
+    loss_of(a).backward();
+    opt_a->step();
+  }
+  opt_a->save_state(prefix);
+  safetensors::save(a, (dir / "model.safetensors").string());
+  for (int s = 0; s < 2; ++s) {
+    opt_a->zero_grad();
+    loss_of(a).backward();
+    opt_a->step();
+  }
+  safetensors::load(b, (dir / "model.safetensors").string());
+  AdamW opt_b(bert_param_groups(b.named_parameters(), 0.01f), 0.5f);
+  opt_b.load_state(prefix);
+  CHECK(opt_b.steps() == 3);
+  CHECK(opt_b.lr() == 0.1f);
+  for (int s = 0; s < 2; ++s) {
+    opt_b.zero_grad();
+    loss_of(b).backward();
+    opt_b.step();
+  }
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) CHECK(pa[i].second.to_vector() == pb[i].second.to_vector());
+  // a different optimizer refuses the state
+  Sgd sgd(bert_param_groups(b.named_parameters(), 0.f), 0.1f);
+  CHECK_THROWS_WITH(sgd.load_state(prefix), Catch::Matchers::Contains("adamw"));
+  std::filesystem::remove_all(dir);
+}
