@@ -10,7 +10,6 @@ namespace xg {
 
 namespace {
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
-std::vector<long> as_long(const Shape& s) { return std::vector<long>(s.begin(), s.end()); }
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {

@@ -1,0 +1,56 @@
+#include "text/vocab.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "text/unicode.hpp"
+
+namespace xg::text {
+
+Vocab::Vocab(const std::vector<std::string>& tokens) {
+  for (const auto& t : tokens)
+    if (id(t) >= 0) throw std::invalid_argument(fmt::format("[Vocab] token '{}' appears twice", t));
+    else add(t);
+}
+
+int32_t Vocab::add(const std::string& token) {
+  const int32_t existing = id(token);
+  if (existing >= 0) return existing;
+  tokens_.push_back(token);
+  const int32_t new_id = int32_t(tokens_.size() - 1);
+  ids_.emplace(std::string_view(tokens_.back()), new_id);
+  return new_id;
+}
+
+Vocab Vocab::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[Vocab] {}: cannot open", path));
+  Vocab v;
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    decode_utf8(line, InvalidUtf8::Error, fmt::format("{}:{}", path, n));
+    if (v.id(line) >= 0)
+      throw std::runtime_error(fmt::format("[Vocab] {}:{}: token '{}' already on line {}", path, n, line, v.id(line) + 1));
+    v.add(line);
+  }
+  if (v.size() == 0) throw std::runtime_error(fmt::format("[Vocab] {}: no tokens", path));
+  return v;
+}
+
+void Vocab::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    for (const auto& t : tokens_) out << t << '\n';
+    if (!out.flush()) throw std::runtime_error(fmt::format("[Vocab] {}: write failed", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("[Vocab] {}: cannot replace the file", path));
+  }
+}
+
+}  // namespace xg::text
