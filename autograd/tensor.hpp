@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 #include "autograd/xt.hpp"
 
 namespace xg {

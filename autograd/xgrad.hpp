@@ -3,5 +3,5 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 #include "autograd/tensor.hpp"

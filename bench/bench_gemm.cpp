@@ -17,7 +17,7 @@
 
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/parallel.hpp"
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 
 #ifdef XGRAD_HAVE_OPENBLAS
 #include <cblas.h>

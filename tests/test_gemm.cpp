@@ -5,7 +5,7 @@
 
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/parallel.hpp"
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 
 using namespace xg;
 

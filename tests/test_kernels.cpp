@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "autograd/kernels/vec.hpp"
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 
 using namespace xg;
 

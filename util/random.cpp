@@ -1,4 +1,4 @@
-#include "autograd/random.hpp"
+#include "util/random.hpp"
 
 #include <cmath>
 

@@ -1,0 +1,192 @@
+// MLM/NSP pre-training data: Google's recipe's invariants, determinism, whole-word masking,
+// shards (round trip, corrupt files), dynamic masking and resumption.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "text/pretraining_data.hpp"
+
+using namespace xg::text;
+using Catch::Matchers::Contains;
+
+namespace {
+const std::string kVocab = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
+const std::string kSample = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
+
+const BertTokenizer& tok() {
+  static const BertTokenizer t = BertTokenizer::from_file(kVocab);
+  return t;
+}
+const std::vector<Document>& docs() {
+  static const std::vector<Document> d = load_documents(kSample, tok());
+  return d;
+}
+std::string tmp(const std::string& name) { return (std::filesystem::temp_directory_path() / ("xgrad_pd_" + name)).string(); }
+}  // namespace
+
+TEST_CASE("documents: sentences tokenised, blank lines split documents", "[pretraining]") {
+  REQUIRE(docs().size() == 40);
+  for (const auto& d : docs()) {
+    CHECK(!d.empty());
+    for (const auto& s : d) CHECK(!s.empty());
+  }
+  const std::string empty = tmp("empty.txt");
+  std::ofstream(empty) << "\n\n   \n";
+  CHECK_THROWS_WITH(load_documents(empty, tok()), Contains("empty corpus") && Contains(empty));
+  CHECK_THROWS_WITH(load_documents(tmp("missing.txt"), tok()), Contains("cannot open"));
+  const std::string bad = tmp("bad_utf8.txt");
+  std::ofstream(bad) << "fine line\nbroken \xc3\x28 here\n";
+  CHECK_THROWS_WITH(load_documents(bad, tok()), Contains(bad + ":2") && Contains("invalid UTF-8"));
+}
+
+TEST_CASE("static instances hold Google's invariants", "[pretraining]") {
+  PretrainingOptions opt;
+  opt.dupe_factor = 3;
+  const MaskingVocab mv = MaskingVocab::from(tok());
+  const auto inst = create_static_instances(docs(), opt, mv);
+  REQUIRE(inst.size() > 200);
+  size_t random_next = 0, masked = 0, tokens_total = 0, as_mask = 0, kept = 0, replaced = 0, short_seqs = 0;
+  for (const auto& in : inst) {
+    const auto& t = in.tokens;
+    REQUIRE(t.size() <= opt.max_seq_length);
+    REQUIRE(t.front() == tok().cls_id());
+    REQUIRE(t.back() == tok().sep_id());
+    REQUIRE(t[in.a_end] == tok().sep_id());
+    REQUIRE(in.a_end >= 2);              // A has at least one token
+    REQUIRE(in.a_end + 2 < t.size());    // so does B
+    size_t seps = 0;
+    for (auto id : t) seps += id == tok().sep_id();
+    REQUIRE(seps == 2);
+    CHECK(in.segment_id(0) == 0);
+    CHECK(in.segment_id(in.a_end) == 0);
+    CHECK(in.segment_id(in.a_end + 1) == 1);
+    random_next += in.is_random_next;
+    short_seqs += t.size() < opt.max_seq_length / 2;
+    const size_t expected = std::min(opt.max_predictions_per_seq, std::max<size_t>(1, size_t(std::lround(t.size() * 0.15))));
+    REQUIRE(in.masked_positions.size() == expected);  // no whole-word constraint here: always exact
+    REQUIRE(std::is_sorted(in.masked_positions.begin(), in.masked_positions.end()));
+    for (size_t k = 0; k < in.masked_positions.size(); ++k) {
+      const size_t p = size_t(in.masked_positions[k]);
+      const int32_t label = in.masked_labels[k];
+      REQUIRE(p < t.size());
+      REQUIRE_FALSE(tok().is_special(label));  // special tokens are never masked
+      if (t[p] == tok().mask_id()) ++as_mask;
+      else if (t[p] == label) ++kept;
+      else ++replaced;
+    }
+    masked += in.masked_positions.size();
+    tokens_total += t.size();
+  }
+  const double n = double(inst.size());
+  CHECK(double(random_next) / n == Approx(0.5).margin(0.06));
+  CHECK(double(masked) / double(tokens_total) == Approx(0.15).margin(0.01));
+  CHECK(double(as_mask) / double(masked) == Approx(0.8).margin(0.02));
+  CHECK(double(kept) / double(masked) == Approx(0.1).margin(0.02));
+  CHECK(double(replaced) / double(masked) == Approx(0.1).margin(0.02));
+  CHECK(short_seqs > 0);  // short_seq_prob 0.1 produces some short targets
+
+  // deterministic for a seed, different for another
+  const auto again = create_static_instances(docs(), opt, mv);
+  REQUIRE(again.size() == inst.size());
+  for (size_t i = 0; i < inst.size(); ++i) REQUIRE(again[i].tokens == inst[i].tokens);
+  opt.seed = 7;
+  const auto other = create_static_instances(docs(), opt, mv);
+  CHECK((other.size() != inst.size() || other[0].tokens != inst[0].tokens));
+}
+
+TEST_CASE("whole-word masking masks every piece of a word together", "[pretraining]") {
+  PretrainingOptions opt;
+  opt.dupe_factor = 1;
+  opt.whole_word_mask = true;
+  const MaskingVocab mv = MaskingVocab::from(tok());
+  size_t words_with_pieces = 0;
+  for (const auto& in : create_static_instances(docs(), opt, mv)) {
+    std::set<int32_t> pos(in.masked_positions.begin(), in.masked_positions.end());
+    for (size_t k = 0; k < in.masked_positions.size(); ++k) {
+      const size_t p = size_t(in.masked_positions[k]);
+      // a masked continuation's predecessor is masked too (unless truncation cut the word's
+      // start off, leaving the piece right after [CLS] or [SEP]); a masked word's continuation too
+      if (mv.continuation[size_t(in.masked_labels[k])] && !mv.never_mask[size_t(in.tokens[p - 1])])
+        REQUIRE(pos.count(int32_t(p - 1)));
+      if (p + 1 < in.tokens.size() && pos.count(int32_t(p + 1)) == 0) {
+        const int32_t next = in.tokens[p + 1];
+        REQUIRE_FALSE(mv.continuation[size_t(next)]);
+      }
+      words_with_pieces += mv.continuation[size_t(in.masked_labels[k])];
+    }
+  }
+  CHECK(words_with_pieces > 0);
+}
+
+TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][errors]") {
+  PretrainingOptions opt;
+  opt.dupe_factor = 1;
+  const auto inst = create_static_instances(docs(), opt, MaskingVocab::from(tok()));
+  const std::string dir = tmp("shards");
+  std::filesystem::remove_all(dir);
+  const auto paths = write_shards(inst, dir, 50, opt, tok().vocab().size());
+  REQUIRE(paths.size() == (inst.size() + 49) / 50);
+  size_t i = 0;
+  for (const auto& p : paths) {
+    ShardReader r(p);
+    for (size_t k = 0; k < r.size(); ++k, ++i) {
+      const Instance got = r.get(k);
+      REQUIRE(got.tokens == inst[i].tokens);
+      REQUIRE(got.a_end == inst[i].a_end);
+      REQUIRE(got.is_random_next == inst[i].is_random_next);
+      REQUIRE(got.masked_positions == inst[i].masked_positions);
+      REQUIRE(got.masked_labels == inst[i].masked_labels);
+    }
+  }
+  CHECK(i == inst.size());
+  // truncated file
+  const std::string cut = tmp("cut.bin");
+  std::filesystem::copy_file(paths[0], cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 10);
+  CHECK_THROWS_WITH(ShardReader(cut), Contains("truncated") && Contains(cut));
+  // not a shard
+  const std::string junk = tmp("junk.bin");
+  std::ofstream(junk) << "definitely not a shard file at all, but long enough to read a header from";
+  CHECK_THROWS_WITH(ShardReader(junk), Contains("not an xgrad pre-training shard"));
+  // a record whose token id is out of the vocabulary
+  const std::string bad = tmp("bad.bin");
+  std::filesystem::copy_file(paths[0], bad, std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(32 + 8 + 4);  // record 0, token 1
+    const char big[4] = {'\xff', '\xff', '\xff', '\x7f'};
+    f.write(big, 4);
+  }
+  ShardReader r(bad);
+  CHECK_THROWS_WITH(r.get(0), Contains("record 0") && Contains("token id"));
+  CHECK_THROWS_AS(r.get(r.size()), std::out_of_range);
+}
+
+TEST_CASE("dynamic masking: new masks each epoch, deterministic, resumable at any index", "[pretraining]") {
+  PretrainingOptions opt;
+  DynamicDataset a(docs(), opt, MaskingVocab::from(tok())), b(docs(), opt, MaskingVocab::from(tok()));
+  const size_t n0 = a.epoch_size(0);
+  REQUIRE(n0 > 50);
+  // resuming in the middle of epoch 1 gives exactly what an uninterrupted run sees
+  const Instance mid = a.get(1, 17);
+  CHECK(b.get(1, 17).tokens == mid.tokens);
+  CHECK(b.get(1, 17).masked_positions == mid.masked_positions);
+  // a different epoch pairs and masks differently
+  bool differs = false;
+  for (size_t i = 0; i < 5; ++i) differs = differs || a.get(0, i).tokens != a.get(1, i).tokens;
+  CHECK(differs);
+  CHECK_THROWS_AS(a.get(0, n0), std::out_of_range);
+}
+
+TEST_CASE("pre-training options are validated", "[pretraining][errors]") {
+  PretrainingOptions o;
+  o.masked_lm_prob = 1.5f;
+  CHECK_THROWS_WITH(o.validate(), Contains("masked_lm_prob 1.5"));
+  o = {};
+  o.max_seq_length = 3;
+  CHECK_THROWS_WITH(o.validate(), Contains("max_seq_length 3"));
+  o = {};
+  o.dupe_factor = 0;
+  CHECK_THROWS_WITH(o.validate(), Contains("dupe_factor"));
+}

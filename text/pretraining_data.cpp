@@ -1,0 +1,250 @@
+#include "text/pretraining_data.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace xg::text {
+
+void PretrainingOptions::validate() const {
+  auto fail = [](const std::string& m) { throw std::invalid_argument("[pretraining data] " + m); };
+  if (max_seq_length < 5 || max_seq_length > 65535)
+    fail(fmt::format("max_seq_length {} must be in [5, 65535]", max_seq_length));
+  if (max_predictions_per_seq == 0 || max_predictions_per_seq > max_seq_length)
+    fail(fmt::format("max_predictions_per_seq {} must be in [1, max_seq_length]", max_predictions_per_seq));
+  if (!(masked_lm_prob > 0.f && masked_lm_prob < 1.f)) fail(fmt::format("masked_lm_prob {} must be in (0, 1)", masked_lm_prob));
+  if (!(short_seq_prob >= 0.f && short_seq_prob <= 1.f)) fail(fmt::format("short_seq_prob {} must be in [0, 1]", short_seq_prob));
+  if (dupe_factor == 0) fail("dupe_factor must be at least 1");
+}
+
+namespace {
+// Python's rng.randint(a, b): inclusive.
+size_t randint(Generator& rng, size_t a, size_t b) { return a + size_t(rng.below(b - a + 1)); }
+
+template <class T>
+void shuffle(std::vector<T>& v, Generator& rng) {
+  for (size_t i = v.size(); i-- > 1;) std::swap(v[i], v[size_t(rng.below(i + 1))]);
+}
+
+// Google's truncate_seq_pair: drop from the longer side, front or back at random.
+void truncate_pair(std::vector<int32_t>& a, std::vector<int32_t>& b, size_t max_tokens, Generator& rng) {
+  while (a.size() + b.size() > max_tokens) {
+    auto& t = a.size() > b.size() ? a : b;
+    if (rng.uniform() < 0.5f) t.erase(t.begin());
+    else t.pop_back();
+  }
+}
+}  // namespace
+
+MaskingVocab MaskingVocab::from(const BertTokenizer& tok) {
+  MaskingVocab v;
+  const Vocab& vocab = tok.vocab();
+  v.mask_id = tok.mask_id();
+  v.cls_id = tok.cls_id();
+  v.sep_id = tok.sep_id();
+  v.size = vocab.size();
+  v.never_mask.resize(vocab.size());
+  v.continuation.resize(vocab.size());
+  for (size_t i = 0; i < vocab.size(); ++i) {
+    const std::string& t = vocab.token(int32_t(i));
+    v.never_mask[i] = tok.is_special(int32_t(i));
+    v.continuation[i] = t.rfind("##", 0) == 0;
+    const bool placeholder = t.size() > 2 && t.front() == '[' && t.back() == ']';  // [unused12], [CLS], ...
+    if (!v.never_mask[i] && !placeholder) v.random_choices.push_back(int32_t(i));
+  }
+  if (v.random_choices.empty()) throw std::invalid_argument("[pretraining data] the vocabulary has no ordinary tokens");
+  return v;
+}
+
+std::vector<Document> load_documents(const std::string& path, const BertTokenizer& tok,
+                                     const std::function<void(size_t, size_t)>& progress) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    if (!l.empty() && l.back() == '\r') l.pop_back();
+    lines.push_back(std::move(l));
+  }
+  // Tokenise every line on all cores, then group into documents.
+  std::vector<std::vector<int32_t>> ids(lines.size());
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::exception_ptr> errors(threads);
+  std::atomic<size_t> done{0};
+  auto work = [&](size_t t) {
+    try {
+      for (size_t i = t; i < lines.size(); i += threads) {
+        for (const Token& tk : tok.tokenize(lines[i], fmt::format("{}:{}", path, i + 1))) ids[i].push_back(tk.id);
+        if (t == 0 && progress && i % 4096 == 0) progress(done.load(), lines.size());
+        ++done;
+      }
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (progress) progress(lines.size(), lines.size());
+  std::vector<Document> docs(1);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    bool blank = true;
+    for (char c : lines[i]) blank = blank && std::isspace(static_cast<unsigned char>(c));
+    if (blank) {
+      if (!docs.back().empty()) docs.emplace_back();
+    } else if (!ids[i].empty()) {
+      docs.back().push_back(std::move(ids[i]));
+    }
+  }
+  if (docs.back().empty()) docs.pop_back();
+  if (docs.empty()) throw std::runtime_error(fmt::format("[pretraining data] {}: no text (empty corpus)", path));
+  return docs;
+}
+
+void create_instances_from_document(const std::vector<Document>& docs, size_t doc_index, const PretrainingOptions& opt,
+                                    const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out) {
+  const Document& doc = docs[doc_index];
+  const size_t max_tokens = opt.max_seq_length - 3;  // [CLS] A [SEP] B [SEP]
+  size_t target = max_tokens;
+  if (rng.uniform() < opt.short_seq_prob) target = randint(rng, 2, max_tokens);
+  std::vector<const Sentence*> chunk;
+  size_t chunk_len = 0;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    chunk.push_back(&doc[i]);
+    chunk_len += doc[i].size();
+    if (i + 1 != doc.size() && chunk_len < target) continue;
+    size_t a_end = 1;
+    if (chunk.size() >= 2) a_end = randint(rng, 1, chunk.size() - 1);
+    std::vector<int32_t> a, b;
+    for (size_t j = 0; j < a_end; ++j) a.insert(a.end(), chunk[j]->begin(), chunk[j]->end());
+    bool random_next = false;
+    if (chunk.size() == 1 || rng.uniform() < 0.5f) {
+      random_next = true;
+      const size_t target_b = target > a.size() ? target - a.size() : 1;
+      size_t other = doc_index;
+      for (int tries = 0; tries < 10 && other == doc_index; ++tries) other = randint(rng, 0, docs.size() - 1);
+      const Document& rd = docs[other];
+      for (size_t j = randint(rng, 0, rd.size() - 1); j < rd.size(); ++j) {
+        b.insert(b.end(), rd[j].begin(), rd[j].end());
+        if (b.size() >= target_b) break;
+      }
+      i -= chunk.size() - a_end;  // the unused sentences go back for the next chunk
+    } else {
+      for (size_t j = a_end; j < chunk.size(); ++j) b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
+    }
+    truncate_pair(a, b, max_tokens, rng);
+    if (!a.empty() && !b.empty()) {
+      Instance inst;
+      inst.tokens.reserve(a.size() + b.size() + 3);
+      inst.tokens.push_back(vocab.cls_id);
+      inst.tokens.insert(inst.tokens.end(), a.begin(), a.end());
+      inst.a_end = inst.tokens.size();
+      inst.tokens.push_back(vocab.sep_id);
+      inst.tokens.insert(inst.tokens.end(), b.begin(), b.end());
+      inst.tokens.push_back(vocab.sep_id);
+      inst.is_random_next = random_next;
+      out.push_back(std::move(inst));
+    }
+    chunk.clear();
+    chunk_len = 0;
+  }
+}
+
+void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng) {
+  auto& tokens = inst.tokens;
+  std::vector<std::vector<size_t>> candidates;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t t = tokens[i];
+    if (vocab.never_mask[size_t(t)]) continue;
+    if (opt.whole_word_mask && !candidates.empty() && vocab.continuation[size_t(t)] && candidates.back().back() + 1 == i)
+      candidates.back().push_back(i);
+    else
+      candidates.push_back({i});
+  }
+  shuffle(candidates, rng);
+  const size_t to_predict = std::min(opt.max_predictions_per_seq,
+                                     std::max<size_t>(1, size_t(std::lround(double(tokens.size()) * opt.masked_lm_prob))));
+  std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
+  const std::vector<int32_t> original = tokens;
+  for (const auto& word : candidates) {
+    if (masked.size() >= to_predict) break;
+    if (masked.size() + word.size() > to_predict) continue;
+    for (size_t idx : word) {
+      int32_t replacement;
+      if (rng.uniform() < 0.8f) replacement = vocab.mask_id;
+      else if (rng.uniform() < 0.5f) replacement = original[idx];
+      else replacement = vocab.random_choices[size_t(rng.below(vocab.random_choices.size()))];
+      tokens[idx] = replacement;
+      masked.emplace_back(int32_t(idx), original[idx]);
+    }
+  }
+  std::sort(masked.begin(), masked.end());
+  inst.masked_positions.clear();
+  inst.masked_labels.clear();
+  for (auto [p, l] : masked) {
+    inst.masked_positions.push_back(p);
+    inst.masked_labels.push_back(l);
+  }
+}
+
+std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,
+                                              const MaskingVocab& vocab, const std::function<void(size_t, size_t)>& progress) {
+  opt.validate();
+  Generator rng(opt.seed);
+  shuffle(docs, rng);
+  std::vector<Instance> out;
+  const size_t total = opt.dupe_factor * docs.size();
+  for (size_t pass = 0; pass < opt.dupe_factor; ++pass)
+    for (size_t d = 0; d < docs.size(); ++d) {
+      const size_t first = out.size();
+      create_instances_from_document(docs, d, opt, vocab, rng, out);
+      for (size_t k = first; k < out.size(); ++k) mask_instance(out[k], opt, vocab, rng);
+      if (progress && (d % 16 == 0 || d + 1 == docs.size())) progress(pass * docs.size() + d + 1, total);
+    }
+  shuffle(out, rng);
+  return out;
+}
+
+DynamicDataset::DynamicDataset(std::vector<Document> docs, PretrainingOptions opt, MaskingVocab vocab)
+    : docs_(std::move(docs)), opt_(std::move(opt)), vocab_(std::move(vocab)) {
+  opt_.validate();
+  if (docs_.empty()) throw std::invalid_argument("[pretraining data] no documents");
+}
+
+void DynamicDataset::prepare(uint64_t epoch) {
+  if (epoch == prepared_epoch_) return;
+  Generator rng(opt_.seed ^ (0x9e3779b97f4a7c15ULL * (epoch + 1)));
+  std::vector<size_t> order(docs_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  shuffle(order, rng);
+  pairs_.clear();
+  for (size_t d : order) create_instances_from_document(docs_, d, opt_, vocab_, rng, pairs_);
+  shuffle(pairs_, rng);
+  prepared_epoch_ = epoch;
+}
+
+size_t DynamicDataset::epoch_size(uint64_t epoch) {
+  prepare(epoch);
+  return pairs_.size();
+}
+
+Instance DynamicDataset::get(uint64_t epoch, size_t index) {
+  prepare(epoch);
+  if (index >= pairs_.size())
+    throw std::out_of_range(fmt::format("[DynamicDataset] index {} >= epoch size {}", index, pairs_.size()));
+  Instance inst = pairs_[index];
+  Generator rng(opt_.seed * 0x2545F4914F6CDD1DULL + epoch * 0x9E3779B97F4A7C15ULL + index);
+  mask_instance(inst, opt_, vocab_, rng);
+  return inst;
+}
+
+}  // namespace xg::text

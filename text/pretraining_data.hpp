@@ -1,0 +1,133 @@
+#pragma once
+// BERT pre-training examples (MLM + NSP) as Google's create_pretraining_data makes them.
+// Input: plain text, one sentence per line, a blank line between documents.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "text/bert_tokenizer.hpp"
+#include "util/random.hpp"
+
+namespace xg::text {
+
+struct PretrainingOptions {
+  size_t max_seq_length = 128;
+  size_t max_predictions_per_seq = 20;
+  float masked_lm_prob = 0.15f;
+  float short_seq_prob = 0.1f;  // how often to aim for a shorter sequence
+  size_t dupe_factor = 5;       // static mode: passes over the corpus, each with fresh masks
+  bool whole_word_mask = false;
+  uint64_t seed = 12345;
+  // Throws naming the field for impossible settings.
+  void validate() const;
+};
+
+using Sentence = std::vector<int32_t>;
+using Document = std::vector<Sentence>;
+
+// Reads and tokenises a corpus in the BERT format on all cores. Sentences that tokenise to
+// nothing are dropped, then empty documents. Throws naming the file (and line, for invalid
+// UTF-8) when it is missing or yields no document.
+std::vector<Document> load_documents(const std::string& path, const BertTokenizer& tok,
+                                     const std::function<void(size_t, size_t)>& progress = nullptr);
+
+struct Instance {
+  std::vector<int32_t> tokens;  // [CLS] A [SEP] B [SEP], unpadded
+  size_t a_end = 0;             // index of the first [SEP]; segment 0 is tokens[0 .. a_end]
+  bool is_random_next = false;  // NSP label 1: B is from another document
+  std::vector<int32_t> masked_positions, masked_labels;  // sorted by position
+  int32_t segment_id(size_t i) const { return i <= a_end ? 0 : 1; }
+};
+
+// What masking needs from the vocabulary.
+struct MaskingVocab {
+  int32_t mask_id, cls_id, sep_id;
+  size_t size = 0;
+  std::vector<bool> never_mask;         // special tokens ([CLS], [SEP], [PAD], [UNK], [MASK], ...)
+  std::vector<bool> continuation;       // "##" pieces, for whole-word masking
+  std::vector<int32_t> random_choices;  // replacement tokens: the vocabulary minus specials and [unused*]
+  static MaskingVocab from(const BertTokenizer& tok);
+};
+
+// Google's create_instances_from_document: fills sequences to max_seq_length from document
+// `doc_index` (shorter with probability short_seq_prob), splits each chunk into A and B at a
+// sentence boundary; with probability 0.5 (always for one-sentence chunks) B comes from a random
+// other document and the unused sentences go back; the pair is trimmed from its longer side,
+// randomly front or back. Appends unmasked instances.
+void create_instances_from_document(const std::vector<Document>& docs, size_t doc_index, const PretrainingOptions& opt,
+                                    const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out);
+
+// Google's create_masked_lm_predictions: masked_lm_prob of the tokens (at least 1, at most
+// max_predictions_per_seq), never a special token, whole words together when asked; each chosen
+// token becomes [MASK] 80% of the time, a random token 10%, itself 10%.
+void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng);
+
+// Static mode: dupe_factor passes over the (shuffled) documents, masked, shuffled.
+std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,
+                                              const MaskingVocab& vocab,
+                                              const std::function<void(size_t, size_t)>& progress = nullptr);
+
+// Dynamic mode (RoBERTa-style): each epoch pairs the documents anew and masks every instance on
+// the fly, from a generator seeded by (seed, epoch, index), so any position can be resumed.
+class DynamicDataset {
+ public:
+  DynamicDataset(std::vector<Document> docs, PretrainingOptions opt, MaskingVocab vocab);
+  // Instances of one epoch (unmasked pairs; deterministic for (seed, epoch)).
+  size_t epoch_size(uint64_t epoch);
+  // Masked instance `index` of `epoch`.
+  Instance get(uint64_t epoch, size_t index);
+
+ private:
+  void prepare(uint64_t epoch);
+  std::vector<Document> docs_;
+  PretrainingOptions opt_;
+  MaskingVocab vocab_;
+  uint64_t prepared_epoch_ = UINT64_MAX;
+  std::vector<Instance> pairs_;
+};
+
+// ---- static shards: fixed-size records, so any instance is one seek away ----
+// Header: "XGBERT01", u32 version, u32 max_seq_length, u32 max_predictions, u32 vocab_size,
+// u64 count. Record: u16 length, u16 a_end, u8 is_random_next, u8 0, u16 n_predictions,
+// u32 tokens[max_seq_length], u16 positions[max_predictions], u32 labels[max_predictions].
+class ShardWriter {
+ public:
+  ShardWriter(const std::string& path, size_t max_seq_length, size_t max_predictions, size_t vocab_size);
+  void write(const Instance& inst);
+  // Writes the count and renames the temporary file into place; before this no shard exists.
+  void close();
+  ~ShardWriter();
+  size_t count() const { return count_; }
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  size_t seq_, preds_, vocab_, count_ = 0;
+};
+
+class ShardReader {
+ public:
+  // Validates the header and the file size; throws naming the file.
+  explicit ShardReader(const std::string& path);
+  ~ShardReader();
+  ShardReader(const ShardReader&) = delete;
+  ShardReader& operator=(const ShardReader&) = delete;
+  size_t size() const { return count_; }
+  size_t max_seq_length() const { return seq_; }
+  size_t max_predictions() const { return preds_; }
+  size_t vocab_size() const { return vocab_; }
+  // Reads and validates record i (lengths, positions, ids); throws naming the file and record.
+  Instance get(size_t i);
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  size_t seq_, preds_, vocab_, count_, record_bytes_;
+};
+
+// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ...
+std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
+                                      const PretrainingOptions& opt, size_t vocab_size);
+
+}  // namespace xg::text

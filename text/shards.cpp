@@ -1,0 +1,157 @@
+// Static pre-training shards: fixed-size little-endian records after a small header.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "text/pretraining_data.hpp"
+
+namespace xg::text {
+
+namespace {
+constexpr char kMagic[8] = {'X', 'G', 'B', 'E', 'R', 'T', '0', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderBytes = 8 + 4 * 4 + 8;
+
+size_t record_bytes(size_t seq, size_t preds) { return 8 + 4 * seq + 2 * preds + 4 * preds; }
+
+template <class T>
+void write_le(std::vector<uint8_t>& b, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) b.push_back(uint8_t(uint64_t(v) >> (8 * i)));
+}
+template <class T>
+T read_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v |= uint64_t(p[i]) << (8 * i);
+  return T(v);
+}
+}  // namespace
+
+ShardWriter::ShardWriter(const std::string& path, size_t seq, size_t preds, size_t vocab)
+    : path_(path), tmp_(path + ".tmp"), seq_(seq), preds_(preds), vocab_(vocab) {
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (!f_) throw std::runtime_error(fmt::format("[shard] {}: cannot create", tmp_));
+  std::vector<uint8_t> h(kMagic, kMagic + 8);
+  write_le<uint32_t>(h, kVersion);
+  write_le<uint32_t>(h, uint32_t(seq));
+  write_le<uint32_t>(h, uint32_t(preds));
+  write_le<uint32_t>(h, uint32_t(vocab));
+  write_le<uint64_t>(h, 0);  // count, written by close()
+  if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) throw std::runtime_error(fmt::format("[shard] {}: write failed", tmp_));
+}
+
+void ShardWriter::write(const Instance& inst) {
+  if (inst.tokens.size() > seq_ || inst.masked_positions.size() > preds_ || inst.a_end >= inst.tokens.size())
+    throw std::invalid_argument(fmt::format("[shard] {}: instance of {} tokens / {} predictions does not fit {} / {}",
+                                            path_, inst.tokens.size(), inst.masked_positions.size(), seq_, preds_));
+  std::vector<uint8_t> r;
+  r.reserve(record_bytes(seq_, preds_));
+  write_le<uint16_t>(r, uint16_t(inst.tokens.size()));
+  write_le<uint16_t>(r, uint16_t(inst.a_end));
+  write_le<uint8_t>(r, inst.is_random_next);
+  write_le<uint8_t>(r, 0);
+  write_le<uint16_t>(r, uint16_t(inst.masked_positions.size()));
+  for (size_t i = 0; i < seq_; ++i) write_le<uint32_t>(r, i < inst.tokens.size() ? uint32_t(inst.tokens[i]) : 0u);
+  for (size_t i = 0; i < preds_; ++i) write_le<uint16_t>(r, i < inst.masked_positions.size() ? uint16_t(inst.masked_positions[i]) : 0);
+  for (size_t i = 0; i < preds_; ++i) write_le<uint32_t>(r, i < inst.masked_labels.size() ? uint32_t(inst.masked_labels[i]) : 0u);
+  if (std::fwrite(r.data(), 1, r.size(), f_) != r.size()) throw std::runtime_error(fmt::format("[shard] {}: write failed", tmp_));
+  ++count_;
+}
+
+void ShardWriter::close() {
+  if (!f_) return;
+  std::vector<uint8_t> c;
+  write_le<uint64_t>(c, count_);
+  bool ok = std::fseek(f_, long(kHeaderBytes - 8), SEEK_SET) == 0 && std::fwrite(c.data(), 1, 8, f_) == 8;
+  ok = std::fflush(f_) == 0 && ok;
+  ok = std::fclose(f_) == 0 && ok;
+  f_ = nullptr;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw std::runtime_error(fmt::format("[shard] {}: could not finish the file", path_));
+  }
+}
+
+ShardWriter::~ShardWriter() {
+  if (f_) {  // never closed: an error happened; leave no half-written shard behind
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+ShardReader::ShardReader(const std::string& path) : path_(path) {
+  f_ = std::fopen(path.c_str(), "rb");
+  if (!f_) throw std::runtime_error(fmt::format("[shard] {}: cannot open", path));
+  uint8_t h[kHeaderBytes];
+  if (std::fread(h, 1, kHeaderBytes, f_) != kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
+    throw std::runtime_error(fmt::format("[shard] {}: not an xgrad pre-training shard (bad header)", path));
+  if (read_le<uint32_t>(h + 8) != kVersion)
+    throw std::runtime_error(fmt::format("[shard] {}: version {} (this build reads {})", path, read_le<uint32_t>(h + 8), kVersion));
+  seq_ = read_le<uint32_t>(h + 12);
+  preds_ = read_le<uint32_t>(h + 16);
+  vocab_ = read_le<uint32_t>(h + 20);
+  count_ = read_le<uint64_t>(h + 24);
+  if (seq_ < 5 || seq_ > 65535 || preds_ == 0 || preds_ > seq_ || vocab_ == 0)
+    throw std::runtime_error(fmt::format("[shard] {}: implausible header (max_seq_length {}, max_predictions {}, vocab {})",
+                                         path, seq_, preds_, vocab_));
+  record_bytes_ = record_bytes(seq_, preds_);
+  const auto size = std::filesystem::file_size(path);
+  if (size != kHeaderBytes + count_ * record_bytes_)
+    throw std::runtime_error(fmt::format("[shard] {}: {} bytes, but the header promises {} records of {} bytes (truncated?)",
+                                         path, size, count_, record_bytes_));
+}
+
+ShardReader::~ShardReader() {
+  if (f_) std::fclose(f_);
+}
+
+Instance ShardReader::get(size_t i) {
+  if (i >= count_) throw std::out_of_range(fmt::format("[shard] {}: record {} of {}", path_, i, count_));
+  std::vector<uint8_t> r(record_bytes_);
+  if (std::fseek(f_, long(kHeaderBytes + i * record_bytes_), SEEK_SET) != 0 || std::fread(r.data(), 1, r.size(), f_) != r.size())
+    throw std::runtime_error(fmt::format("[shard] {}: cannot read record {}", path_, i));
+  const uint8_t* p = r.data();
+  Instance inst;
+  const size_t len = read_le<uint16_t>(p), a_end = read_le<uint16_t>(p + 2), n_pred = read_le<uint16_t>(p + 6);
+  inst.a_end = a_end;
+  inst.is_random_next = p[4] != 0;
+  auto bad = [&](const std::string& what) {
+    return std::runtime_error(fmt::format("[shard] {}: record {}: {}", path_, i, what));
+  };
+  if (len < 3 || len > seq_ || a_end == 0 || a_end + 1 >= len || n_pred > preds_ || p[4] > 1)
+    throw bad(fmt::format("length {}, a_end {}, predictions {} are inconsistent", len, a_end, n_pred));
+  p += 8;
+  for (size_t k = 0; k < len; ++k) {
+    const uint32_t t = read_le<uint32_t>(p + 4 * k);
+    if (t >= vocab_) throw bad(fmt::format("token id {} >= vocabulary size {}", t, vocab_));
+    inst.tokens.push_back(int32_t(t));
+  }
+  p += 4 * seq_;
+  for (size_t k = 0; k < n_pred; ++k) {
+    const uint16_t pos = read_le<uint16_t>(p + 2 * k);
+    const uint32_t label = read_le<uint32_t>(p + 2 * preds_ + 4 * k);
+    if (pos >= len || label >= vocab_ || (k > 0 && pos <= inst.masked_positions.back()))
+      throw bad(fmt::format("prediction {} at position {} with label {} is invalid", k, pos, label));
+    inst.masked_positions.push_back(pos);
+    inst.masked_labels.push_back(int32_t(label));
+  }
+  return inst;
+}
+
+std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
+                                      const PretrainingOptions& opt, size_t vocab_size) {
+  if (per_shard == 0) throw std::invalid_argument("[shard] instances per shard must be positive");
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> paths;
+  for (size_t start = 0; start < instances.size(); start += per_shard) {
+    const std::string path = (std::filesystem::path(dir) / fmt::format("shard_{:05d}.bin", paths.size())).string();
+    ShardWriter w(path, opt.max_seq_length, opt.max_predictions_per_seq, vocab_size);
+    for (size_t i = start; i < std::min(instances.size(), start + per_shard); ++i) w.write(instances[i]);
+    w.close();
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace xg::text
