@@ -117,7 +117,9 @@ TEST_CASE("encoding: padding, masks, special tokens, batch padding", "[tokenizer
   CHECK(e.ids == std::vector<int32_t>{101, 7592, 2088, 102, 0, 0, 0, 0, 0, 0});
   CHECK(e.attention_mask == std::vector<int32_t>{1, 1, 1, 1, 0, 0, 0, 0, 0, 0});
   CHECK(e.special_tokens_mask == std::vector<int32_t>{1, 0, 0, 1, 1, 1, 1, 1, 1, 1});
-  const auto batch = tok.encode_batch({"a", "a b c d"});
+  EncodeOptions longest;
+  longest.pad_to_longest = true;
+  const auto batch = tok.encode_batch({"a", "a b c d"}, longest);
   CHECK(batch[0].size() == batch[1].size());
   CHECK(batch[0].attention_mask == std::vector<int32_t>{1, 1, 1, 0, 0, 0});
   EncodeOptions no_special;

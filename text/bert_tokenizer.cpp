@@ -307,7 +307,7 @@ std::vector<Encoding> BertTokenizer::encode_batch(const std::vector<std::string>
   for (auto& err : errors)
     if (err) std::rethrow_exception(err);
   size_t target = opt.pad_to;
-  if (target == 0)
+  if (opt.pad_to_longest)
     for (const auto& e : out) target = std::max(target, e.size());
   for (auto& e : out)
     while (e.size() < target) {

@@ -37,6 +37,7 @@ struct EncodeOptions {
   size_t max_length = 0;  // 0: no truncation
   Truncation truncation = Truncation::LongestFirst;
   size_t pad_to = 0;      // pad on the right up to this length (0: no padding)
+  bool pad_to_longest = false;  // encode_batch: pad every encoding to the batch's longest
 };
 
 struct Token {
@@ -60,7 +61,7 @@ class BertTokenizer {
   // [CLS] a [SEP] (b [SEP]) with type ids, truncation and padding per `opt`.
   Encoding encode(std::string_view a, const EncodeOptions& opt = {}) const;
   Encoding encode_pair(std::string_view a, std::string_view b, const EncodeOptions& opt = {}) const;
-  // Encodes texts on `threads` threads (0: all cores); with pad_to == 0 pads to the longest.
+  // Encodes texts on `threads` threads (0: all cores); pads per pad_to / pad_to_longest.
   std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt = {},
                                      size_t threads = 0) const;
   // Hugging Face's WordPiece decoder: joins pieces, glues "##" continuations, cleans up spaces
