@@ -1,0 +1,151 @@
+// BertForPreTraining against PyTorch (tools/gen_bert_goldens.py, Hugging Face names): outputs,
+// losses and every parameter gradient; HF checkpoint directories in and out; config validation.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "models/checkpoint.hpp"
+#include "tests/golden.hpp"
+
+using namespace xg;
+using namespace xg::models;
+using xg::test::max_scaled_error;
+using Catch::Matchers::Contains;
+
+namespace {
+std::string dir_of(const std::string& name) { return std::string(XGRAD_TEST_DATA_DIR) + "/bert_" + name; }
+
+struct Case {
+  nn::safetensors::File file;
+  BertInputs inputs;
+  PretrainingTargets targets;
+  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
+  std::vector<int64_t> i(const std::string& n) const { return nn::safetensors::to_int64(file.tensors.at(n), n); }
+};
+
+Case load_case(const std::string& name) {
+  Case c;
+  c.file = nn::safetensors::read(dir_of(name) + "/goldens.safetensors");
+  const auto& ids = c.file.tensors.at("input_ids");
+  c.inputs.batch = ids.shape[0];
+  c.inputs.seq_len = ids.shape[1];
+  c.inputs.input_ids = c.i("input_ids");
+  c.inputs.token_type_ids = c.i("token_type_ids");
+  const auto mask = c.i("attention_mask");
+  c.inputs.attention_mask = Tensor::empty({c.inputs.batch, c.inputs.seq_len});
+  for (size_t k = 0; k < mask.size(); ++k) c.inputs.attention_mask.data()[k] = float(mask[k]);
+  const auto labels = c.i("labels");
+  for (size_t k = 0; k < labels.size(); ++k)
+    if (labels[k] != -100) {
+      c.targets.masked_positions.push_back(int64_t(k));
+      c.targets.masked_labels.push_back(labels[k]);
+    }
+  c.targets.next_sentence_labels = c.i("next_sentence_label");
+  return c;
+}
+}  // namespace
+
+TEST_CASE("BERT matches PyTorch: outputs, losses and all gradients", "[bert][parity]") {
+  for (const std::string name : {"a", "b"}) {  // b: F16 weights, bare BertModel names, gamma/beta
+    INFO("model " << name);
+    const Case c = load_case(name);
+    LoadedBert loaded = load_pretrained(dir_of(name));
+    BertForPreTraining& m = *loaded.model;
+    m.eval();
+    CHECK(loaded.notes.empty());
+    {
+      NoGradGuard no_grad;
+      const auto full = m.forward_full(c.inputs);
+      const double e1 = max_scaled_error(full.base.last_hidden_state, c.f("last_hidden_state"));
+      const double e2 = max_scaled_error(full.base.pooler_output, c.f("pooler_output"));
+      const double e3 = max_scaled_error(full.prediction_logits, c.f("prediction_logits"));
+      const double e4 = max_scaled_error(full.seq_relationship_logits, c.f("seq_relationship_logits"));
+      CHECK(e1 < 1e-4);
+      CHECK(e2 < 1e-4);
+      CHECK(e3 < 1e-4);
+      CHECK(e4 < 1e-4);
+      std::printf("parity bert_%s outputs: hidden %.1e pooled %.1e mlm logits %.1e nsp logits %.1e\n", name.c_str(), e1,
+                  e2, e3, e4);
+    }
+    const auto out = m.forward(c.inputs, c.targets);
+    CHECK(out.loss.item() == Approx(c.f("loss").item()).epsilon(1e-5));
+    CHECK(out.mlm_loss.item() == Approx(c.f("mlm_loss").item()).epsilon(1e-5));
+    CHECK(out.nsp_loss.item() == Approx(c.f("nsp_loss").item()).epsilon(1e-5));
+    out.loss.backward();
+    double worst = 0;
+    size_t checked = 0;
+    for (auto& [n, p] : m.named_parameters()) {
+      INFO(n);
+      REQUIRE(p.grad().defined());
+      const double e = max_scaled_error(p.grad(), c.f("grad." + n));
+      CHECK(e < 1e-3);
+      worst = std::max(worst, e);
+      ++checked;
+    }
+    CHECK(checked == c.file.tensors.size() - 12);  // every gradient the generator wrote
+    std::printf("parity bert_%s losses %.6f/%.6f, %zu parameter gradients, max error %.1e\n", name.c_str(),
+                out.loss.item(), c.f("loss").item(), checked, worst);
+  }
+}
+
+TEST_CASE("checkpoints: save_pretrained writes HF names, reloads identically, replaces atomically", "[bert]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "xgrad_bert_ckpt").string();
+  std::filesystem::remove_all(dir);
+  LoadedBert a = load_pretrained(dir_of("a"));
+  save_pretrained(*a.model, dir);
+  const auto saved = nn::safetensors::read(dir + "/model.safetensors");
+  const auto original = nn::safetensors::read(dir_of("a") + "/model.safetensors");
+  std::vector<std::string> names_saved, names_original;
+  for (auto& [n, _] : saved.tensors) names_saved.push_back(n);
+  for (auto& [n, _] : original.tensors) names_original.push_back(n);
+  CHECK(names_saved == names_original);
+  CHECK(saved.tensors.count("bert.embeddings.word_embeddings.weight"));
+  CHECK(saved.tensors.count("cls.predictions.bias"));
+  CHECK(saved.tensors.count("cls.seq_relationship.weight"));
+  LoadedBert b = load_pretrained(dir);
+  const Case c = load_case("a");
+  a.model->eval();
+  b.model->eval();
+  NoGradGuard no_grad;
+  CHECK(a.model->forward_full(c.inputs).prediction_logits.to_vector() ==
+        b.model->forward_full(c.inputs).prediction_logits.to_vector());
+  // saving again replaces the directory whole; no temporary directories are left behind
+  save_pretrained(*b.model, dir);
+  for (auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+    CHECK(e.path().filename().string().find("xgrad_bert_ckpt.") == std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
+  BertConfig c = BertConfig::preset("tiny");
+  CHECK(c.num_hidden_layers == 2);
+  CHECK(c.intermediate_size == 512);
+  CHECK_THROWS_WITH(BertConfig::preset("huge"), Contains("'huge'"));
+  c.num_attention_heads = 3;
+  CHECK_THROWS_WITH(c.validate(), Contains("hidden_size 128") && Contains("num_attention_heads 3"));
+  CHECK_THROWS_WITH(BertConfig::from_json({{"hidden_size", -5}}, "x.json"), Contains("hidden_size") && Contains("x.json"));
+  CHECK_THROWS_WITH(BertConfig::from_json({{"hidden_act", "swish"}}, "y.json"), Contains("'swish'"));
+  CHECK_THROWS_WITH(load_pretrained("/nonexistent_dir"), Contains("not a directory"));
+  // a checkpoint with the wrong shape for one tensor
+  const std::string dir = (std::filesystem::temp_directory_path() / "xgrad_bert_bad").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(dir_of("a") + "/config.json", dir + "/config.json");
+  auto weights = nn::safetensors::read_float_tensors(dir_of("a") + "/model.safetensors");
+  weights["bert.pooler.dense.bias"] = Tensor::zeros({7});
+  weights.erase("bert.encoder.layer.1.output.dense.weight");
+  nn::safetensors::write(dir + "/model.safetensors", weights);
+  CHECK_THROWS_WITH(load_pretrained(dir), Contains("bert.pooler.dense.bias") &&
+                                              Contains("bert.encoder.layer.1.output.dense.weight") && Contains("model.safetensors"));
+  std::filesystem::remove_all(dir);
+  // inputs outside the model's ranges
+  LoadedBert m = load_pretrained(dir_of("a"));
+  BertInputs in;
+  in.batch = 1;
+  in.seq_len = 2;
+  in.input_ids = {5, 500};
+  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("input id 500"));
+  in.input_ids = {5};
+  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("1 input_ids"));
+}
