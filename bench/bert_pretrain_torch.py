@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""PyTorch 1.13 (Debian python3-torch) training BERT exactly as `bert_pretrain --benchmark` does:
+random token ids, AdamW, MLM head at 15% of positions only, NSP, same batch and length. Tries
+each thread count and reports the best. Last line: 'tokens/s: X'.
+
+  /usr/bin/python3 bench/bert_pretrain_torch.py --model mini --batch 8 --seq-len 128 --steps 10 [--threads 1,2]"""
+import argparse
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from torch_bert import BertForPreTraining  # noqa: E402
+
+PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8), "base": (12, 768, 12),
+           "large": (24, 1024, 16)}
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", default="mini")
+p.add_argument("--batch", type=int, default=8)
+p.add_argument("--seq-len", type=int, default=128)
+p.add_argument("--steps", type=int, default=10)
+p.add_argument("--threads", default="1,2")
+a = p.parse_args()
+layers, hidden, heads = PRESETS[a.model]
+cfg = dict(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+           intermediate_size=4 * hidden, hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2,
+           layer_norm_eps=1e-12, pad_token_id=0)
+torch.manual_seed(0)
+model = BertForPreTraining(cfg)
+model.train()
+drop = torch.nn.Dropout(0.1)  # BERT's dropout sites: embeddings, attention probabilities, sub-layer outputs
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+B, T = a.batch, a.seq_len
+n_pred = max(1, round(0.15 * T))
+ids = torch.randint(0, 30522, (B, T))
+types = torch.cat([torch.zeros(B, T // 2, dtype=torch.long), torch.ones(B, T - T // 2, dtype=torch.long)], 1)
+mask = torch.ones(B, T, dtype=torch.long)
+positions = torch.tensor([b * T + (k * T) // n_pred for b in range(B) for k in range(n_pred)])
+labels = torch.randint(0, 30522, (B * n_pred,))
+nsp = torch.randint(0, 2, (B,))
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    h, pooled = model.bert(ids, types, mask)
+    rows = h.reshape(B * T, -1)[positions]  # the MLM head only where predictions are made
+    loss = F.cross_entropy(model.cls.predictions(rows), labels) + F.cross_entropy(model.cls.seq_relationship(pooled), nsp)
+    loss.backward()
+    opt.step()
+
+
+best = None
+for t in [int(x) for x in a.threads.split(",")]:
+    torch.set_num_threads(t)
+    step(); step()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    secs = time.perf_counter() - t0
+    tps = a.steps * B * T / secs
+    print(f"threads {t}: {tps:.1f} tokens/s, {secs / a.steps:.3f} s/step")
+    best = max(best or 0, tps)
+print(f"peak memory MB: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+print(f"tokens/s: {best:.1f}")
