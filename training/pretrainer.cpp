@@ -223,8 +223,10 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
     to.vocab_size = opt.train_vocab;
     to.normalization.lowercase = !opt.cased;
     Progress p("training vocabulary", 0, "merges");
-    const text::Vocab v = text::train_wordpiece({opt.corpus}, to, [&](size_t done, size_t) { p.update(done); });
-    p.finish(fmt::format("{} tokens", v.size()));
+    const text::Vocab v = text::train_wordpiece({opt.corpus}, to, [&](size_t done, size_t) {
+      if (!opt.quiet) p.update(done);
+    });
+    if (!opt.quiet) p.finish(fmt::format("{} tokens", v.size()));
     opt.vocab = (fs::path(opt.out) / "vocab.txt").string();
     v.save(opt.vocab);
   }
@@ -255,8 +257,10 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
     source = std::move(s);
   } else {
     Progress p("reading corpus", 0, "lines");
-    auto docs = text::load_documents(opt.corpus, tok, [&](size_t done, size_t) { p.update(done); });
-    p.finish(fmt::format("{} documents", docs.size()));
+    auto docs = text::load_documents(opt.corpus, tok, [&](size_t done, size_t) {
+      if (!opt.quiet) p.update(done);
+    });
+    if (!opt.quiet) p.finish(fmt::format("{} documents", docs.size()));
     // Hold out the last 2% of documents (at least one) for evaluation.
     if (docs.size() >= 2 && opt.eval_instances > 0) {
       const size_t held = std::max<size_t>(1, docs.size() / 50);
