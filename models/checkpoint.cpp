@@ -61,6 +61,7 @@ LoadedBert load_pretrained(const std::string& dir, uint64_t seed) {
     if (n.empty()) continue;
     if (state.count(n) && n == "cls.predictions.bias") continue;  // decoder.bias duplicates the bias
     state[n] = t;
+    out.file_names[n] = name;
   }
   const nn::LoadReport report = out.model->load_state_dict(state, /*strict=*/false);
   std::vector<std::string> missing_body, missing_heads;

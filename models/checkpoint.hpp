@@ -2,6 +2,7 @@
 // Hugging Face checkpoint directories: config.json + model.safetensors (+ vocab.txt), loadable by
 // transformers' BertForPreTraining.from_pretrained and back.
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ void save_pretrained(const BertForPreTraining& model, const std::string& dir, co
 struct LoadedBert {
   std::unique_ptr<BertForPreTraining> model;
   std::vector<std::string> notes;  // e.g. "pre-training heads not in the checkpoint: initialised randomly"
+  std::map<std::string, std::string> file_names;  // parameter name -> its name in the checkpoint file
 };
 
 // Reads DIR/config.json and DIR/model.safetensors. Accepts BertForPreTraining names and bare

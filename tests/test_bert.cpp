@@ -149,3 +149,31 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   in.input_ids = {5};
   CHECK_THROWS_WITH(m.model->forward_full(in), Contains("1 input_ids"));
 }
+
+TEST_CASE("bert_infer dump: outputs, losses and gradients under the checkpoint's own names", "[bert][cli]") {
+  const std::string out = (std::filesystem::temp_directory_path() / "xgrad_dump.safetensors").string();
+  const std::string cmd = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs " + dir_of("b") +
+                          "/goldens.safetensors --out " + out + " --grads 2>/dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const Case c = load_case("b");
+  const auto dumped = nn::safetensors::read(out);
+  auto f = [&](const std::string& n) { return nn::safetensors::to_float(dumped.tensors.at(n), n); };
+  for (const char* k : {"last_hidden_state", "pooler_output", "prediction_logits", "seq_relationship_logits"})
+    CHECK(max_scaled_error(f(k), c.f(k)) < 1e-4);
+  CHECK(f("loss").item() == Approx(c.f("loss").item()).epsilon(1e-5));
+  CHECK(f("mlm_loss").item() == Approx(c.f("mlm_loss").item()).epsilon(1e-5));
+  size_t grads = 0;
+  for (const auto& [name, e] : dumped.tensors) {
+    if (name.rfind("grad.", 0) != 0) continue;
+    const std::string file_name = name.substr(5);
+    CHECK(file_name.rfind("bert.", 0) != 0);  // the checkpoint's bare names, as written
+    INFO(file_name);
+    CHECK(max_scaled_error(f(name), c.f("grad." + canonical_bert_name(file_name))) < 1e-3);
+    ++grads;
+  }
+  CHECK(grads == 62);
+  // errors name the file and the problem
+  const std::string bad = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs /nonexistent.safetensors --out " + out + " 2>/dev/null";
+  CHECK(std::system(bad.c_str()) != 0);
+  std::filesystem::remove(out);
+}
