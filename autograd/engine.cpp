@@ -99,7 +99,9 @@ Tensor add_grads(const Tensor& a, const Tensor& b) {
 
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad) {
-    leaf.grad = g.clone().impl();
+    // A gradient nobody else holds (e.g. an embedding's dense gradient) is adopted, not copied.
+    const bool sole_owner = g.impl().use_count() <= 2 && g.impl()->storage.use_count() == 1;
+    leaf.grad = sole_owner ? g.detach().impl() : g.clone().impl();
   } else {
     vec::add(leaf.grad->storage->data(), g.data(), leaf.grad->storage->data(), g.numel());
   }

@@ -78,6 +78,9 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
 // op(a) @ op(b) over the last two axes, op = transpose when the flag is set. Leading (batch)
 // axes broadcast; a 2-D operand is shared by every batch (one large GEMM when possible).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x W^T + b for x (..., in), W (out, in), b (out) or undefined: one GEMM with the bias added in
+// place, and a backward that reduces the bias gradient over rows.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- neural-network functions (ops/nn.cpp) ----
 Tensor softmax(const Tensor& x, int axis = -1);

@@ -86,7 +86,7 @@ BertLMHead::BertLMHead(const BertConfig& c, Tensor tied) : decoder_weight(std::m
 
 Tensor BertLMHead::forward(const Tensor& rows) {
   const Tensor h = transform_norm->forward(nn::activate(transform_dense->forward(rows), act));
-  return add(matmul(h, decoder_weight, false, /*trans_b=*/true), bias);
+  return linear(h, decoder_weight, bias);  // the decoder is the tied word embeddings
 }
 
 BertPreTrainingHeads::BertPreTrainingHeads(const BertConfig& c, Tensor tied) {

@@ -22,8 +22,7 @@ Tensor Linear::forward(const Tensor& x) {
   if (x.dim() == 0 || x.shape().back() != weight.size(1))
     throw std::invalid_argument(fmt::format("[Linear] input {} does not end in in_features={}",
                                             shape_str(x.shape()), weight.size(1)));
-  Tensor y = matmul(x, weight, false, /*trans_b=*/true);
-  return bias.defined() ? add(y, bias) : y;
+  return linear(x, weight, bias);
 }
 
 Embedding::Embedding(size_t num, size_t dim, int64_t pad) : padding_idx(pad) {

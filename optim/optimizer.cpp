@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "autograd/kernels/vec.hpp"
+#include "autograd/parallel.hpp"
 #include "nn/atomic_file.hpp"
 #include "nn/safetensors.hpp"
 
@@ -152,16 +154,19 @@ Adam::Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt) : Optimize
 }
 
 void Adam::adam_step(float* w, const float* g, float* m, float* v, size_t n, float l2) const {
-  const float b1 = opt_.beta1, b2 = opt_.beta2;
+  const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
   const double bc1 = 1.0 - std::pow(double(b1), double(step_));
   const double bc2 = 1.0 - std::pow(double(b2), double(step_));
   const float step_size = float(lr_ / bc1), inv_sqrt_bc2 = float(1.0 / std::sqrt(bc2));
-  for (size_t i = 0; i < n; ++i) {
-    const float gi = l2 != 0.f ? g[i] + l2 * w[i] : g[i];
-    m[i] = b1 * m[i] + (1.f - b1) * gi;
-    v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
-    w[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + opt_.eps);
-  }
+  // Memory-bound: split large tensors across the threads; each chunk's loop vectorises.
+  parallel_range(n, 1 << 16, [=](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const float gi = g[i] + l2 * w[i];
+      m[i] = b1 * m[i] + (1.f - b1) * gi;
+      v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
+      w[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+    }
+  });
 }
 
 void Adam::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
@@ -174,10 +179,7 @@ nlohmann::json Adam::settings() const {
 
 void AdamW::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
   float* w = p.data();
-  if (wd != 0.f) {
-    const float keep = 1.f - lr_ * wd;
-    for (size_t i = 0, n = p.numel(); i < n; ++i) w[i] *= keep;
-  }
+  if (wd != 0.f) vec::scale(w, 1.f - lr_ * wd, w, p.numel());
   adam_step(w, g.data(), slot(slots, "exp_avg", p).data(), slot(slots, "exp_avg_sq", p).data(), p.numel(), 0.f);
 }
 

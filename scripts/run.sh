@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh
-exec build/bin/train_spirals "$@"
+exec build/bin/bert_pretrain "$@"

@@ -86,3 +86,11 @@ TEST_CASE("grad: matmul of transposed and sliced inputs", "[grad][matmul]") {
   check_gradients([](const V& v) { return matmul(slice(v[1], 1, 1, 6), slice(slice(v[0], 0, 1, 6), 1, 0, 3)); },
                   {x, w});
 }
+
+TEST_CASE("grad: fused linear with and without bias, 2-D and batched", "[grad][matmul]") {
+  check_gradients([](const V& v) { return linear(v[0], v[1], v[2]); }, {randn({2, 3, 5}, 53), randn({4, 5}, 54), randn({4}, 55)});
+  check_gradients([](const V& v) { return linear(v[0], v[1], Tensor()); }, {randn({6, 5}, 56), randn({3, 5}, 57)});
+  Tensor x = randn({2, 5}, 58), w = randn({3, 5}, 59), b = randn({3}, 60);
+  CHECK(linear(x, w, b).to_vector() == add(matmul(x, w, false, true), b).to_vector());
+  CHECK_THROWS_WITH(linear(x, randn({3, 4}, 61), b), Catch::Matchers::Contains("[linear]"));
+}

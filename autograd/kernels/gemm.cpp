@@ -7,6 +7,9 @@
 #include "autograd/kernels/gemm.hpp"
 
 #include <algorithm>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <vector>
 
@@ -43,12 +46,54 @@ using PackBuffer = std::vector<float, xsimd::aligned_allocator<float, 64>>;
 
 inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-// panel[k*R + r] = src[r*ld + k] for r < rows (zero for rows <= r < R), k < kc. Works in
-// 8-deep k blocks: each block writes 8 panel rows that stay in L1 while the source rows stream.
+#if defined(__AVX512F__)
+// In-register transpose of 16 rows of 16 floats. Raw intrinsics: xsimd 8.1's zip_lo/zip_hi on
+// AVX-512 interleave within 128-bit lanes only, so no portable xsimd spelling exists here.
+inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]),
+                  c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+#endif
+
+// panel[k*R + r] = src[r*ld + k] for r < rows (zero for rows <= r < R), k < kc. With AVX-512,
+// 16 x 16 blocks go through registers; the rest (and other builds) in 8-deep k blocks whose
+// writes stay in L1 while the source rows stream.
 template <size_t R>
 void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, float* panel) {
-  constexpr size_t KB = 8;
   size_t k0 = 0;
+#if defined(__AVX512F__)
+  for (; k0 + 16 <= kc; k0 += 16)
+    for (size_t r0 = 0; r0 < R; r0 += 16) {
+      __m512 v[16];
+      for (size_t r = 0; r < 16; ++r)
+        v[r] = r0 + r < rows ? _mm512_loadu_ps(src + (r0 + r) * ld + k0) : _mm512_setzero_ps();
+      transpose16x16(v);
+      const size_t lanes = std::min<size_t>(16, R - r0);
+      const __mmask16 m = lanes == 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
+      for (size_t kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(panel + (k0 + kk) * R + r0, m, v[kk]);
+    }
+#endif
+  constexpr size_t KB = 8;
   for (; k0 + KB <= kc; k0 += KB) {
     float* dst = panel + k0 * R;
     for (size_t r = 0; r < rows; ++r) {
@@ -197,7 +242,7 @@ void scale_c(const Problem& p) {  // K == 0: C = beta * C
 }
 
 thread_local PackBuffer t_pack_a;
-thread_local PackBuffer t_pack_b;
+thread_local PackBuffer t_pack_b;  // this thread's B block; workers read it during a threaded call
 
 // Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).
 void compute_block(const Problem& p, const float* bpack, size_t pc, size_t kc, size_t jc,
@@ -227,8 +272,8 @@ void run(const Problem& p, int threads) {
   const size_t mc_step = round_up((p.M + m_blocks - 1) / m_blocks, MR);
   m_blocks = (p.M + mc_step - 1) / mc_step;
 
-  PackBuffer shared_b;
-  PackBuffer& bpack = T > 1 ? shared_b : t_pack_b;
+  // Kept between calls: a fresh 3 MB buffer per call costs page faults on every GEMM.
+  PackBuffer& bpack = t_pack_b;
   bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * KC));
 
   for (size_t jc = 0; jc < p.N; jc += NC) {

@@ -4,7 +4,9 @@
 #include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/kernels/vec.hpp"
 #include "autograd/ops/broadcast.hpp"
+#include "autograd/parallel.hpp"
 
 namespace xg {
 
@@ -63,6 +65,43 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       }
     }
     return {ga, gb};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.size(1))
+    throw std::invalid_argument(fmt::format("[linear] input {} does not match weight {} (out, in)", shape_str(x.shape()),
+                                            shape_str(weight.shape())));
+  const size_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
+  if (bias.defined() && bias.shape() != Shape{N})
+    throw std::invalid_argument(fmt::format("[linear] bias {} does not match weight {}", shape_str(bias.shape()),
+                                            shape_str(weight.shape())));
+  Shape out_shape = x.shape();
+  out_shape.back() = N;
+  Tensor out = Tensor::empty(out_shape);
+  gemm::sgemm(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
+  if (bias.defined()) {
+    float* y = out.data();
+    const float* b = bias.data();
+    parallel_range(M, std::max<size_t>(1, 16384 / N), [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) vec::add(y + r * N, b, y + r * N, N);
+    });
+  }
+  const Tensor X = x.detach(), W = weight.detach();
+  const bool need_x = x.requires_grad(), need_w = weight.requires_grad(),
+             need_b = bias.defined() && bias.requires_grad();
+  return record("linear", out, {x, weight, bias}, [=](const Tensor& g) -> std::vector<Tensor> {
+    Tensor gx, gw, gb;
+    if (need_x) {  // (M, N) @ (N, K)
+      gx = Tensor::empty(X.shape());
+      gemm::sgemm(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K);
+    }
+    if (need_w) {  // (N, M) @ (M, K)
+      gw = Tensor::empty(W.shape());
+      gemm::sgemm(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, 0.f, gw.data(), K);
+    }
+    if (need_b) gb = reshape(sum(reshape(g, {long(M), long(N)}), {0}), {long(N)});
+    return {gx, gw, gb};
   });
 }
 

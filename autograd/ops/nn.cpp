@@ -133,18 +133,41 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
                 });
 }
 
+namespace {
+constexpr size_t kDropoutChunk = 1 << 14;
+
+// out[i] = x[i] * scale where element i is kept, else 0. Element i's draw comes from chunk
+// i / kDropoutChunk's own generator, seeded from `seed`: the mask is the same for any thread
+// count, and the backward regenerates it from the seed alone (nothing stored).
+void apply_dropout_mask(uint64_t seed, const float* x, float* out, size_t n, float p, float scale) {
+  const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
+  const size_t chunks = (n + kDropoutChunk - 1) / kDropoutChunk;
+  parallel_for(chunks, [&](size_t c) {
+    Generator gen(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
+    const size_t end = std::min(n, (c + 1) * kDropoutChunk);
+    size_t i = c * kDropoutChunk;
+    for (; i + 1 < end; i += 2) {
+      const uint64_t r = gen.next_u64();
+      out[i] = (r & 0xffffffffu) >= threshold ? x[i] * scale : 0.f;
+      out[i + 1] = (r >> 32) >= threshold ? x[i + 1] * scale : 0.f;
+    }
+    if (i < end) out[i] = (gen.next_u64() & 0xffffffffu) >= threshold ? x[i] * scale : 0.f;
+  });
+}
+}  // namespace
+
 Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   if (!(p >= 0.f && p <= 1.f))
     throw std::invalid_argument(fmt::format("[dropout] probability {} is not in [0, 1]", p));
   if (!training || p == 0.f) return x;
-  Tensor mask = Tensor::empty(x.shape());
-  const float keep_scale = p == 1.f ? 0.f : 1.f / (1.f - p);
-  float* m = mask.data();
-  for (size_t i = 0, n = mask.numel(); i < n; ++i) m[i] = gen.uniform() < p ? 0.f : keep_scale;
+  const float scale = p == 1.f ? 0.f : 1.f / (1.f - p);
+  const uint64_t seed = gen.next_u64();  // one draw per call; the mask follows from it
   Tensor out = Tensor::empty(x.shape());
-  vec::binary(vec::Binary::Mul, x.data(), 1, m, 1, out.data(), x.numel());
-  return record("dropout", out, {x}, [mask](const Tensor& g) -> std::vector<Tensor> {
-    return {mul(g, mask)};
+  apply_dropout_mask(seed, x.data(), out.data(), x.numel(), p, scale);
+  return record("dropout", out, {x}, [seed, p, scale](const Tensor& g) -> std::vector<Tensor> {
+    Tensor dx = Tensor::empty(g.shape());
+    apply_dropout_mask(seed, g.data(), dx.data(), g.numel(), p, scale);
+    return {dx};
   });
 }
 
