@@ -191,7 +191,9 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
   PretrainOptions opt = opt_in;
   if (opt.threads > 0) set_num_threads(opt.threads);
   auto say = [&](const std::string& s) {
-    if (!opt.quiet) fmt::print("{}\n", s);
+    if (opt.quiet) return;
+    fmt::print("{}\n", s);
+    std::fflush(stdout);  // logs redirected to a file show progress as it happens
   };
 
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
@@ -388,9 +390,9 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
     if (log_now) {
       const double elapsed = progress.elapsed_s();
       const double eta = elapsed / double(step - first_step) * double(opt.steps - step);
-      if (!tty && !opt.quiet)
-        fmt::print("step {}/{}  {}  elapsed {}  ETA {}\n", step, opt.steps, status, Progress::format_duration(elapsed),
-                   Progress::format_duration(eta));
+      if (!tty)
+        say(fmt::format("step {}/{}  {}  elapsed {}  ETA {}", step, opt.steps, status, Progress::format_duration(elapsed),
+                        Progress::format_duration(eta)));
       record({{"step", step}, {"loss", window_loss / double(window_steps)}, {"mlm_loss", window_mlm / double(window_steps)},
               {"nsp_loss", window_nsp / double(window_steps)}, {"mlm_acc", double(window_mlm_correct) / double(std::max<size_t>(window_masked, 1))},
               {"nsp_acc", double(window_nsp_correct) / double(std::max<size_t>(window_seqs, 1))}, {"lr", lr},

@@ -19,13 +19,13 @@ struct PretrainOptions {
   bool whole_word_mask = false;
   size_t eval_instances = 256;  // held out for evaluation
   // model and optimisation
-  std::string model = "mini";  // preset name or a config.json path
+  std::string model = "tiny";  // preset name or a config.json path
   size_t seq_len = 128;
   size_t batch = 16;
   size_t grad_accum = 1;
   float lr = 1e-3f;
   int64_t warmup = -1;  // steps; -1: 10% of the run
-  int64_t steps = 300;  // optimizer steps in the whole run
+  int64_t steps = 800;  // optimizer steps in the whole run
   size_t epochs = 0;    // > 0: derive steps from passes over the training data
   std::string schedule = "linear";
   std::string optimizer = "adamw";
@@ -35,8 +35,8 @@ struct PretrainOptions {
   // run control
   std::string out = "runs/bert_pretrain";
   std::string resume;       // checkpoint directory, or an --out directory (latest checkpoint)
-  int64_t eval_every = 100;
-  int64_t save_every = 100;
+  int64_t eval_every = 200;
+  int64_t save_every = 200;
   int64_t stop_at = -1;     // stop (saving a checkpoint) after this step, as an interruption would
   size_t keep_checkpoints = 2;
   int64_t log_every = 10;   // plain log lines when not on a terminal
