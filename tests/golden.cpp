@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "nn/safetensors.hpp"
+
 namespace xg::test {
 
 nlohmann::json load_golden(const std::string& name) {
@@ -17,6 +19,15 @@ nlohmann::json load_golden(const std::string& name) {
 Tensor golden_tensor(const nlohmann::json& j, bool requires_grad) {
   Shape shape = j.at("shape").get<Shape>();
   return Tensor::from_vector(j.at("data").get<std::vector<float>>(), shape, requires_grad);
+}
+
+const Tensor& nn_golden(const std::string& name) {
+  static const auto all =
+      nn::safetensors::read_float_tensors(std::string(XGRAD_TEST_DATA_DIR) + "/nn_goldens.safetensors");
+  auto it = all.find(name);
+  INFO("golden tensor " << name);
+  REQUIRE(it != all.end());
+  return it->second;
 }
 
 double max_scaled_error(const Tensor& a, const Tensor& b) {

@@ -11,6 +11,9 @@ namespace xg::test {
 nlohmann::json load_golden(const std::string& name);
 // {"shape": [...], "data": [...]} -> Tensor.
 Tensor golden_tensor(const nlohmann::json& j, bool requires_grad = false);
+// A tensor of tests/data/nn_goldens.safetensors (tools/gen_nn_goldens.py); fails if absent.
+const Tensor& nn_golden(const std::string& name);
+
 // Largest |a - b| over all elements, divided by max(1, largest |b|); fails on a shape mismatch.
 double max_scaled_error(const Tensor& a, const Tensor& b);
 

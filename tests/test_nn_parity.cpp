@@ -13,17 +13,7 @@ using xg::test::max_scaled_error;
 
 namespace {
 
-const StateDict& goldens() {
-  static const StateDict g = safetensors::read_float_tensors(std::string(XGRAD_TEST_DATA_DIR) + "/nn_goldens.safetensors");
-  return g;
-}
-
-const Tensor& golden(const std::string& name) {
-  auto it = goldens().find(name);
-  INFO("golden tensor " << name);
-  REQUIRE(it != goldens().end());
-  return it->second;
-}
+const Tensor& golden(const std::string& name) { return xg::test::nn_golden(name); }
 
 // Loads the module's parameters from "<case>.<param name>".
 void load_case(Module& m, const std::string& c) {

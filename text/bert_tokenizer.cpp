@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/threads.hpp"
+
 namespace xg::text {
 
 BertTokenizer::BertTokenizer(Vocab vocab, TokenizerOptions opt) : vocab_(std::move(vocab)), opt_(std::move(opt)) {
@@ -291,21 +293,10 @@ std::vector<Encoding> BertTokenizer::encode_batch(const std::vector<std::string>
   threads = std::min(threads, std::max<size_t>(1, texts.size()));
   EncodeOptions unpadded = opt;
   unpadded.pad_to = 0;
-  std::vector<std::exception_ptr> errors(threads);
-  auto work = [&](size_t t) {
-    try {
-      for (size_t i = t * texts.size() / threads; i < (t + 1) * texts.size() / threads; ++i)
-        out[i] = assemble(tokenize(texts[i], fmt::format("batch item {}", i)), nullptr, unpadded);
-    } catch (...) {
-      errors[t] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
-  for (auto& err : errors)
-    if (err) std::rethrow_exception(err);
+  run_on_threads(threads, [&](size_t t) {
+    for (size_t i = t * texts.size() / threads; i < (t + 1) * texts.size() / threads; ++i)
+      out[i] = assemble(tokenize(texts[i], fmt::format("batch item {}", i)), nullptr, unpadded);
+  });
   size_t target = opt.pad_to;
   if (opt.pad_to_longest)
     for (const auto& e : out) target = std::max(target, e.size());

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/threads.hpp"
+
 namespace xg::text {
 
 void PretrainingOptions::validate() const {
@@ -75,25 +77,14 @@ std::vector<Document> load_documents(const std::string& path, const BertTokenize
   // Tokenise every line on all cores, then group into documents.
   std::vector<std::vector<int32_t>> ids(lines.size());
   const size_t threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::exception_ptr> errors(threads);
   std::atomic<size_t> done{0};
-  auto work = [&](size_t t) {
-    try {
-      for (size_t i = t; i < lines.size(); i += threads) {
-        for (const Token& tk : tok.tokenize(lines[i], fmt::format("{}:{}", path, i + 1))) ids[i].push_back(tk.id);
-        if (t == 0 && progress && i % 4096 == 0) progress(done.load(), lines.size());
-        ++done;
-      }
-    } catch (...) {
-      errors[t] = std::current_exception();
+  run_on_threads(threads, [&](size_t t) {
+    for (size_t i = t; i < lines.size(); i += threads) {
+      for (const Token& tk : tok.tokenize(lines[i], fmt::format("{}:{}", path, i + 1))) ids[i].push_back(tk.id);
+      if (t == 0 && progress && i % 4096 == 0) progress(done.load(), lines.size());
+      ++done;
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
   if (progress) progress(lines.size(), lines.size());
   std::vector<Document> docs(1);
   for (size_t i = 0; i < lines.size(); ++i) {

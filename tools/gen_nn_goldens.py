@@ -8,14 +8,14 @@ The layers are written here in plain PyTorch with Hugging Face's BERT module nam
 parameter names are those of HF checkpoints. Tensor names: "<case>.<param name>" for weights,
 "<case>.in.*" inputs, "<case>.out" output, "<case>.grad.*" gradients.
 """
-import json
 import math
 import os
-import struct
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_bert import write_safetensors
 
 torch.manual_seed(2024)
 out = {}
@@ -23,22 +23,6 @@ out = {}
 
 def put(name, t):
     out[name] = t.detach().to(torch.float32).contiguous().clone()  # a copy: params change in place
-
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, at = {"__metadata__": metadata}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [at, at + len(data)]}
-        blobs.append(data)
-        at += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
 
 
 def record_module(case, module, inputs, forward):
