@@ -2,72 +2,46 @@
 // bundled corpus for a few minutes. See --help.
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <functional>
-#include <map>
 #include <string>
 
 #include "training/pretrainer.hpp"
+#include "util/flags.hpp"
 
 using xg::training::PretrainOptions;
 
 namespace {
 
-struct Flag {
-  std::string help;
-  std::function<void(const std::string&)> set;  // null for switches
-  std::function<void()> on;
-};
-
-std::map<std::string, Flag> flags(PretrainOptions& o, bool& benchmark) {
-  const PretrainOptions d;
-  auto num = [](auto& field) {
-    return [&field](const std::string& v) {
-      using T = std::decay_t<decltype(field)>;
-      size_t used = 0;
-      if constexpr (std::is_same_v<T, float>) field = std::stof(v, &used);
-      else if constexpr (std::is_same_v<T, int>) field = std::stoi(v, &used);
-      else if constexpr (std::is_signed_v<T>) field = T(std::stoll(v, &used));
-      else {
-        if (!v.empty() && v[0] == '-') throw std::invalid_argument("negative");
-        field = T(std::stoull(v, &used));
-      }
-      if (used != v.size()) throw std::invalid_argument("trailing characters");
-    };
-  };
-  auto str = [](std::string& field) { return [&field](const std::string& v) { field = v; }; };
-  return {
-      {"--corpus", {fmt::format("text in the BERT format (a sentence per line, blank line between documents) or a directory of create_pretraining_data shards ({})", d.corpus), str(o.corpus), {}}},
-      {"--vocab", {fmt::format("WordPiece vocab.txt ({})", d.vocab), str(o.vocab), {}}},
-      {"--train-vocab", {"train a WordPiece vocabulary of SIZE tokens from the corpus instead of --vocab", num(o.train_vocab), {}}},
-      {"--cased", {"keep case and accents (default: uncased)", {}, [&] { o.cased = true; }}},
-      {"--model", {fmt::format("preset (tiny, mini, small, medium, base, large) or a config.json ({})", d.model), str(o.model), {}}},
-      {"--seq-len", {fmt::format("tokens per sequence ({})", d.seq_len), num(o.seq_len), {}}},
-      {"--batch", {fmt::format("sequences per micro-batch ({})", d.batch), num(o.batch), {}}},
-      {"--grad-accum", {fmt::format("micro-batches per optimizer step ({})", d.grad_accum), num(o.grad_accum), {}}},
-      {"--lr", {fmt::format("peak learning rate ({})", d.lr), num(o.lr), {}}},
-      {"--warmup", {"warm-up steps (default: 10% of --steps)", num(o.warmup), {}}},
-      {"--steps", {fmt::format("optimizer steps of the whole run ({})", d.steps), num(o.steps), {}}},
-      {"--epochs", {"passes over the training data (sets --steps)", num(o.epochs), {}}},
-      {"--schedule", {fmt::format("linear, cosine, polynomial, inverse_sqrt or constant, after warm-up ({})", d.schedule), str(o.schedule), {}}},
-      {"--optimizer", {fmt::format("adamw or lamb ({})", d.optimizer), str(o.optimizer), {}}},
-      {"--weight-decay", {fmt::format("decoupled weight decay, not on biases and LayerNorm ({})", d.weight_decay), num(o.weight_decay), {}}},
-      {"--clip", {fmt::format("global gradient-norm clip, 0 to disable ({})", d.clip), num(o.clip), {}}},
-      {"--masked-lm-prob", {fmt::format("fraction of tokens masked ({})", d.masked_lm_prob), num(o.masked_lm_prob), {}}},
-      {"--max-predictions", {fmt::format("masked tokens per sequence at most ({})", d.max_predictions), num(o.max_predictions), {}}},
-      {"--whole-word-mask", {"mask all pieces of a word together", {}, [&] { o.whole_word_mask = true; }}},
-      {"--seed", {fmt::format("seed for weights, data order, masks and dropout ({})", d.seed), num(o.seed), {}}},
-      {"--out", {fmt::format("output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl ({})", d.out), str(o.out), {}}},
-      {"--resume", {"checkpoint directory (or an --out directory: its newest checkpoint) to continue from", str(o.resume), {}}},
-      {"--eval-every", {fmt::format("evaluate on the held-out slice every N steps, 0 never ({})", d.eval_every), num(o.eval_every), {}}},
-      {"--eval-instances", {fmt::format("held-out instances ({})", d.eval_instances), num(o.eval_instances), {}}},
-      {"--save-every", {fmt::format("checkpoint every N steps, 0 only at the end ({})", d.save_every), num(o.save_every), {}}},
-      {"--keep", {fmt::format("checkpoints kept ({})", d.keep_checkpoints), num(o.keep_checkpoints), {}}},
-      {"--stop-at", {"stop after step N with a checkpoint, as an interruption would", num(o.stop_at), {}}},
-      {"--log-every", {fmt::format("plain log line every N steps when not on a terminal ({})", d.log_every), num(o.log_every), {}}},
-      {"--threads", {"threads (default: XGRAD_NUM_THREADS or all cores)", num(o.threads), {}}},
-      {"--benchmark", {"time training steps on random token ids (honours --model --batch --seq-len --steps --threads); last line 'tokens/s: X'", {}, [&] { benchmark = true; }}},
-  };
+void register_flags(xg::Flags& f, PretrainOptions& o, bool& benchmark) {
+  f.value("--corpus", o.corpus, "text in the BERT format (a sentence per line, blank line between documents) or a directory of create_pretraining_data shards");
+  f.value("--vocab", o.vocab, "WordPiece vocab.txt");
+  f.value("--train-vocab", o.train_vocab, "train a WordPiece vocabulary of SIZE tokens from the corpus instead of --vocab (0: no)");
+  f.toggle("--cased", o.cased, "keep case and accents (default: uncased)");
+  f.value("--model", o.model, "preset (tiny, mini, small, medium, base, large) or a config.json");
+  f.value("--seq-len", o.seq_len, "tokens per sequence");
+  f.value("--batch", o.batch, "sequences per micro-batch");
+  f.value("--grad-accum", o.grad_accum, "micro-batches per optimizer step");
+  f.value("--lr", o.lr, "peak learning rate");
+  f.value("--warmup", o.warmup, "warm-up steps (-1: 10% of --steps)");
+  f.value("--steps", o.steps, "optimizer steps of the whole run");
+  f.value("--epochs", o.epochs, "passes over the training data, setting --steps (0: use --steps)");
+  f.value("--schedule", o.schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant");
+  f.value("--optimizer", o.optimizer, "adamw or lamb");
+  f.value("--weight-decay", o.weight_decay, "decoupled weight decay, not on biases and LayerNorm");
+  f.value("--clip", o.clip, "global gradient-norm clip, 0 to disable");
+  f.value("--masked-lm-prob", o.masked_lm_prob, "fraction of tokens masked");
+  f.value("--max-predictions", o.max_predictions, "masked tokens per sequence at most");
+  f.toggle("--whole-word-mask", o.whole_word_mask, "mask all pieces of a word together");
+  f.value("--seed", o.seed, "seed for weights, data order, masks and dropout");
+  f.value("--out", o.out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl");
+  f.value("--resume", o.resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from", false);
+  f.value("--eval-every", o.eval_every, "evaluate on the held-out slice every N steps, 0 never");
+  f.value("--eval-instances", o.eval_instances, "held-out instances");
+  f.value("--save-every", o.save_every, "checkpoint every N steps, 0 only at the end");
+  f.value("--keep", o.keep_checkpoints, "checkpoints kept");
+  f.value("--stop-at", o.stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)");
+  f.value("--log-every", o.log_every, "plain log line every N steps when not on a terminal");
+  f.value("--threads", o.threads, "threads (0: XGRAD_NUM_THREADS or all cores)");
+  f.toggle("--benchmark", benchmark, "time training steps on random token ids (honours --model --batch --seq-len --steps --threads); last line 'tokens/s: X'");
 }
 
 }  // namespace
@@ -75,34 +49,14 @@ std::map<std::string, Flag> flags(PretrainOptions& o, bool& benchmark) {
 int main(int argc, char** argv) {
   PretrainOptions opt;
   bool benchmark = false;
-  auto table = flags(opt, benchmark);
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      fmt::print("usage: bert_pretrain [flags]\nPre-trains BERT with masked-language-model and next-sentence losses.\n\n");
-      for (auto& [name, f] : table) fmt::print("  {:<18} {}\n", name, f.help);
-      fmt::print("\nCtrl-C saves a checkpoint and stops; --resume continues exactly where it stopped.\n");
-      return 0;
-    }
-    auto it = table.find(a);
-    if (it == table.end()) {
-      fmt::print(stderr, "bert_pretrain: unknown flag '{}' (see --help)\n", a);
-      return 2;
-    }
-    if (it->second.on) {
-      it->second.on();
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fmt::print(stderr, "bert_pretrain: {} needs a value\n", a);
-      return 2;
-    }
-    try {
-      it->second.set(argv[++i]);
-    } catch (const std::exception&) {
-      fmt::print(stderr, "bert_pretrain: bad value '{}' for {}\n", argv[i], a);
-      return 2;
-    }
+  xg::Flags flags("bert_pretrain", "Pre-trains BERT with masked-language-model and next-sentence losses.\n"
+                                   "Ctrl-C saves a checkpoint and stops; --resume continues exactly where it stopped.");
+  register_flags(flags, opt, benchmark);
+  try {
+    if (!flags.parse(argc, argv)) return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bert_pretrain: {}\n", e.what());
+    return 2;
   }
   try {
     if (benchmark) {

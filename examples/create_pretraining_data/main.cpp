@@ -7,57 +7,35 @@
 #include <string>
 
 #include "text/pretraining_data.hpp"
+#include "util/flags.hpp"
 #include "util/progress.hpp"
-
-namespace {
-[[noreturn]] void usage(int code) {
-  const xg::text::PretrainingOptions d;
-  fmt::print(
-      "usage: create_pretraining_data --input FILE --vocab FILE --output DIR [options]\n"
-      "  --max-seq-length N      tokens per instance, [CLS] and [SEP]s included ({})\n"
-      "  --max-predictions N     masked tokens per instance at most ({})\n"
-      "  --masked-lm-prob P      fraction of tokens masked ({})\n"
-      "  --short-seq-prob P      how often a shorter sequence is aimed for ({})\n"
-      "  --dupe-factor N         passes over the corpus, each with different masks ({})\n"
-      "  --whole-word-mask       mask all pieces of a word together\n"
-      "  --cased                 keep case and accents (default: uncased)\n"
-      "  --per-shard N           instances per shard file (100000)\n"
-      "  --seed S                ({})\n",
-      d.max_seq_length, d.max_predictions_per_seq, d.masked_lm_prob, d.short_seq_prob, d.dupe_factor, d.seed);
-  std::exit(code);
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   xg::text::PretrainingOptions opt;
   std::string input, vocab, output;
   size_t per_shard = 100000;
   bool cased = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") usage(0);
-    if (a == "--whole-word-mask") { opt.whole_word_mask = true; continue; }
-    if (a == "--cased") { cased = true; continue; }
-    if (i + 1 >= argc) usage(2);
-    const std::string v = argv[++i];
-    try {
-      if (a == "--input") input = v;
-      else if (a == "--vocab") vocab = v;
-      else if (a == "--output") output = v;
-      else if (a == "--max-seq-length") opt.max_seq_length = std::stoul(v);
-      else if (a == "--max-predictions") opt.max_predictions_per_seq = std::stoul(v);
-      else if (a == "--masked-lm-prob") opt.masked_lm_prob = std::stof(v);
-      else if (a == "--short-seq-prob") opt.short_seq_prob = std::stof(v);
-      else if (a == "--dupe-factor") opt.dupe_factor = std::stoul(v);
-      else if (a == "--per-shard") per_shard = std::stoul(v);
-      else if (a == "--seed") opt.seed = std::stoull(v);
-      else usage(2);
-    } catch (const std::exception&) {
-      fmt::print(stderr, "create_pretraining_data: bad value '{}' for {}\n", v, a);
-      return 2;
-    }
+  xg::Flags flags("create_pretraining_data --input FILE --vocab FILE --output DIR",
+                  "Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format.");
+  flags.value("--input", input, "corpus: a sentence per line, a blank line between documents", false);
+  flags.value("--vocab", vocab, "WordPiece vocab.txt", false);
+  flags.value("--output", output, "directory for shard_NNNNN.bin files", false);
+  flags.value("--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
+  flags.value("--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
+  flags.value("--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
+  flags.value("--short-seq-prob", opt.short_seq_prob, "how often a shorter sequence is aimed for");
+  flags.value("--dupe-factor", opt.dupe_factor, "passes over the corpus, each with different masks");
+  flags.toggle("--whole-word-mask", opt.whole_word_mask, "mask all pieces of a word together");
+  flags.toggle("--cased", cased, "keep case and accents (default: uncased)");
+  flags.value("--per-shard", per_shard, "instances per shard file");
+  flags.value("--seed", opt.seed, "seed for pairing and masking");
+  try {
+    if (!flags.parse(argc, argv)) return 0;
+    if (input.empty() || vocab.empty() || output.empty()) throw std::invalid_argument("--input, --vocab and --output are required");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "create_pretraining_data: {}\n", e.what());
+    return 2;
   }
-  if (input.empty() || vocab.empty() || output.empty()) usage(2);
   try {
     opt.validate();
     xg::text::TokenizerOptions topt;

@@ -13,6 +13,7 @@
 
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "util/flags.hpp"
 
 using namespace xg;
 
@@ -125,33 +126,21 @@ double evaluate(SentimentTransformer& model, const std::vector<Example>& data, s
   return double(correct) / double(data.size());
 }
 
-[[noreturn]] void usage(int code) {
-  const Options d;
-  fmt::print("usage: custom_model [--data FILE ({})] [--epochs N ({})] [--batch N ({})] [--lr LR ({})] [--seed S ({})]\n",
-             d.data, d.epochs, d.batch, d.lr, d.seed);
-  std::exit(code);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    const std::string v = argv[++i];
-    try {
-      if (a == "--data") opt.data = v;
-      else if (a == "--epochs") opt.epochs = std::stoul(v);
-      else if (a == "--batch") opt.batch = std::stoul(v);
-      else if (a == "--lr") opt.lr = std::stof(v);
-      else if (a == "--seed") opt.seed = std::stoull(v);
-      else usage(2);
-    } catch (const std::exception&) {
-      fmt::print(stderr, "custom_model: bad value '{}' for {}\n", v, a);
-      return 2;
-    }
+  xg::Flags flags("custom_model", "Trains a small Transformer sentiment classifier written against the nn API.");
+  flags.value("--data", opt.data, "TSV: source, label 0/1, text");
+  flags.value("--epochs", opt.epochs, "passes over the training split");
+  flags.value("--batch", opt.batch, "sentences per step");
+  flags.value("--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)");
+  flags.value("--seed", opt.seed, "seed for the split, weights and order");
+  try {
+    if (!flags.parse(argc, argv)) return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "custom_model: {}\n", e.what());
+    return 2;
   }
   if (opt.batch == 0) {
     fmt::print(stderr, "custom_model: --batch must be positive\n");

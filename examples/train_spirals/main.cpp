@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <string>
 
 #include "examples/train_spirals/spirals.hpp"
+#include "util/flags.hpp"
 
 namespace {
 struct Options {
@@ -19,32 +18,20 @@ struct Options {
   size_t hidden = 64;
 };
 
-[[noreturn]] void usage(int code) {
-  const Options d;
-  fmt::print("usage: train_spirals [--steps N ({})] [--points N per class ({})] [--seed S ({})] "
-             "[--lr LR ({})]\n",
-             d.steps, d.points_per_class, d.seed, d.lr);
-  std::exit(code);
-}
 }  // namespace
 
 int main(int argc, char** argv) {
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    const std::string v = argv[++i];
-    try {
-      if (a == "--steps") opt.steps = std::stoul(v);
-      else if (a == "--points") opt.points_per_class = std::stoul(v);
-      else if (a == "--seed") opt.seed = std::stoull(v);
-      else if (a == "--lr") opt.lr = std::stof(v);
-      else usage(2);
-    } catch (const std::exception&) {
-      fmt::print(stderr, "train_spirals: bad value '{}' for {}\n", v, a);
-      return 2;
-    }
+  xg::Flags flags("train_spirals", "Trains a small MLP on two interleaved spirals with the autograd API.");
+  flags.value("--steps", opt.steps, "Adam steps");
+  flags.value("--points", opt.points_per_class, "points per class");
+  flags.value("--seed", opt.seed, "seed for data and weights");
+  flags.value("--lr", opt.lr, "learning rate");
+  try {
+    if (!flags.parse(argc, argv)) return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "train_spirals: {}\n", e.what());
+    return 2;
   }
   xg::Generator gen(opt.seed);
   const auto data = spirals::make(opt.points_per_class, opt.noise, opt.turns, gen);
