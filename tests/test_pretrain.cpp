@@ -140,3 +140,24 @@ TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][err
   CHECK_THROWS_WITH(run_pretraining(o), Contains("empty corpus"));
   fs::remove_all(o.out);
 }
+
+TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
+  const int before = num_threads();
+  std::vector<nn::StateDict> results;
+  for (int threads : {1, 2}) {
+    PretrainOptions o = tiny_run("xgrad_pretrain_threads_" + std::to_string(threads));
+    o.steps = 3;
+    o.eval_every = 0;
+    o.threads = threads;
+    run_pretraining(o);
+    results.push_back(nn::safetensors::read_float_tensors(o.out + "/checkpoint-000003/model.safetensors"));
+    fs::remove_all(o.out);
+  }
+  set_num_threads(before);
+  size_t differing = 0;  // count, not the vectors: a failure message must stay readable
+  for (const auto& [n, t] : results[0]) {
+    const Tensor& u = results[1].at(n);
+    for (size_t i = 0; i < t.numel(); ++i) differing += t.data()[i] != u.data()[i];
+  }
+  CHECK(differing == 0);
+}

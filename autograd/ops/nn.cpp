@@ -13,6 +13,7 @@ namespace xg {
 namespace {
 
 constexpr size_t kRowGrainElements = 16384;  // below this, threads cost more than they save
+constexpr size_t kLayerNormChunks = 8;        // row chunks of the layer_norm weight gradient
 
 // Runs fn(row_begin, row_end) over the rows of a (rows, cols) problem, in parallel when large.
 void for_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn) {
@@ -115,8 +116,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   return record("layer_norm", out, {x, weight, bias},
                 [=](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::empty(X.shape());
-                  // Each thread accumulates its own dw/db rows; summed after.
-                  const size_t chunks = std::max<size_t>(1, std::min<size_t>(size_t(num_threads()), rows));
+                  // dw/db are accumulated per row chunk and summed after. The chunk count is fixed,
+                  // not the thread count, so the sum's order (and the result, bit for bit) does
+                  // not depend on how many threads run.
+                  const size_t chunks = std::max<size_t>(1, std::min<size_t>(kLayerNormChunks, rows));
                   Tensor dw_parts = Tensor::zeros({chunks, cols}), db_parts = Tensor::zeros({chunks, cols});
                   parallel_for(chunks, [&](size_t c) {
                     const size_t r0 = c * rows / chunks, r1 = (c + 1) * rows / chunks;
