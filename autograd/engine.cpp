@@ -43,7 +43,6 @@ Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs
   if (!any) return output;
   auto node = std::make_shared<Node>();
   node->name = name;
-  node->output_shape = output.shape();
   node->backward = std::move(fn);
   node->inputs.reserve(inputs.size());
   for (const auto& t : inputs) {

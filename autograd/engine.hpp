@@ -28,7 +28,6 @@ struct Node {
   std::string name;           // the op, for error messages
   std::vector<Edge> inputs;   // one per op input; inactive where no gradient is needed
   BackwardFn backward;
-  Shape output_shape;
   bool released = false;  // saved tensors freed by a backward() without retain_graph
   ~Node();                // releases long chains iteratively, never recursively
 };

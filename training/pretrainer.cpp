@@ -89,19 +89,26 @@ std::vector<text::Instance> next_instances(InstanceSource& src, Position& pos, s
 
 std::string checkpoint_name(int64_t step) { return fmt::format("checkpoint-{:06d}", step); }
 
+// The checkpoint-NNNNNN directories of an --out directory, oldest first (the zero-padded step
+// sorts by name); the .tmp/.old directories of an unfinished save are not among them.
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> all;
+  if (fs::is_directory(dir))
+    for (auto& e : fs::directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos) all.push_back(e.path().string());
+    }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 // A checkpoint directory, or the newest checkpoint-* inside an --out directory.
 std::string resolve_checkpoint(const std::string& path) {
   if (fs::exists(fs::path(path) / "training_state.json")) return path;
-  std::string best;
-  if (fs::is_directory(path))
-    for (auto& e : fs::directory_iterator(path)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos && fs::exists(e.path() / "training_state.json") &&
-          (best.empty() || n > fs::path(best).filename().string()))
-        best = e.path().string();
-    }
-  if (best.empty()) throw std::runtime_error(fmt::format("[bert_pretrain] --resume {}: no checkpoint with training_state.json there", path));
-  return best;
+  const auto all = list_checkpoints(path);
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (fs::exists(fs::path(*it) / "training_state.json")) return *it;
+  throw std::runtime_error(fmt::format("[bert_pretrain] --resume {}: no checkpoint with training_state.json there", path));
 }
 
 nlohmann::json options_json(const PretrainOptions& o) {
@@ -336,12 +343,7 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
       nn::write_text_atomically((fs::path(tmp) / "training_state.json").string(), j.dump(2) + "\n");
     });
     // keep the newest keep_checkpoints
-    std::vector<std::string> all;
-    for (auto& e : fs::directory_iterator(opt.out)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos) all.push_back(e.path().string());
-    }
-    std::sort(all.begin(), all.end());
+    const auto all = list_checkpoints(opt.out);
     for (size_t i = 0; i + std::max<size_t>(opt.keep_checkpoints, 1) < all.size(); ++i) fs::remove_all(all[i]);
     return dir;
   };

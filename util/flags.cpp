@@ -9,6 +9,16 @@ void Flags::print_help() const {
   for (const auto& [name, f] : flags_) fmt::print("  {:<20} {}\n", name, f.help);
 }
 
+std::optional<int> Flags::parse_or_exit(int argc, char** argv) const {
+  try {
+    if (!parse(argc, argv)) return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", program_.substr(0, program_.find(' ')), e.what());
+    return 2;
+  }
+  return std::nullopt;
+}
+
 bool Flags::parse(int argc, char** argv, int first) const {
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];

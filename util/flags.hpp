@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -27,6 +28,9 @@ class Flags {
   }
   // Parses argv[first..]. Returns false when --help was printed (the caller exits 0).
   bool parse(int argc, char** argv, int first = 1) const;
+  // parse() for main(): the exit code when main should return now (0 after --help, 2 after
+  // printing "<program>: <error>"), nothing when the program should run.
+  std::optional<int> parse_or_exit(int argc, char** argv) const;
   void print_help() const;
 
  private:

@@ -52,12 +52,7 @@ int main(int argc, char** argv) {
   xg::Flags flags("bert_pretrain", "Pre-trains BERT with masked-language-model and next-sentence losses.\n"
                                    "Ctrl-C saves a checkpoint and stops; --resume continues exactly where it stopped.");
   register_flags(flags, opt, benchmark);
-  try {
-    if (!flags.parse(argc, argv)) return 0;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "bert_pretrain: {}\n", e.what());
-    return 2;
-  }
+  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
   try {
     if (benchmark) {
       if (opt.steps == PretrainOptions{}.steps) opt.steps = 10;

@@ -29,11 +29,9 @@ int main(int argc, char** argv) {
   flags.toggle("--cased", cased, "keep case and accents (default: uncased)");
   flags.value("--per-shard", per_shard, "instances per shard file");
   flags.value("--seed", opt.seed, "seed for pairing and masking");
-  try {
-    if (!flags.parse(argc, argv)) return 0;
-    if (input.empty() || vocab.empty() || output.empty()) throw std::invalid_argument("--input, --vocab and --output are required");
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "create_pretraining_data: {}\n", e.what());
+  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
+  if (input.empty() || vocab.empty() || output.empty()) {
+    fmt::print(stderr, "create_pretraining_data: --input, --vocab and --output are required\n");
     return 2;
   }
   try {

@@ -136,12 +136,7 @@ int main(int argc, char** argv) {
   flags.value("--batch", opt.batch, "sentences per step");
   flags.value("--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)");
   flags.value("--seed", opt.seed, "seed for the split, weights and order");
-  try {
-    if (!flags.parse(argc, argv)) return 0;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "custom_model: {}\n", e.what());
-    return 2;
-  }
+  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
   if (opt.batch == 0) {
     fmt::print(stderr, "custom_model: --batch must be positive\n");
     return 2;

@@ -27,12 +27,7 @@ int main(int argc, char** argv) {
   flags.value("--points", opt.points_per_class, "points per class");
   flags.value("--seed", opt.seed, "seed for data and weights");
   flags.value("--lr", opt.lr, "learning rate");
-  try {
-    if (!flags.parse(argc, argv)) return 0;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "train_spirals: {}\n", e.what());
-    return 2;
-  }
+  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
   xg::Generator gen(opt.seed);
   const auto data = spirals::make(opt.points_per_class, opt.noise, opt.turns, gen);
   spirals::Mlp model({2, opt.hidden, opt.hidden, 2}, gen);
