@@ -2,15 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "autograd/kernels/vec.hpp"
+#include "autograd/ops/broadcast.hpp"
 
 namespace xg {
 
 namespace {
 thread_local bool t_grad_enabled = true;
+// Nesting of run_backward (a checkpoint's backward runs one inside another): hooks of leaves
+// reached by a nested pass wait for the outermost pass to finish.
+thread_local int t_backward_depth = 0;
+thread_local std::vector<std::shared_ptr<TensorImpl>> t_nested_hook_leaves;
 
 // Moves out of `node` every input edge that nobody else holds, so that dropping the node does
 // not recurse into its producers; the harvested producers are handled by the caller's loop.
@@ -35,6 +41,12 @@ Node::~Node() {
 bool grad_enabled() { return t_grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { t_grad_enabled = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(t_grad_enabled) { t_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { t_grad_enabled = previous_; }
+
+void accept_strided_grad(const Tensor& output) {
+  if (output.defined() && output.grad_fn()) output.grad_fn()->strided_grad_ok = true;
+}
 
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn) {
   if (!t_grad_enabled) return output;
@@ -63,8 +75,15 @@ Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs
 }
 
 namespace {
+struct GraphInfo {
+  std::vector<std::shared_ptr<Node>> order;  // reverse post-order: consumers before producers
+  std::unordered_map<TensorImpl*, size_t> leaf_uses;  // edges into each leaf
+  bool reenters = false;                              // a node runs a nested backward
+};
+
 // Reverse post-order of the nodes reachable from root, by an explicit-stack DFS.
-std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+GraphInfo topological_order(const std::shared_ptr<Node>& root) {
+  GraphInfo info;
   std::vector<std::shared_ptr<Node>> post;
   std::unordered_map<Node*, bool> visited;
   std::vector<std::pair<Node*, size_t>> stack;  // node, next input to visit
@@ -75,35 +94,63 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
-      const auto& producer = node->inputs[next++].node;
+      const Edge& edge = node->inputs[next++];
+      if (edge.leaf) ++info.leaf_uses[edge.leaf.get()];
+      const auto& producer = edge.node;
       if (producer && !visited[producer.get()]) {
         visited[producer.get()] = true;
         owner[producer.get()] = producer;
         stack.push_back({producer.get(), 0});
       }
     } else {
+      info.reenters = info.reenters || node->reenters_backward;
       post.push_back(owner[node]);
       stack.pop_back();
     }
   }
-  return std::vector<std::shared_ptr<Node>>(post.rbegin(), post.rend());
+  info.order.assign(post.rbegin(), post.rend());
+  return info;
+}
+
+Tensor packed_float(const Tensor& t) {
+  const Tensor c = t.is_contiguous() ? t : t.clone();
+  return c.dtype() == Dtype::Float32 ? c : c.to(Dtype::Float32);
 }
 
 // Sum of two gradients without touching either (the first may alias another tensor's data).
 Tensor add_grads(const Tensor& a, const Tensor& b) {
+  const Tensor pa = packed_float(a), pb = packed_float(b);
   Tensor out = Tensor::empty(a.shape());
-  vec::add(a.data(), b.data(), out.data(), a.numel());
-  return out;
+  vec::add(pa.data(), pb.data(), out.data(), a.numel());
+  return a.dtype() == Dtype::Float32 ? out : out.to(a.dtype());
 }
 
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
-  if (!leaf.grad) {
-    // A gradient nobody else holds (e.g. an embedding's dense gradient) is adopted, not copied.
+  if (!leaf.grad && leaf.grad_slot) {  // first contribution into the arena: a copy, no allocation
+    Tensor slot(leaf.grad_slot);
+    detail::copy_into(slot, g.dtype() == slot.dtype() ? g : g.to(slot.dtype()));
+    leaf.grad = leaf.grad_slot;
+  } else if (!leaf.grad) {
+    // A packed gradient nobody else holds (e.g. an embedding's dense gradient) is adopted, not
+    // copied.
     const bool sole_owner = g.impl().use_count() <= 2 && g.impl()->storage.use_count() == 1;
-    leaf.grad = sole_owner ? g.detach().impl() : g.clone().impl();
+    const bool adoptable = sole_owner && g.is_contiguous() && g.dtype() == leaf.dtype;
+    leaf.grad = adoptable ? g.detach().impl() : g.to(leaf.dtype).clone().impl();
+  } else if (leaf.grad->dtype == Dtype::Float32 && Tensor(leaf.grad).is_contiguous()) {
+    // In place, so a gradient living in a flat arena stays there.
+    float* dst = Tensor(leaf.grad).data();
+    vec::add(dst, packed_float(g).data(), dst, g.numel());
   } else {
-    vec::add(leaf.grad->storage->data(), g.data(), leaf.grad->storage->data(), g.numel());
+    Tensor sum = add_grads(Tensor(leaf.grad), g);
+    Tensor dst(leaf.grad);
+    detail::copy_into(dst, sum);
   }
+}
+
+void run_hooks(TensorImpl& leaf) {
+  if (leaf.grad_hooks.empty() || !leaf.grad) return;
+  const Tensor grad(leaf.grad);
+  for (const auto& hook : leaf.grad_hooks) hook(grad);
 }
 }  // namespace
 
@@ -117,9 +164,18 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
   NoGradGuard no_grad;
   if (!root.grad_fn()) {  // backward on a leaf: its gradient is grad_output
     accumulate_leaf(*root.impl(), grad_output);
+    run_hooks(*root.impl());
     return;
   }
-  const auto order = topological_order(root.grad_fn());
+  struct DepthGuard {
+    DepthGuard() { ++t_backward_depth; }
+    ~DepthGuard() { --t_backward_depth; }
+  } depth;
+  const bool nested = t_backward_depth > 1;
+  if (!nested) t_nested_hook_leaves.clear();
+  GraphInfo info = topological_order(root.grad_fn());
+  const auto& order = info.order;
+  std::vector<TensorImpl*> deferred_hooks;  // leaves whose hooks wait for the end of the pass
   std::unordered_map<Node*, Tensor> grads;
   grads[root.grad_fn().get()] = grad_output;
   for (const auto& node : order) {
@@ -127,6 +183,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     if (it == grads.end()) continue;  // no gradient flows here
     Tensor g = std::move(it->second);
     grads.erase(it);
+    if (!node->strided_grad_ok && !g.is_contiguous()) g = g.clone();
     if (node->released)
       throw std::logic_error(fmt::format(
           "[backward] the graph through '{}' was freed by an earlier backward(); "
@@ -149,6 +206,11 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         if (!inserted) slot->second = add_grads(slot->second, gi);
       } else {
         accumulate_leaf(*in.leaf, gi);
+        if (--info.leaf_uses[in.leaf.get()] == 0 && !in.leaf->grad_hooks.empty()) {
+          if (nested) t_nested_hook_leaves.push_back(in.leaf);
+          else if (info.reenters) deferred_hooks.push_back(in.leaf.get());
+          else run_hooks(*in.leaf);
+        }
       }
     }
     if (!retain_graph) {
@@ -156,6 +218,49 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
       node->released = true;
     }
   }
+  if (nested) return;
+  for (const auto& leaf : t_nested_hook_leaves)
+    if (std::find(deferred_hooks.begin(), deferred_hooks.end(), leaf.get()) == deferred_hooks.end())
+      deferred_hooks.push_back(leaf.get());
+  for (TensorImpl* leaf : deferred_hooks) run_hooks(*leaf);
+  t_nested_hook_leaves.clear();
+}
+
+Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                  const std::vector<Tensor>& inputs, const std::vector<Tensor>& params) {
+  const Generator::State rng = default_generator().state();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = fn(inputs).detach();
+  }
+  std::vector<Tensor> edges = inputs;  // params are edges too, so the node exists for them
+  edges.insert(edges.end(), params.begin(), params.end());
+  const size_t n_params = params.size();
+  out = record("checkpoint", out, edges, [fn, inputs, rng, n_params](const Tensor& g) -> std::vector<Tensor> {
+    // Fresh leaves standing for the inputs, so the nested pass stops at them.
+    std::vector<Tensor> leaves;
+    for (const Tensor& t : inputs) {
+      Tensor leaf = t.defined() ? t.detach() : Tensor();
+      if (t.defined() && t.requires_grad()) leaf.requires_grad_(true);
+      leaves.push_back(leaf);
+    }
+    const Generator::State after = default_generator().state();
+    default_generator().set_state(rng);
+    Tensor recomputed;
+    {
+      EnableGradGuard enable;
+      recomputed = fn(leaves);
+    }
+    default_generator().set_state(after);
+    if (recomputed.requires_grad()) run_backward(recomputed, g, false);
+    std::vector<Tensor> out_grads;
+    for (const Tensor& leaf : leaves) out_grads.push_back(leaf.defined() ? leaf.grad() : Tensor());
+    out_grads.resize(out_grads.size() + n_params);  // the nested pass already accumulated them
+    return out_grads;
+  });
+  if (out.grad_fn()) out.grad_fn()->reenters_backward = true;
+  return out;
 }
 
 }  // namespace xg

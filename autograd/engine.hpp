@@ -29,6 +29,8 @@ struct Node {
   std::vector<Edge> inputs;   // one per op input; inactive where no gradient is needed
   BackwardFn backward;
   bool released = false;  // saved tensors freed by a backward() without retain_graph
+  bool strided_grad_ok = false;  // backward reads its gradient through strides (views, matmul)
+  bool reenters_backward = false;  // backward runs a nested backward (checkpoint)
   ~Node();                // releases long chains iteratively, never recursively
 };
 
@@ -45,12 +47,40 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Turns grad mode back on inside a NoGradGuard (e.g. to recompute a function in a backward).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Attaches a Node to `output` when grad mode is on and any input requires grad; returns output.
 // Ops call this once, after computing their forward result.
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn);
 
+// Lets the node that produced `output` receive a strided (non-contiguous) gradient; by default
+// the engine packs a gradient before handing it to a backward closure.
+void accept_strided_grad(const Tensor& output);
+
 // Reverse-mode pass: topological order without recursion, gradients summed where a tensor feeds
-// several ops, leaf gradients accumulated (+=) into Tensor::grad().
+// several ops, leaf gradients accumulated (+=) into Tensor::grad() (in place when the leaf
+// already has one, e.g. a view of a flat gradient arena). A leaf's grad hooks run as soon as its
+// last contribution is added; when the graph holds a checkpoint (which re-enters backward),
+// they all run at the end of the pass instead.
 void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+
+// Activation recomputation (gradient checkpointing): returns fn(inputs) computed without
+// recording its graph; the backward re-runs fn with grad enabled (and the default generator's
+// state as it was, so dropout masks repeat) and back-propagates through that. Trades one extra
+// forward for not keeping fn's activations.
+// `params` lists tensors fn reads besides its inputs (a layer's weights): the recomputation
+// then runs even when no input requires grad, and their gradients accumulate as usual.
+Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                  const std::vector<Tensor>& inputs, const std::vector<Tensor>& params = {});
 
 }  // namespace xg

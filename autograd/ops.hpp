@@ -1,8 +1,11 @@
 #pragma once
 // Differentiable ops. Every op checks its inputs and throws std::invalid_argument (or
 // std::out_of_range for indices) with a message that starts with the op name: "[matmul] ...".
-// Results are fresh contiguous tensors, except reshape, which shares its input's data.
+// Results are fresh contiguous tensors, except the views (reshape of contiguous data, permute,
+// transpose, slice, split, expand), which share their input's storage. Ops take float32 inputs,
+// strided or not; ids and labels may be int64 tensors.
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/tensor.hpp"
@@ -53,10 +56,15 @@ Tensor max(const Tensor& x, int axis, bool keepdim = false);
 // ---- shape (ops/shape.cpp) ----
 // Same data, new shape; one entry may be -1 (inferred).
 Tensor reshape(const Tensor& x, const std::vector<long>& shape);
-// Output axis i is input axis dims[i].
+// A packed copy of a strided view (x itself when already contiguous); the gradient passes through.
+Tensor contiguous(const Tensor& x);
+// x converted to another dtype (x itself when it already has it). Between float dtypes the
+// gradient is cast back; an int64 result carries no gradient.
+Tensor cast(const Tensor& x, Dtype dtype);
+// Output axis i is input axis dims[i] (a view).
 Tensor permute(const Tensor& x, const std::vector<int>& dims);
 Tensor transpose(const Tensor& x, int axis0, int axis1);
-// Elements [start, end) along axis; negative positions count from the end, as in Python.
+// Elements [start, end) along axis (a view); negative positions count from the end, as in Python.
 Tensor slice(const Tensor& x, int axis, long start, long end);
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 // Consecutive pieces of the given sizes along axis (sizes must add up to the axis length).
@@ -67,7 +75,9 @@ Tensor index_select(const Tensor& x, int axis, const std::vector<int64_t>& indic
 // (when >= 0) get no gradient.
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape,
                  int64_t padding_idx = -1);
-// Broadcast x to `shape` (NumPy rules), materialised.
+// The same with an int64 ids tensor of any shape.
+Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx = -1);
+// Broadcast x to `shape` (NumPy rules) as a view: broadcast axes get stride 0.
 Tensor expand(const Tensor& x, const Shape& shape);
 // where(cond != 0, a, b), all three broadcast together; cond gets no gradient.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -77,6 +87,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
 // ---- matrix products (ops/matmul.cpp) ----
 // op(a) @ op(b) over the last two axes, op = transpose when the flag is set. Leading (batch)
 // axes broadcast; a 2-D operand is shared by every batch (one large GEMM when possible).
+// Strided views whose matrices have a unit stride along either of their two axes (head
+// splits, transposes) feed the GEMM directly, without a copy.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // x W^T + b for x (..., in), W (out, in), b (out) or undefined: one GEMM with the bias added in
 // place, and a backward that reduces the bias gradient over rows.
@@ -104,6 +116,15 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen = default
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
                      int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
                      float label_smoothing = 0.f);
+// The same with int64 targets (a tensor with one entry per row). A template only so that a
+// braced list of targets, cross_entropy(x, {0, 1}), still picks the vector overload.
+Tensor cross_entropy_int64(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                           Reduction reduction, float label_smoothing);
+template <class T, std::enable_if_t<std::is_same_v<T, Tensor>, int> = 0>
+Tensor cross_entropy(const Tensor& logits, const T& targets, int64_t ignore_index = -100,
+                     Reduction reduction = Reduction::Mean, float label_smoothing = 0.f) {
+  return cross_entropy_int64(logits, targets, ignore_index, reduction, label_smoothing);
+}
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 // Numerically stable sigmoid + binary cross-entropy; targets in [0, 1], same shape as logits.
 Tensor bce_with_logits(const Tensor& logits, const Tensor& targets,

@@ -9,6 +9,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/ops/broadcast.hpp"
 
 namespace xg {
 
@@ -24,14 +25,49 @@ size_t shape_numel(const Shape& s) {
   return n;
 }
 
+Strides contiguous_strides(const Shape& s) {
+  Strides st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= int64_t(s[i]);
+  }
+  return st;
+}
+
 static void check_defined(const std::shared_ptr<TensorImpl>& impl, const char* what) {
   if (!impl) throw std::logic_error(fmt::format("[Tensor::{}] tensor is undefined", what));
 }
 
-Tensor Tensor::empty(const Shape& shape) {
+Tensor Tensor::empty(const Shape& shape, Dtype dtype) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Buffer>(Buffer::from_shape({shape_numel(shape)}));
+  impl->storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype));
+  impl->dtype = dtype;
   impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Dtype dtype, const Shape& shape,
+                       const Strides& strides, size_t offset) {
+  if (strides.size() != shape.size())
+    throw std::invalid_argument(fmt::format("[view_of] {} strides for shape {}", strides.size(), shape_str(shape)));
+  size_t last = offset;  // the furthest element the view reaches
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (strides[i] < 0) throw std::invalid_argument("[view_of] negative strides are not supported");
+    if (shape[i] == 0) empty = true;
+    else last += (shape[i] - 1) * size_t(strides[i]);
+  }
+  if (!empty && (last + 1) * dtype_size(dtype) > storage->nbytes())
+    throw std::out_of_range(fmt::format("[view_of] view {} at offset {} reaches past a storage of {} bytes",
+                                        shape_str(shape), offset, storage->nbytes()));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->dtype = dtype;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->offset = offset;
   return Tensor(std::move(impl));
 }
 
@@ -58,6 +94,15 @@ Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape,
   Tensor t = empty(shape);
   std::copy(values.begin(), values.end(), t.data());
   t.impl_->requires_grad = rg;
+  return t;
+}
+
+Tensor Tensor::from_ints(const std::vector<int64_t>& values, const Shape& shape) {
+  if (values.size() != shape_numel(shape))
+    throw std::invalid_argument(fmt::format("[from_ints] {} values do not fill shape {}",
+                                            values.size(), shape_str(shape)));
+  Tensor t = empty(shape, Dtype::Int64);
+  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
   return t;
 }
 
@@ -88,6 +133,18 @@ const Shape& Tensor::shape() const {
   check_defined(impl_, "shape");
   return impl_->shape;
 }
+const Strides& Tensor::strides() const {
+  check_defined(impl_, "strides");
+  return impl_->strides;
+}
+size_t Tensor::offset() const {
+  check_defined(impl_, "offset");
+  return impl_->offset;
+}
+Dtype Tensor::dtype() const {
+  check_defined(impl_, "dtype");
+  return impl_->dtype;
+}
 size_t Tensor::numel() const { return shape_numel(shape()); }
 
 size_t Tensor::size(int axis) const {
@@ -99,27 +156,88 @@ size_t Tensor::size(int axis) const {
   return shape()[size_t(a)];
 }
 
-float* Tensor::data() {
-  check_defined(impl_, "data");
-  return impl_->storage->data();
+bool Tensor::is_contiguous() const {
+  const Shape& s = shape();
+  int64_t expected = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == 1) continue;
+    if (impl_->strides[i] != expected) return false;
+    expected *= int64_t(s[i]);
+  }
+  return true;
 }
-const float* Tensor::data() const {
-  check_defined(impl_, "data");
-  return impl_->storage->data();
+
+void* Tensor::raw_data() const {
+  check_defined(impl_, "raw_data");
+  return static_cast<uint8_t*>(impl_->storage->data()) + impl_->offset * dtype_size(impl_->dtype);
 }
+
+namespace {
+template <class T>
+Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return Dtype::Float32;
+  else if constexpr (std::is_same_v<T, int64_t>) return Dtype::Int64;
+  else return Dtype::BFloat16;  // uint16_t: either 16-bit float, checked by size below
+}
+
+void check_packed(const Tensor& t, Dtype want, const char* what) {
+  const bool ok = want == Dtype::BFloat16 ? dtype_size(t.dtype()) == 2 : t.dtype() == want;
+  if (!ok)
+    throw std::invalid_argument(fmt::format("[{}] expects a {} tensor, got {} of shape {}", what,
+                                            dtype_name(want), dtype_name(t.dtype()), shape_str(t.shape())));
+  if (!t.is_contiguous())
+    throw std::logic_error(fmt::format("[{}] tensor of shape {} is a strided view; call contiguous() first",
+                                       what, shape_str(t.shape())));
+}
+}  // namespace
+
+template <class T>
+T* Tensor::data_as() {
+  check_defined(impl_, "data");
+  check_packed(*this, dtype_of<T>(), "data");
+  return static_cast<T*>(raw_data());
+}
+template <class T>
+const T* Tensor::data_as() const {
+  return const_cast<Tensor*>(this)->data_as<T>();
+}
+template float* Tensor::data_as<float>();
+template int64_t* Tensor::data_as<int64_t>();
+template uint16_t* Tensor::data_as<uint16_t>();
+template const float* Tensor::data_as<float>() const;
+template const int64_t* Tensor::data_as<int64_t>() const;
+template const uint16_t* Tensor::data_as<uint16_t>() const;
+
+float* Tensor::data() { return data_as<float>(); }
+const float* Tensor::data() const { return data_as<float>(); }
 
 float Tensor::item() const {
   if (numel() != 1)
     throw std::invalid_argument(
         fmt::format("[item] needs a one-element tensor, got shape {}", shape_str(shape())));
-  return data()[0];
+  float v;
+  convert(raw_data(), dtype(), &v, Dtype::Float32, 1);
+  return v;
 }
 
-std::vector<float> Tensor::to_vector() const { return std::vector<float>(data(), data() + numel()); }
+std::vector<float> Tensor::to_vector() const {
+  NoGradGuard no_grad;
+  const Tensor c = contiguous().to(Dtype::Float32);
+  return std::vector<float>(c.data(), c.data() + numel());
+}
+
+std::vector<int64_t> Tensor::to_ints() const {
+  NoGradGuard no_grad;
+  const Tensor c = contiguous();
+  std::vector<int64_t> out(numel());
+  convert(c.raw_data(), c.dtype(), out.data(), Dtype::Int64, out.size());
+  return out;
+}
 
 xt::xarray<float> Tensor::to_xarray() const {
   xt::xarray<float> a = xt::xarray<float>::from_shape(shape());
-  std::copy(data(), data() + numel(), a.data());
+  const std::vector<float> v = to_vector();
+  std::copy(v.begin(), v.end(), a.data());
   return a;
 }
 
@@ -132,6 +250,8 @@ Tensor& Tensor::requires_grad_(bool on) {
   check_defined(impl_, "requires_grad_");
   if (impl_->grad_fn)
     throw std::logic_error("[requires_grad_] only leaf tensors can change requires_grad");
+  if (on && !is_floating(impl_->dtype))
+    throw std::invalid_argument(fmt::format("[requires_grad_] a {} tensor cannot require grad", dtype_name(impl_->dtype)));
   impl_->requires_grad = on;
   return *this;
 }
@@ -159,17 +279,42 @@ void Tensor::zero_grad() {
   impl_->grad.reset();
 }
 
+void Tensor::register_grad_hook(GradHook hook) {
+  check_defined(impl_, "register_grad_hook");
+  if (impl_->grad_fn) throw std::logic_error("[register_grad_hook] hooks are for leaf tensors");
+  impl_->grad_hooks.push_back(std::move(hook));
+}
+
 Tensor Tensor::detach() const {
   check_defined(impl_, "detach");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = impl_->storage;
+  impl->dtype = impl_->dtype;
   impl->shape = impl_->shape;
+  impl->strides = impl_->strides;
+  impl->offset = impl_->offset;
   return Tensor(std::move(impl));
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = empty(shape());
-  std::memcpy(t.data(), data(), numel() * sizeof(float));
+  check_defined(impl_, "clone");
+  Tensor t = empty(shape(), dtype());
+  const size_t es = dtype_size(dtype());
+  if (is_contiguous()) {
+    std::memcpy(t.raw_data(), raw_data(), numel() * es);
+    return t;
+  }
+  std::vector<size_t> st(strides().begin(), strides().end());
+  const uint8_t* src = static_cast<const uint8_t*>(raw_data());
+  uint8_t* dst = static_cast<uint8_t*>(t.raw_data());
+  const size_t inner = dim() ? st.back() : 1;
+  detail::for_each_run(shape(), {st}, [&](size_t o, const size_t* off, size_t n) {
+    if (inner == 1) {
+      std::memcpy(dst + o * es, src + off[0] * es, n * es);
+    } else {
+      for (size_t k = 0; k < n; ++k) std::memcpy(dst + (o + k) * es, src + (off[0] + k * inner) * es, es);
+    }
+  });
   return t;
 }
 
@@ -191,6 +336,14 @@ const std::shared_ptr<Node>& Tensor::grad_fn() const {
 }
 
 Tensor Tensor::reshape(const std::vector<long>& shape) const { return xg::reshape(*this, shape); }
+Tensor Tensor::contiguous() const { return xg::contiguous(*this); }
+Tensor Tensor::to(Dtype dtype) const { return xg::cast(*this, dtype); }
+
+void Tensor::copy_(const Tensor& src) {
+  check_defined(impl_, "copy_");
+  NoGradGuard no_grad;
+  detail::copy_into(*this, src.to(dtype()));
+}
 
 bool Tensor::same_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage == other.impl_->storage;
@@ -198,10 +351,13 @@ bool Tensor::same_storage(const Tensor& other) const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
-  os << "Tensor(shape=" << shape_str(t.shape()) << ", data=[";
-  const size_t n = std::min<size_t>(t.numel(), 16);
-  for (size_t i = 0; i < n; ++i) os << (i ? ", " : "") << t.data()[i];
-  if (t.numel() > n) os << ", ...";
+  os << "Tensor(shape=" << shape_str(t.shape());
+  if (t.dtype() != Dtype::Float32) os << ", dtype=" << dtype_name(t.dtype());
+  os << ", data=[";
+  const std::vector<float> v = t.to_vector();
+  const size_t n = std::min<size_t>(v.size(), 16);
+  for (size_t i = 0; i < n; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > n) os << ", ...";
   return os << "])";
 }
 

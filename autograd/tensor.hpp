@@ -1,32 +1,58 @@
 #pragma once
-// Tensor: a float32 n-d array (row-major, always contiguous) whose data lives in an xtensor
-// container, plus what reverse-mode autograd needs: requires_grad, the accumulated grad and the
-// Node that produced it. Copies of a Tensor are handles to the same data, like torch.Tensor.
+// Tensor: an n-d view (shape, strides, offset, dtype) of a shared Storage, plus what reverse-mode
+// autograd needs: requires_grad, the accumulated grad, the Node that produced it and hooks that
+// fire when its gradient is final. Copies of a Tensor are handles to the same data, like
+// torch.Tensor. View ops (permute, transpose, slice, expand, reshape of contiguous data) share
+// storage; kernels that need packed row-major float32 data call contiguous() first, and data()
+// refuses anything else, so a kernel can never read a strided view as if it were packed.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "util/random.hpp"
+#include "autograd/dtype.hpp"
 #include "autograd/xt.hpp"
+#include "util/random.hpp"
 
 namespace xg {
 
 using Shape = std::vector<size_t>;
-using Buffer = xt::xtensor<float, 1>;  // SIMD-aligned (XTENSOR_USE_XSIMD allocator)
+using Strides = std::vector<int64_t>;  // in elements; 0 along broadcast (expanded) axes
+
+// Bytes held in an xtensor uvector (uninitialised on creation, 64-byte aligned for SIMD).
+struct Storage {
+  explicit Storage(size_t nbytes) : bytes(nbytes) {}
+  xt::uvector<uint8_t, xsimd::aligned_allocator<uint8_t, 64>> bytes;
+  void* data() { return bytes.data(); }
+  size_t nbytes() const { return bytes.size(); }
+};
 
 struct Node;
+class Tensor;
+// Called with the final gradient of a leaf once backward() will add nothing more to it.
+using GradHook = std::function<void(const Tensor& grad)>;
+
 struct TensorImpl {
-  std::shared_ptr<Buffer> storage;
+  std::shared_ptr<Storage> storage;
+  Dtype dtype = Dtype::Float32;
   Shape shape;
+  Strides strides;
+  size_t offset = 0;  // in elements
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated by backward() for leaves
   std::shared_ptr<Node> grad_fn;     // null for leaves and for tensors made without grad
+  std::vector<GradHook> grad_hooks;  // leaves only
+  // Where this leaf's gradient lives when set (a view of a flat gradient arena): backward
+  // writes there instead of allocating, and grad points at it once written.
+  std::shared_ptr<TensorImpl> grad_slot;
 };
 
 std::string shape_str(const Shape& s);
 size_t shape_numel(const Shape& s);
+// Row-major (C-order) strides of a shape.
+Strides contiguous_strides(const Shape& s);
 
 class Tensor {
  public:
@@ -34,7 +60,7 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // ---- creation ----
-  static Tensor empty(const Shape& shape);  // uninitialised
+  static Tensor empty(const Shape& shape, Dtype dtype = Dtype::Float32);  // uninitialised
   static Tensor zeros(const Shape& shape, bool requires_grad = false);
   static Tensor ones(const Shape& shape, bool requires_grad = false);
   static Tensor full(const Shape& shape, float value, bool requires_grad = false);
@@ -44,24 +70,45 @@ class Tensor {
   // Copies `values` into a tensor of `shape`; throws if the sizes differ.
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape,
                             bool requires_grad = false);
+  // An int64 tensor (ids, labels, positions); throws if the sizes differ.
+  static Tensor from_ints(const std::vector<int64_t>& values, const Shape& shape);
   static Tensor from_xarray(const xt::xarray<float>& a, bool requires_grad = false);
   static Tensor normal(const Shape& shape, float mean = 0.f, float std = 1.f,
                        Generator& gen = default_generator(), bool requires_grad = false);
   static Tensor uniform(const Shape& shape, float low = 0.f, float high = 1.f,
                         Generator& gen = default_generator(), bool requires_grad = false);
+  // A view of `storage` (shared, not copied); throws if it would reach past the storage's end.
+  static Tensor view_of(std::shared_ptr<Storage> storage, Dtype dtype, const Shape& shape,
+                        const Strides& strides, size_t offset);
 
   // ---- inspection ----
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
+  const Strides& strides() const;
+  size_t offset() const;
+  Dtype dtype() const;
   size_t dim() const { return shape().size(); }
   size_t numel() const;
   // Size of one axis; negative axes count from the end.
   size_t size(int axis) const;
+  // Row-major with no gaps (axes of size 1 may have any stride).
+  bool is_contiguous() const;
+  // Packed float32 data; throws if the tensor is another dtype or not contiguous.
   float* data();
   const float* data() const;
+  // Packed data of type T (float, int64_t, uint16_t for the 16-bit floats); throws on a dtype
+  // mismatch or a non-contiguous tensor.
+  template <class T>
+  T* data_as();
+  template <class T>
+  const T* data_as() const;
+  // Address of element 0 (offset applied), for strided kernels; no contiguity check.
+  void* raw_data() const;
   // The value of a one-element tensor; throws otherwise.
   float item() const;
   std::vector<float> to_vector() const;
+  // Values of any dtype as int64 (int64 tensors exactly), in row-major order.
+  std::vector<int64_t> to_ints() const;
   // A copy as an xt::xarray with this tensor's shape.
   xt::xarray<float> to_xarray() const;
   // A non-owning xtensor view of the data with this tensor's shape (valid while the tensor lives).
@@ -71,25 +118,37 @@ class Tensor {
 
   // ---- autograd ----
   bool requires_grad() const;
-  // Marks a leaf as needing a gradient; throws on a non-leaf.
+  // Marks a leaf as needing a gradient; throws on a non-leaf or a non-float tensor.
   Tensor& requires_grad_(bool on = true);
   bool is_leaf() const;
   // The accumulated gradient (undefined until a backward pass reaches this leaf).
   Tensor grad() const;
   void set_grad(const Tensor& g);
-  // Sets the gradient to undefined (the next backward writes a fresh one).
+  // Sets the gradient to undefined (the next backward writes a fresh one, or into the leaf's
+  // grad slot when it has one).
   void zero_grad();
+  // Runs `hook` each time a backward pass has finished accumulating into this leaf's gradient.
+  void register_grad_hook(GradHook hook);
   // Same data, cut from the graph.
   Tensor detach() const;
-  // Deep copy of the data (no graph).
+  // Deep copy into fresh contiguous storage (no graph).
   Tensor clone() const;
   // Reverse-mode pass from this tensor. Without an argument it must hold one element.
   void backward(bool retain_graph = false) const;
   void backward(const Tensor& grad_output, bool retain_graph = false) const;
   const std::shared_ptr<Node>& grad_fn() const;
 
-  // Same data with another shape (one dim may be -1); a view, recorded in the graph.
+  // Copies src's values (same shape, any dtype and strides) into this tensor's elements, in
+  // place; not recorded in the graph.
+  void copy_(const Tensor& src);
+
+  // Same data with another shape (one dim may be -1); a view when contiguous, recorded.
   Tensor reshape(const std::vector<long>& shape) const;
+  // This tensor if already contiguous, else a packed copy (recorded: gradients flow back).
+  Tensor contiguous() const;
+  // A copy in another dtype (recorded for float dtypes: the gradient is cast back); this
+  // tensor itself when the dtype already matches.
+  Tensor to(Dtype dtype) const;
 
   std::shared_ptr<TensorImpl> impl() const { return impl_; }
   bool same_storage(const Tensor& other) const;

@@ -4,6 +4,9 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <unordered_set>
+
+#include "nn/arena.hpp"
 
 namespace xg::nn {
 
@@ -53,10 +56,15 @@ void Module::collect(const std::string& prefix, NamedTensors& out, bool buffers)
   for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out, buffers);
 }
 
-NamedTensors Module::named_parameters() const {
+NamedTensors Module::named_parameters(bool all_names) const {
   NamedTensors out;
   collect("", out, false);
-  return out;
+  if (all_names) return out;
+  NamedTensors unique;
+  std::unordered_set<const TensorImpl*> seen;
+  for (auto& nt : out)
+    if (seen.insert(nt.second.impl().get()).second) unique.push_back(std::move(nt));
+  return unique;
 }
 
 std::vector<Tensor> Module::parameters() const {
@@ -88,12 +96,26 @@ void Module::apply(const std::function<void(Module&)>& fn) {
 }
 
 void Module::zero_grad() {
+  if (arena_) return arena_->zero_grad();
   for (auto& [_, t] : named_parameters()) t.zero_grad();
+}
+
+void Module::requires_grad_(bool on) {
+  for (auto& [_, t] : named_parameters()) {
+    t.requires_grad_(on);
+    if (!on) t.zero_grad();
+  }
+}
+
+ParameterArena& Module::flatten_parameters() {
+  if (arena_) throw std::logic_error("[Module] flatten_parameters() was already called");
+  arena_ = std::make_shared<ParameterArena>(named_parameters(/*all_names=*/true));
+  return *arena_;
 }
 
 StateDict Module::state_dict() const {
   StateDict sd;
-  for (auto& [n, t] : named_parameters()) sd[n] = t;
+  for (auto& [n, t] : named_parameters(/*all_names=*/true)) sd[n] = t;
   for (auto& [n, t] : named_buffers()) sd[n] = t;
   return sd;
 }
@@ -118,7 +140,7 @@ LoadReport Module::load_state_dict(const StateDict& state, bool strict) {
   if (strict && !report.ok())
     throw std::invalid_argument("[load_state_dict] " + report.str());
   for (auto& [dst, src] : copies)
-    if (!dst.same_storage(src)) std::memcpy(dst.data(), src.data(), dst.numel() * sizeof(float));
+    if (dst.impl() != src.impl()) dst.copy_(src);
   return report;
 }
 

@@ -26,6 +26,8 @@ struct LoadReport {
   std::string str() const;
 };
 
+class ParameterArena;
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -33,7 +35,9 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  NamedTensors named_parameters() const;
+  // Each parameter once, under the first name it is reachable by (a tied or shared tensor is
+  // one parameter); all_names lists every name, duplicates included, as state_dict does.
+  NamedTensors named_parameters(bool all_names = false) const;
   std::vector<Tensor> parameters() const;
   NamedTensors named_buffers() const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const {
@@ -45,8 +49,17 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  // Drops every parameter's gradient.
+  // Drops every parameter's gradient (one pass over the gradient arena once flattened).
   void zero_grad();
+  // Freezes (off) or unfreezes (on) every parameter of this module and its descendants:
+  // frozen parameters get no gradient and optimizers leave them alone.
+  void requires_grad_(bool on);
+  // Moves every parameter into one flat block and their gradients into another (see
+  // nn/arena.hpp); call once, after construction and before building an optimizer. Returns the
+  // arena, which this module keeps.
+  ParameterArena& flatten_parameters();
+  // The arena after flatten_parameters(), else null.
+  ParameterArena* arena() const { return arena_.get(); }
   // Calls fn on this module and then on every descendant, depth first.
   void apply(const std::function<void(Module&)>& fn);
 
@@ -72,6 +85,7 @@ class Module {
   void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;
 
   NamedTensors params_, buffers_;
+  std::shared_ptr<ParameterArena> arena_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

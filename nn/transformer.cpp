@@ -110,7 +110,15 @@ Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
 
 Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
   Tensor h = x;
-  for (auto& l : *layer) h = l->forward(h, mask);
+  for (auto& l : *layer) {
+    if (checkpoint_activations && is_training() && grad_enabled()) {
+      EncoderLayer* lp = l.get();
+      h = checkpoint([lp, mask](const std::vector<Tensor>& in) { return lp->forward(in[0], mask); }, {h},
+                     lp->parameters());
+    } else {
+      h = l->forward(h, mask);
+    }
+  }
   return final_layer_norm ? final_layer_norm->forward(h) : h;
 }
 

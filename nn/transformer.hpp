@@ -81,6 +81,9 @@ class Encoder : public Module {
   Tensor forward(const Tensor& x, const Tensor& mask);
   std::shared_ptr<ModuleList<EncoderLayer>> layer;
   std::shared_ptr<LayerNorm> final_layer_norm;  // pre-LN only
+  // Gradient checkpointing: in training, each layer keeps only its input and is recomputed in
+  // the backward pass (one more forward per layer, activations of one layer at a time).
+  bool checkpoint_activations = false;
 };
 
 }  // namespace xg::nn

@@ -28,16 +28,22 @@ std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float 
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, float lr) : groups_(std::move(groups)) {
   set_lr(lr);
+  // A tensor is one parameter however many names reach it (tied or shared weights): it is
+  // stepped once, under its first name. The same name for two tensors is an error; frozen
+  // parameters (requires_grad off) are left out.
   std::set<std::string> names;
-  for (const auto& g : groups_) {
+  std::set<const TensorImpl*> seen;
+  for (auto& g : groups_) {
     if (!(g.weight_decay >= 0.f))
       throw std::invalid_argument(fmt::format("[optimizer] weight_decay {} must be >= 0", g.weight_decay));
+    nn::NamedTensors kept;
     for (const auto& [n, t] : g.params) {
       if (!names.insert(n).second)
-        throw std::invalid_argument(fmt::format("[optimizer] parameter '{}' appears twice", n));
-      if (!t.requires_grad())
-        throw std::invalid_argument(fmt::format("[optimizer] parameter '{}' does not require grad", n));
+        throw std::invalid_argument(fmt::format("[optimizer] parameter name '{}' appears twice", n));
+      if (!t.requires_grad() || !seen.insert(t.impl().get()).second) continue;
+      kept.emplace_back(n, t);
     }
+    g.params = std::move(kept);
   }
 }
 
@@ -216,22 +222,36 @@ nlohmann::json Lamb::settings() const {
 }
 
 // ---- clipping and accumulation ----
-float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
+namespace {
+void check_max_norm(float max_norm) {
   if (!(max_norm > 0.f)) throw std::invalid_argument(fmt::format("[clip_grad_norm] max_norm {} must be > 0", max_norm));
+}
+// PyTorch's clip_grad_norm_ coefficient: scale only when it would shrink the gradients.
+double clip_coefficient(double norm, float max_norm) { return double(max_norm) / (norm + 1e-6); }
+}  // namespace
+
+float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
+  check_max_norm(max_norm);
+  std::vector<Tensor> grads;  // each tensor once, even when tied under two names
+  std::set<const TensorImpl*> seen;
+  for (const auto& p : params)
+    if (p.grad().defined() && seen.insert(p.impl().get()).second) grads.push_back(p.grad());
   double sq = 0;
-  for (const auto& p : params) {
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
+  for (const auto& g : grads)
     for (size_t i = 0, n = g.numel(); i < n; ++i) sq += double(g.data()[i]) * g.data()[i];
-  }
   const double norm = std::sqrt(sq);
-  const double coef = double(max_norm) / (norm + 1e-6);
+  const double coef = clip_coefficient(norm, max_norm);
   if (coef < 1.0)
-    for (const auto& p : params) {
-      Tensor g = p.grad();
-      if (!g.defined()) continue;
+    for (auto& g : grads)
       for (size_t i = 0, n = g.numel(); i < n; ++i) g.data()[i] = float(g.data()[i] * coef);
-    }
+  return float(norm);
+}
+
+float clip_grad_norm(nn::ParameterArena& arena, float max_norm) {
+  check_max_norm(max_norm);
+  const double norm = arena.grad_norm();
+  const double coef = clip_coefficient(norm, max_norm);
+  if (coef < 1.0) arena.scale_grads(float(coef));
   return float(norm);
 }
 

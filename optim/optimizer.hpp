@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nn/arena.hpp"
 #include "nn/module.hpp"
 
 namespace xg::optim {
@@ -127,6 +128,8 @@ class Lamb : public Optimizer {
 // Scales all gradients so their global L2 norm is at most max_norm (PyTorch's clip_grad_norm_:
 // factor max_norm / (norm + 1e-6) when below 1). Returns the norm before clipping.
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
+// The same over a flat gradient arena: one pass for the norm, one for the scaling.
+float clip_grad_norm(nn::ParameterArena& arena, float max_norm);
 
 // Gradient accumulation over n micro-batches: backward() each micro-batch's mean loss times
 // loss_scale(), and step the optimizer when micro_step() says so. The update equals one step on

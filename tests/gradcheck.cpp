@@ -22,7 +22,8 @@ Tensor rand_away_from_zero(const Shape& shape, uint64_t seed, float gap, bool po
 }
 
 namespace {
-double weighted_sum(const Tensor& y, const Tensor& w) {
+double weighted_sum(const Tensor& y_in, const Tensor& w) {
+  const Tensor y = y_in.contiguous();  // f may return a strided view
   double s = 0;
   for (size_t i = 0; i < y.numel(); ++i) s += double(y.data()[i]) * double(w.data()[i]);
   return s;
@@ -42,7 +43,7 @@ void check_gradients(const Fn& f, std::vector<Tensor> inputs, GradCheckOptions o
     Tensor& x = inputs[i];
     if (!x.defined() || !x.requires_grad()) continue;
     REQUIRE(x.grad().defined());
-    const Tensor analytic = x.grad();
+    const Tensor analytic = x.grad().contiguous();
     REQUIRE(analytic.shape() == x.shape());
     const size_t n = x.numel();
     const size_t step = std::max<size_t>(1, n / opt.max_checks);

@@ -46,7 +46,7 @@ TEST_CASE("graph is freed after backward unless retained", "[engine]") {
 
 TEST_CASE("intermediate activations die with their handles, not with the loss", "[engine]") {
   Tensor x = Tensor::ones({1000}, true);
-  std::weak_ptr<Buffer> hidden_storage;
+  std::weak_ptr<Storage> hidden_storage;
   Tensor loss;
   {
     Tensor h = x * 2.f;  // relu saves x (a leaf), mul saves the scalar; h itself is not saved

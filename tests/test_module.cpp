@@ -118,3 +118,26 @@ TEST_CASE("options and layers validate their settings", "[nn][errors]") {
   SelfAttention att(tiny());
   CHECK_THROWS_WITH(att.forward(Tensor::zeros({2, 3, 5}), Tensor()), Contains("[SelfAttention]"));
 }
+
+TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "[nn][checkpoint]") {
+  TransformerOptions o = tiny();
+  o.hidden_dropout = o.attention_dropout = 0.2f;  // masks must repeat in the recomputation
+  Encoder plain(o, 3), ck(o, 3);
+  ck.load_state_dict(plain.state_dict());
+  ck.checkpoint_activations = true;
+  Generator g(3);
+  const Tensor x = Tensor::normal({2, 5, 8}, 0.f, 1.f, g);
+  auto run = [&](Encoder& e) {
+    manual_seed(11);
+    const Tensor y = e.forward(x, Tensor());
+    Tensor loss = sum(mul(y, y));
+    loss.backward();
+    return loss.item();
+  };
+  CHECK(run(plain) == run(ck));
+  const auto a = plain.named_parameters(), b = ck.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    CHECK(a[i].second.grad().to_vector() == b[i].second.grad().to_vector());
+  }
+}

@@ -323,22 +323,40 @@ void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha
   run(p, small ? 1 : num_threads());
 }
 
-void sgemm_batched(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N, size_t K,
-                   float alpha, const float* A, size_t lda, size_t stride_a, const float* B,
-                   size_t ldb, size_t stride_b, float beta, float* C, size_t ldc,
-                   size_t stride_c) {
-  if (batch == 0) return;
-  auto one = [&](size_t b, int threads) {
-    const Problem p{trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b,
-                    ldb, beta, C + b * stride_c, ldc};
-    run(p, threads);
-  };
+namespace {
+// Runs one(b, threads) for every batch entry: whole GEMMs per thread when there are enough of
+// them, else each GEMM on all threads.
+template <class One>
+void for_each_batch(size_t batch, One one) {
   const size_t T = size_t(num_threads());
   if (batch >= T || T == 1) {
     parallel_for(batch, [&](size_t b) { one(b, 1); });
   } else {
     for (size_t b = 0; b < batch; ++b) one(b, int(T));
   }
+}
+}  // namespace
+
+void sgemm_batched(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N, size_t K,
+                   float alpha, const float* A, size_t lda, size_t stride_a, const float* B,
+                   size_t ldb, size_t stride_b, float beta, float* C, size_t ldc,
+                   size_t stride_c) {
+  for_each_batch(batch, [&](size_t b, int threads) {
+    run({trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta,
+         C + b * stride_c, ldc},
+        threads);
+  });
+}
+
+void sgemm_batched_offsets(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N, size_t K,
+                           float alpha, const float* A, size_t lda, const size_t* offsets_a,
+                           const float* B, size_t ldb, const size_t* offsets_b, float beta, float* C,
+                           size_t ldc, const size_t* offsets_c) {
+  for_each_batch(batch, [&](size_t b, int threads) {
+    run({trans_a, trans_b, M, N, K, alpha, A + offsets_a[b], lda, B + offsets_b[b], ldb, beta,
+         C + offsets_c[b], ldc},
+        threads);
+  });
 }
 
 void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,

@@ -17,6 +17,13 @@ void sgemm_batched(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N,
                    float alpha, const float* A, size_t lda, size_t stride_a, const float* B,
                    size_t ldb, size_t stride_b, float beta, float* C, size_t ldc, size_t stride_c);
 
+// The same with each matrix at its own element offset (strided views: batch axes of any
+// strides, e.g. attention heads split out of a (B, T, H*D) activation).
+void sgemm_batched_offsets(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N, size_t K,
+                           float alpha, const float* A, size_t lda, const size_t* offsets_a,
+                           const float* B, size_t ldb, const size_t* offsets_b, float beta, float* C,
+                           size_t ldc, const size_t* offsets_c);
+
 // The plain triple loop (double accumulation): the scalar twin the tests compare against.
 void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                      const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <stdexcept>
 
 #include "autograd/engine.hpp"
@@ -50,10 +51,40 @@ size_t prod(const Shape& s, size_t begin, size_t end) {
 }
 
 Tensor alias_with_shape(const Tensor& t, const Shape& shape) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = t.impl()->storage;
-  impl->shape = shape;
-  return Tensor(std::move(impl));
+  return Tensor::view_of(t.impl()->storage, t.dtype(), shape, contiguous_strides(shape), t.offset());
+}
+
+const Tensor& checked_float(const Tensor& t, const char* op) {
+  if (t.dtype() != Dtype::Float32)
+    throw std::invalid_argument(fmt::format("[{}] expects a float32 tensor, got {} of shape {}", op,
+                                            dtype_name(t.dtype()), shape_str(t.shape())));
+  return t;
+}
+
+Tensor dense(const Tensor& t, const char* op) {
+  checked_float(t, op);
+  if (t.is_contiguous()) return t;
+  NoGradGuard no_grad;
+  return t.clone();
+}
+
+void copy_into(Tensor& dst, const Tensor& src) {
+  if (dst.shape() != src.shape() || dst.dtype() != src.dtype())
+    throw std::invalid_argument(fmt::format("[copy_into] {} {} into {} {}", dtype_name(src.dtype()),
+                                            shape_str(src.shape()), dtype_name(dst.dtype()), shape_str(dst.shape())));
+  const size_t es = dtype_size(dst.dtype());
+  const Tensor s = src.is_contiguous() ? src : src.clone();
+  const uint8_t* ps = static_cast<const uint8_t*>(s.raw_data());
+  uint8_t* pd = static_cast<uint8_t*>(dst.raw_data());
+  if (dst.is_contiguous()) {
+    std::memcpy(pd, ps, s.numel() * es);
+    return;
+  }
+  std::vector<size_t> st(dst.strides().begin(), dst.strides().end());
+  const size_t inner = st.empty() ? 1 : st.back();
+  for_each_run(dst.shape(), {st}, [&](size_t o, const size_t* off, size_t n) {
+    for (size_t k = 0; k < n; ++k) std::memcpy(pd + (off[0] + k * inner) * es, ps + (o + k) * es, es);
+  });
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

@@ -47,8 +47,18 @@ void for_each_run(const Shape& out, const std::vector<std::vector<size_t>>& stri
 // Sums g over the axes that broadcasting added or stretched, giving `shape`.
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
-// A new graph-free handle on t's data with another shape of the same size.
+// A new graph-free handle on t's data with another shape of the same size; t must be contiguous.
 Tensor alias_with_shape(const Tensor& t, const Shape& shape);
+
+// t as packed float32 data for a kernel: t itself when it already is, else a contiguous copy
+// (not recorded: the op records t itself). Throws "[op] expects float32 ..." for other dtypes.
+Tensor dense(const Tensor& t, const char* op);
+
+// t itself after checking that it is float32 (for kernels that read strides themselves).
+const Tensor& checked_float(const Tensor& t, const char* op);
+
+// Copies src into dst element by element (same shape; either may be a strided view).
+void copy_into(Tensor& dst, const Tensor& src);
 
 // Product of dims [begin, end).
 size_t prod(const Shape& s, size_t begin, size_t end);

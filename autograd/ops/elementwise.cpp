@@ -15,7 +15,8 @@ using detail::sum_to;
 namespace {
 
 // out = a (op) b with broadcasting; innermost runs go to the SIMD kernel.
-Tensor binary_forward(vec::Binary op, const Tensor& a, const Tensor& b, const char* name) {
+Tensor binary_forward(vec::Binary op, const Tensor& a_in, const Tensor& b_in, const char* name) {
+  const Tensor a = detail::dense(a_in, name), b = detail::dense(b_in, name);
   const Shape out_shape = detail::broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(out_shape);
   if (a.shape() == b.shape()) {
@@ -34,14 +35,16 @@ Tensor binary_forward(vec::Binary op, const Tensor& a, const Tensor& b, const ch
   return out;
 }
 
-Tensor unary_forward(vec::Unary op, const Tensor& x) {
+Tensor unary_forward(vec::Unary op, const Tensor& x_in) {
+  const Tensor x = detail::dense(x_in, "unary");
   Tensor out = Tensor::empty(x.shape());
   vec::unary(op, x.data(), out.data(), x.numel());
   return out;
 }
 
 // Backward of ops whose derivative is a fused kernel of x (relu, gelu) or of y (tanh, sigmoid).
-Tensor unary_grad(vec::Unary op, const Tensor& x_or_y, const Tensor& g) {
+Tensor unary_grad(vec::Unary op, const Tensor& x_or_y_in, const Tensor& g_in) {
+  const Tensor x_or_y = x_or_y_in.contiguous(), g = g_in.contiguous();
   Tensor dx = Tensor::empty(g.shape());
   vec::unary_backward(op, x_or_y.data(), g.data(), dx.data(), g.numel());
   return dx;
@@ -114,11 +117,12 @@ Tensor sqrt(const Tensor& x) {
   });
 }
 
-Tensor pow(const Tensor& x, float exponent) {
+Tensor pow(const Tensor& x_in, float exponent) {
+  const Tensor x = detail::dense(x_in, "pow");
   Tensor out = Tensor::empty(x.shape());
   vec::pow_scalar(x.data(), exponent, out.data(), x.numel());
   const Tensor dx = x.detach();
-  return record("pow", out, {x}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
+  return record("pow", out, {x_in}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
     Tensor d = Tensor::empty(dx.shape());  // exponent * x^(exponent-1)
     vec::pow_scalar(dx.data(), exponent - 1.f, d.data(), dx.numel());
     vec::scale(d.data(), exponent, d.data(), d.numel());
@@ -179,15 +183,12 @@ Tensor expand(const Tensor& x, const Shape& shape) {
     throw std::invalid_argument(
         fmt::format("[expand] cannot expand {} to {}", shape_str(x.shape()), shape_str(shape)));
   if (x.shape() == shape) return x;
-  Tensor out = Tensor::empty(shape);
-  const auto sx = detail::broadcast_strides(x.shape(), shape);
-  const size_t inner_stride = shape.empty() ? 0 : sx.back();
-  const float* px = x.data();
-  float* po = out.data();
-  detail::for_each_run(shape, {sx}, [&](size_t o, const size_t* off, size_t n) {
-    if (inner_stride) std::memcpy(po + o, px + off[0], n * sizeof(float));
-    else std::fill_n(po + o, n, px[off[0]]);
-  });
+  // A view: broadcast axes get stride 0, so no element is copied.
+  const size_t lead = shape.size() - x.dim();
+  Strides st(shape.size(), 0);
+  for (size_t i = 0; i < x.dim(); ++i)
+    if (x.shape()[i] == shape[lead + i]) st[lead + i] = x.strides()[i];
+  Tensor out = Tensor::view_of(x.impl()->storage, x.dtype(), shape, st, x.offset());
   const Shape in_shape = x.shape();
   return record("expand", out, {x}, [in_shape](const Tensor& g) -> std::vector<Tensor> {
     return {sum_to(g, in_shape)};
@@ -200,9 +201,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor c, ea, eb;
   {
     NoGradGuard no_grad;  // the expansions are internal; the gradient is formed below
-    c = expand(cond, shape);
-    ea = expand(a, shape);
-    eb = expand(b, shape);
+    c = detail::dense(expand(cond, shape), "where");
+    ea = detail::dense(expand(a, shape), "where");
+    eb = detail::dense(expand(b, shape), "where");
   }
   Tensor out = Tensor::empty(shape);
   const float *pc = c.data(), *pa = ea.data(), *pb = eb.data();
@@ -211,7 +212,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const Shape sa = a.shape(), sb = b.shape();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return record("where", out, {cond, a, b},
-                [c, sa, sb, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+                [c, sa, sb, need_a, need_b](const Tensor& g_in) -> std::vector<Tensor> {
+                  const Tensor g = g_in.contiguous();
                   Tensor ga, gb;
                   if (need_a) ga = Tensor::zeros(g.shape());
                   if (need_b) gb = Tensor::zeros(g.shape());

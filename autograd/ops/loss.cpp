@@ -45,7 +45,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
   // Per-row loss = -(1-e) log p[target] - e mean_c log p[c]; log-probabilities kept for backward.
   const float e = label_smoothing;
   Tensor logp = Tensor::empty({N, C});
-  vec::log_softmax(logits.data(), logp.data(), N, C);
+  vec::log_softmax(detail::dense(logits, "cross_entropy").data(), logp.data(), N, C);
   Tensor per_row = Tensor::empty({N});
   for (size_t i = 0; i < N; ++i) {
     if (targets[i] == ignore_index) {
@@ -97,10 +97,11 @@ Tensor bce_with_logits(const Tensor& logits, const Tensor& targets, Reduction re
   // loss = max(x, 0) - x*t + log(1 + exp(-|x|)): never overflows.
   const size_t n = logits.numel();
   Tensor per = Tensor::empty(logits.shape());
-  const float *x = logits.data(), *t = targets.data();
+  const Tensor X = detail::dense(logits, "bce_with_logits").detach(),
+               T = detail::dense(targets, "bce_with_logits").detach();
+  const float *x = X.data(), *t = T.data();
   for (size_t i = 0; i < n; ++i)
     per.data()[i] = std::max(x[i], 0.f) - x[i] * t[i] + std::log1p(std::exp(-std::fabs(x[i])));
-  const Tensor X = logits.detach(), T = targets.detach();
   const bool need_t = targets.requires_grad();
   Tensor per_rec = record("bce_with_logits", per, {logits, targets},
                           [X, T, need_t](const Tensor& g) -> std::vector<Tensor> {
@@ -110,6 +111,13 @@ Tensor bce_with_logits(const Tensor& logits, const Tensor& targets, Reduction re
                             return {mul(g, sub(s, T)), need_t ? mul(g, neg(X)) : Tensor()};
                           });
   return reduce_loss(per_rec, reduction, float(n));
+}
+
+Tensor cross_entropy_int64(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                           Reduction reduction, float label_smoothing) {
+  if (targets.dtype() != Dtype::Int64)
+    throw std::invalid_argument(fmt::format("[cross_entropy] targets must be int64, got {}", dtype_name(targets.dtype())));
+  return cross_entropy(logits, targets.to_ints(), ignore_index, reduction, label_smoothing);
 }
 
 }  // namespace xg

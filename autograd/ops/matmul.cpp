@@ -12,41 +12,82 @@ namespace xg {
 
 namespace {
 Shape batch_of(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+// How the GEMM reads one operand's matrices: row-major with leading dimension ld, or stored
+// transposed (column-major), which flips the operand's transpose flag instead of copying.
+struct MatrixLayout {
+  bool ok = false, flipped = false;
+  size_t ld = 0;
+};
+MatrixLayout layout_of(const Tensor& t) {
+  const size_t r = t.size(-2), c = t.size(-1);
+  const int64_t sr = t.strides()[t.dim() - 2], sc = t.strides()[t.dim() - 1];
+  if ((c == 1 || sc == 1) && (r == 1 || sr >= int64_t(c))) return {true, false, r == 1 ? c : size_t(sr)};
+  if ((r == 1 || sr == 1) && (c == 1 || sc >= int64_t(r))) return {true, true, c == 1 ? r : size_t(sc)};
+  return {};
+}
+
+// Element offset of every matrix of `t` for each index of the broadcast batch shape `batch`.
+std::vector<size_t> batch_offsets(const Tensor& t, const Shape& batch) {
+  const size_t nb = detail::prod(batch, 0, batch.size()), rank = batch.size();
+  const size_t lead = rank - (t.dim() - 2);
+  std::vector<size_t> strides(rank, 0);
+  for (size_t i = lead; i < rank; ++i)
+    if (t.shape()[i - lead] != 1) strides[i] = size_t(t.strides()[i - lead]);
+  std::vector<size_t> out(nb), index(rank, 0);
+  size_t off = t.offset();
+  for (size_t b = 0; b < nb; ++b) {
+    out[b] = off;
+    for (size_t d = rank; d-- > 0;) {  // odometer
+      off += strides[d];
+      if (++index[d] < batch[d]) break;
+      off -= strides[d] * batch[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  if (a.dim() < 2 || b.dim() < 2)
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
+  if (a_in.dim() < 2 || b_in.dim() < 2)
     throw std::invalid_argument(fmt::format("[matmul] operands need at least 2 axes, got {} and {}",
-                                            shape_str(a.shape()), shape_str(b.shape())));
-  const size_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
+                                            shape_str(a_in.shape()), shape_str(b_in.shape())));
+  const size_t ar = a_in.size(-2), ac = a_in.size(-1), br = b_in.size(-2), bc = b_in.size(-1);
   const size_t M = ta ? ac : ar, K = ta ? ar : ac, Kb = tb ? bc : br, N = tb ? br : bc;
   if (K != Kb)
     throw std::invalid_argument(fmt::format(
         "[matmul] inner sizes differ: op(a) is {}x{} (a {}{}), op(b) is {}x{} (b {}{})", M, K,
-        shape_str(a.shape()), ta ? " transposed" : "", Kb, N, shape_str(b.shape()),
+        shape_str(a_in.shape()), ta ? " transposed" : "", Kb, N, shape_str(b_in.shape()),
         tb ? " transposed" : ""));
-  const Shape ba = batch_of(a), bb = batch_of(b);
-  if (!ba.empty() && !bb.empty() && ba != bb) {  // broadcast the batch axes, then recurse
-    Shape bs = detail::broadcast_shapes(ba, bb, "matmul");
-    Shape sa = bs, sb = bs;
-    sa.insert(sa.end(), {ar, ac});
-    sb.insert(sb.end(), {br, bc});
-    return matmul(expand(a, sa), expand(b, sb), ta, tb);
-  }
-  const Shape batch = ba.empty() ? bb : ba;
+  const Shape ba = batch_of(a_in), bb = batch_of(b_in);
+  const Shape batch = detail::broadcast_shapes(ba, bb, "matmul");
   const size_t nb = detail::prod(batch, 0, batch.size());
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {M, N});
   Tensor out = Tensor::empty(out_shape);
-  if (bb.empty() && !ta) {  // (batch*M, K) @ op(B): one large GEMM
-    gemm::sgemm(false, tb, nb * M, N, K, 1.f, a.data(), ac, b.data(), bc, 0.f, out.data(), N);
+  // Operands the GEMM cannot read through their strides are packed first.
+  const MatrixLayout la0 = layout_of(a_in), lb0 = layout_of(b_in);
+  const Tensor a = la0.ok ? detail::checked_float(a_in, "matmul") : detail::dense(a_in, "matmul");
+  const Tensor b = lb0.ok ? detail::checked_float(b_in, "matmul") : detail::dense(b_in, "matmul");
+  const MatrixLayout la = layout_of(a), lb = layout_of(b);
+  const float* pa = static_cast<const float*>(a.impl()->storage->data());
+  const float* pb = static_cast<const float*>(b.impl()->storage->data());
+  if (bb.empty() && !ta && a.is_contiguous()) {  // (batch*M, K) @ op(B): one large GEMM
+    gemm::sgemm(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld,
+                0.f, out.data(), N);
   } else {
-    gemm::sgemm_batched(ta, tb, nb, M, N, K, 1.f, a.data(), ac, ba.empty() ? 0 : ar * ac,
-                        b.data(), bc, bb.empty() ? 0 : br * bc, 0.f, out.data(), N, M * N);
+    const std::vector<size_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
+    std::vector<size_t> oc(nb);
+    for (size_t i = 0; i < nb; ++i) oc[i] = i * M * N;
+    gemm::sgemm_batched_offsets(ta != la.flipped, tb != lb.flipped, nb, M, N, K, 1.f, pa, la.ld,
+                                oa.data(), pb, lb.ld, ob.data(), 0.f, out.data(), N, oc.data());
   }
-  const Tensor A = a.detach(), B = b.detach();
-  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record("matmul", out, {a, b}, [=](const Tensor& g) -> std::vector<Tensor> {
+  const Tensor& a_ref = a_in;
+  const Tensor& b_ref = b_in;
+  const Tensor A = a_ref.detach(), B = b_ref.detach();
+  const bool need_a = a_ref.requires_grad(), need_b = b_ref.requires_grad();
+  out = record("matmul", out, {a_ref, b_ref}, [=](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga, gb;
     if (need_a) {
       // d op(A) = g op(B)^T; when A is stored transposed, dA = op(B) g^T.
@@ -66,9 +107,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     }
     return {ga, gb};
   });
+  accept_strided_grad(out);  // the backward GEMMs read g through its strides
+  return out;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  const Tensor x = detail::dense(x_in, "linear"), weight = detail::dense(weight_in, "linear");
+  const Tensor bias = bias_in.defined() ? detail::dense(bias_in, "linear") : Tensor();
   if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.size(1))
     throw std::invalid_argument(fmt::format("[linear] input {} does not match weight {} (out, in)", shape_str(x.shape()),
                                             shape_str(weight.shape())));
@@ -88,9 +133,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     });
   }
   const Tensor X = x.detach(), W = weight.detach();
-  const bool need_x = x.requires_grad(), need_w = weight.requires_grad(),
-             need_b = bias.defined() && bias.requires_grad();
-  return record("linear", out, {x, weight, bias}, [=](const Tensor& g) -> std::vector<Tensor> {
+  const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
+             need_b = bias_in.defined() && bias_in.requires_grad();
+  return record("linear", out, {x_in, weight_in, bias_in}, [=](const Tensor& g) -> std::vector<Tensor> {
     Tensor gx, gw, gb;
     if (need_x) {  // (M, N) @ (N, K)
       gx = Tensor::empty(X.shape());

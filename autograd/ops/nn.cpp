@@ -25,7 +25,8 @@ using RowKernel = void (*)(const float*, float*, size_t, size_t);
 using RowBackward = void (*)(const float*, const float*, float*, size_t, size_t);
 
 // softmax and log_softmax share everything but their two kernels.
-Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fwd, RowBackward bwd) {
+Tensor softmax_like(const Tensor& x_in, int axis_in, const char* name, RowKernel fwd, RowBackward bwd) {
+  const Tensor& x = x_in;
   if (x.dim() == 0) throw std::invalid_argument(fmt::format("[{}] needs at least one axis", name));
   const size_t axis = detail::normalize_axis(axis_in, x.dim(), name);
   if (axis != x.dim() - 1) {  // move the axis last, where the kernel works
@@ -34,8 +35,9 @@ Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fw
   }
   const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;
   Tensor out = Tensor::empty(x.shape());
+  const Tensor xc = detail::dense(x, name);
   for_rows(rows, cols, [&](size_t r0, size_t r1) {
-    fwd(x.data() + r0 * cols, out.data() + r0 * cols, r1 - r0, cols);
+    fwd(xc.data() + r0 * cols, out.data() + r0 * cols, r1 - r0, cols);
   });
   const Tensor y = out.detach();
   return record(name, out, {x}, [y, rows, cols, bwd](const Tensor& g) -> std::vector<Tensor> {
@@ -57,7 +59,9 @@ Tensor log_softmax(const Tensor& x, int axis) {
   return softmax_like(x, axis, "log_softmax", vec::log_softmax, vec::log_softmax_backward);
 }
 
-Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale) {
+Tensor attention_softmax(const Tensor& scores_in, const Tensor& mask_in, float scale) {
+  const Tensor scores = detail::dense(scores_in, "attention_softmax");
+  const Tensor mask = mask_in.defined() ? detail::dense(mask_in, "attention_softmax") : Tensor();
   if (scores.dim() != 4)
     throw std::invalid_argument(fmt::format("[attention_softmax] scores must be (B, H, Tq, Tk), got {}",
                                             shape_str(scores.shape())));
@@ -83,7 +87,7 @@ Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale) 
     }
   });
   const Tensor y = out.detach();
-  return record("attention_softmax", out, {scores, mask}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
+  return record("attention_softmax", out, {scores_in, mask_in}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
     for_rows(rows, Tk, [&](size_t r0, size_t r1) {
       vec::softmax_backward(y.data() + r0 * Tk, g.data() + r0 * Tk, dx.data() + r0 * Tk, r1 - r0, Tk);
@@ -93,7 +97,10 @@ Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale) 
   });
 }
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, float eps) {
+  const Tensor x = detail::dense(x_in, "layer_norm");
+  const Tensor weight = weight_in.defined() ? detail::dense(weight_in, "layer_norm") : Tensor();
+  const Tensor bias = bias_in.defined() ? detail::dense(bias_in, "layer_norm") : Tensor();
   if (x.dim() == 0) throw std::invalid_argument("[layer_norm] needs at least one axis");
   const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;
   for (const Tensor* p : {&weight, &bias})
@@ -113,7 +120,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   const Tensor X = x.detach(), Wt = weight.defined() ? weight.detach() : Tensor();
   const bool need_w = weight.defined() && weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
-  return record("layer_norm", out, {x, weight, bias},
+  return record("layer_norm", out, {x_in, weight_in, bias_in},
                 [=](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::empty(X.shape());
                   // dw/db are accumulated per row chunk and summed after. The chunk count is fixed,
@@ -166,7 +173,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator& gen) {
   const float scale = p == 1.f ? 0.f : 1.f / (1.f - p);
   const uint64_t seed = gen.next_u64();  // one draw per call; the mask follows from it
   Tensor out = Tensor::empty(x.shape());
-  apply_dropout_mask(seed, x.data(), out.data(), x.numel(), p, scale);
+  apply_dropout_mask(seed, detail::dense(x, "dropout").data(), out.data(), x.numel(), p, scale);
   return record("dropout", out, {x}, [seed, p, scale](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
     apply_dropout_mask(seed, g.data(), dx.data(), g.numel(), p, scale);

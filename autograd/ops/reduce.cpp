@@ -61,7 +61,7 @@ void sum_axis(const float* x, float* out, size_t outer, size_t len, size_t inner
 Tensor sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim) {
   const auto axes = sorted_axes(axes_in, x.dim(), "sum");
   Shape cur = x.shape();
-  Tensor acc = x;
+  Tensor acc = detail::dense(x, "sum");
   // Innermost axis first, so `cur` keeps the not-yet-reduced axes at their positions.
   for (size_t i = axes.size(); i-- > 0;) {
     const size_t a = axes[i];
@@ -73,7 +73,7 @@ Tensor sum(const Tensor& x, const std::vector<int>& axes_in, bool keepdim) {
     acc = next;
     cur = ns;
   }
-  Tensor out = detail::alias_with_shape(axes.empty() ? x.clone() : acc,
+  Tensor out = detail::alias_with_shape(axes.empty() ? acc.clone() : acc,
                                         reduced_shape(x.shape(), axes, keepdim));
   const Shape in_shape = x.shape(), kept = reduced_shape(x.shape(), axes, true);
   return record("sum", out, {x}, [in_shape, kept](const Tensor& g) -> std::vector<Tensor> {
@@ -97,7 +97,8 @@ Tensor max(const Tensor& x, int axis_in, bool keepdim) {
   const Shape out_shape = reduced_shape(s, {axis}, keepdim);
   Tensor out = Tensor::empty(out_shape);
   auto argmax = std::make_shared<std::vector<uint32_t>>(outer * inner);
-  const float* px = x.data();
+  const Tensor xc = detail::dense(x, "max");
+  const float* px = xc.data();
   for (size_t o = 0; o < outer; ++o)
     for (size_t i = 0; i < inner; ++i) {
       const float* base = px + o * len * inner + i;
@@ -111,7 +112,8 @@ Tensor max(const Tensor& x, int axis_in, bool keepdim) {
       out.data()[o * inner + i] = bv;
       (*argmax)[o * inner + i] = uint32_t(best);
     }
-  return record("max", out, {x}, [argmax, s, outer, len, inner](const Tensor& g) -> std::vector<Tensor> {
+  return record("max", out, {x}, [argmax, s, outer, len, inner](const Tensor& g_in) -> std::vector<Tensor> {
+    const Tensor g = g_in.contiguous();
     Tensor dx = Tensor::zeros(s);
     for (size_t o = 0; o < outer; ++o)
       for (size_t i = 0; i < inner; ++i)

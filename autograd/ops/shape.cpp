@@ -1,5 +1,5 @@
-// Shape ops: reshape (shares data), permute/transpose, slice, concat, split, index_select,
-// embedding. All but reshape copy into a fresh contiguous tensor.
+// Shape ops. Views (no copy): reshape of contiguous data, permute/transpose, slice, split.
+// Copies: contiguous, cast, concat, index_select, embedding.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -37,10 +37,13 @@ Tensor reshape(const Tensor& x, const std::vector<long>& shape) {
   if (shape_numel(target) != x.numel())
     throw std::invalid_argument(fmt::format("[reshape] cannot reshape {} ({} elements) to {}",
                                             shape_str(x.shape()), x.numel(), shape_str(target)));
-  Tensor out = detail::alias_with_shape(x, target);
+  // A strided view is packed first (as torch.reshape does); the copy is recorded, so the
+  // gradient still reaches x.
+  const Tensor src = x.is_contiguous() ? x : contiguous(x);
+  Tensor out = detail::alias_with_shape(src, target);
   const Shape in_shape = x.shape();
-  return record("reshape", out, {x}, [in_shape](const Tensor& g) -> std::vector<Tensor> {
-    return {detail::alias_with_shape(g, in_shape)};
+  return record("reshape", out, {src}, [in_shape](const Tensor& g) -> std::vector<Tensor> {
+    return {detail::alias_with_shape(g.contiguous(), in_shape)};
   });
 }
 
@@ -56,33 +59,20 @@ Tensor permute(const Tensor& x, const std::vector<int>& dims) {
     if (seen[perm[i]]) throw std::invalid_argument("[permute] an axis is repeated");
     seen[perm[i]] = true;
   }
-  const Shape& s = x.shape();
-  std::vector<size_t> in_strides(rank);
-  for (size_t i = rank, st = 1; i-- > 0;) {
-    in_strides[i] = st;
-    st *= s[i];
-  }
   Shape out_shape(rank);
-  std::vector<size_t> strides(rank);
+  Strides strides(rank);
   for (size_t i = 0; i < rank; ++i) {
-    out_shape[i] = s[perm[i]];
-    strides[i] = in_strides[perm[i]];
+    out_shape[i] = x.shape()[perm[i]];
+    strides[i] = x.strides()[perm[i]];
   }
-  Tensor out = Tensor::empty(out_shape);
-  const float* px = x.data();
-  float* po = out.data();
-  const size_t inner_stride = rank ? strides[rank - 1] : 1;
-  detail::for_each_run(out_shape, {strides}, [&](size_t o, const size_t* off, size_t n) {
-    const float* src = px + off[0];
-    if (inner_stride == 1) std::memcpy(po + o, src, n * sizeof(float));
-    else
-      for (size_t k = 0; k < n; ++k) po[o + k] = src[k * inner_stride];
-  });
+  Tensor out = Tensor::view_of(x.impl()->storage, x.dtype(), out_shape, strides, x.offset());
   std::vector<int> inverse(rank);
   for (size_t i = 0; i < rank; ++i) inverse[perm[i]] = int(i);
-  return record("permute", out, {x}, [inverse](const Tensor& g) -> std::vector<Tensor> {
+  out = record("permute", out, {x}, [inverse](const Tensor& g) -> std::vector<Tensor> {
     return {permute(g, inverse)};
   });
+  accept_strided_grad(out);
+  return out;
 }
 
 Tensor transpose(const Tensor& x, int axis0, int axis1) {
@@ -116,16 +106,16 @@ Tensor slice(const Tensor& x, int axis_in, long start, long end) {
                                             end, axis_in, shape_str(s)));
   Shape out_shape = s;
   out_shape[axis] = size_t(e - b);
-  Tensor out = Tensor::empty(out_shape);
-  const size_t outer = prod(s, 0, axis), inner = prod(s, axis + 1, s.size());
-  copy_axis_range(x.data(), s[axis], size_t(b), out.data(), out_shape[axis], 0, out_shape[axis],
-                  outer, inner);
+  Tensor out = Tensor::view_of(x.impl()->storage, x.dtype(), out_shape, x.strides(),
+                               x.offset() + size_t(b) * size_t(x.strides()[axis]));
   const size_t n = out_shape[axis], offset = size_t(b);
-  return record("slice", out, {x}, [s, axis, offset, n, outer, inner](const Tensor& g) -> std::vector<Tensor> {
+  const size_t outer = prod(s, 0, axis), inner = prod(s, axis + 1, s.size());
+  out = record("slice", out, {x}, [s, axis, offset, n, outer, inner](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::zeros(s);
     copy_axis_range(g.data(), n, 0, dx.data(), s[axis], offset, n, outer, inner);
     return {dx};
   });
+  return out;
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int axis_in) {
@@ -146,7 +136,7 @@ Tensor concat(const std::vector<Tensor>& xs, int axis_in) {
   std::vector<size_t> sizes;
   for (size_t i = 0, at = 0; i < xs.size(); ++i) {
     const size_t n = xs[i].shape()[axis];
-    copy_axis_range(xs[i].data(), n, 0, out.data(), out_shape[axis], at, n, outer, inner);
+    copy_axis_range(detail::dense(xs[i], "concat").data(), n, 0, out.data(), out_shape[axis], at, n, outer, inner);
     sizes.push_back(n);
     at += n;
   }
@@ -188,10 +178,11 @@ Tensor index_select(const Tensor& x, int axis_in, const std::vector<int64_t>& in
   out_shape[axis] = indices.size();
   Tensor out = Tensor::empty(out_shape);
   const size_t outer = prod(s, 0, axis), inner = prod(s, axis + 1, s.size());
+  const Tensor xc = detail::dense(x, "index_select");
   for (size_t o = 0; o < outer; ++o)
     for (size_t k = 0; k < indices.size(); ++k)
       std::memcpy(out.data() + (o * indices.size() + k) * inner,
-                  x.data() + (o * s[axis] + size_t(indices[k])) * inner, inner * sizeof(float));
+                  xc.data() + (o * s[axis] + size_t(indices[k])) * inner, inner * sizeof(float));
   return record("index_select", out, {x},
                 [indices, s, axis, outer, inner](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::zeros(s);  // scatter-add: repeated indices accumulate
@@ -217,8 +208,9 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Sh
   Shape out_shape = ids_shape;
   out_shape.push_back(D);
   Tensor out = Tensor::empty(out_shape);
+  const Tensor wc = detail::dense(weight, "embedding");
   for (size_t k = 0; k < ids.size(); ++k)
-    std::memcpy(out.data() + k * D, weight.data() + size_t(ids[k]) * D, D * sizeof(float));
+    std::memcpy(out.data() + k * D, wc.data() + size_t(ids[k]) * D, D * sizeof(float));
   const Shape ws = weight.shape();
   return record("embedding", out, {weight},
                 [ids, ws, D, padding_idx](const Tensor& g) -> std::vector<Tensor> {
@@ -230,6 +222,28 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Sh
                   }
                   return {dw};
                 });
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
+  if (ids.dtype() != Dtype::Int64)
+    throw std::invalid_argument(fmt::format("[embedding] ids must be int64, got {}", dtype_name(ids.dtype())));
+  return embedding(weight, ids.to_ints(), ids.shape(), padding_idx);
+}
+
+Tensor contiguous(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor out = x.detach().clone();
+  return record("contiguous", out, {x}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+}
+
+Tensor cast(const Tensor& x, Dtype dtype) {
+  if (x.dtype() == dtype) return x;
+  const Tensor src = x.detach().contiguous();
+  Tensor out = Tensor::empty(x.shape(), dtype);
+  convert(src.raw_data(), src.dtype(), out.raw_data(), dtype, x.numel());
+  if (!is_floating(dtype)) return out;  // ids and labels carry no gradient
+  const Dtype from = x.dtype();
+  return record("cast", out, {x}, [from](const Tensor& g) -> std::vector<Tensor> { return {cast(g, from)}; });
 }
 
 }  // namespace xg

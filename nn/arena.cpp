@@ -1,0 +1,91 @@
+#include "nn/arena.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "autograd/parallel.hpp"
+
+namespace xg::nn {
+
+namespace {
+constexpr size_t kAlign = 16;  // floats: each parameter starts on a 64-byte line
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+ParameterArena::ParameterArena(const NamedTensors& params) {
+  std::unordered_map<TensorImpl*, size_t> seen;
+  for (const auto& [name, t] : params) {
+    if (t.dtype() != Dtype::Float32)
+      throw std::invalid_argument(fmt::format("[ParameterArena] parameter '{}' is {}, not float32", name,
+                                              dtype_name(t.dtype())));
+    auto [it, fresh] = seen.try_emplace(t.impl().get(), entries_.size());
+    if (!fresh) {
+      entries_[it->second].names.push_back(name);
+      continue;
+    }
+    Entry e;
+    e.names = {name};
+    e.param = t;
+    e.offset = numel_;
+    e.numel = t.numel();
+    numel_ += round_up(e.numel);
+    entries_.push_back(std::move(e));
+  }
+  params_ = std::make_shared<Storage>(numel_ * sizeof(float));
+  grads_ = std::make_shared<Storage>(numel_ * sizeof(float));
+  std::memset(params_->data(), 0, params_->nbytes());
+  std::memset(grads_->data(), 0, grads_->nbytes());
+  for (auto& e : entries_) {
+    const Tensor old = e.param.detach();
+    Tensor view = Tensor::view_of(params_, Dtype::Float32, old.shape(), contiguous_strides(old.shape()), e.offset);
+    std::memcpy(view.data(), old.contiguous().data(), e.numel * sizeof(float));
+    // Re-point the shared TensorImpl, so every module and tied reference follows.
+    TensorImpl& impl = *e.param.impl();
+    impl.storage = params_;
+    impl.strides = view.strides();
+    impl.offset = e.offset;
+    impl.grad.reset();
+    impl.grad_slot.reset();
+    if (impl.requires_grad)
+      impl.grad_slot = Tensor::view_of(grads_, Dtype::Float32, old.shape(), view.strides(), e.offset).impl();
+  }
+}
+
+Tensor ParameterArena::flat_params() const {
+  return Tensor::view_of(params_, Dtype::Float32, {numel_}, {1}, 0);
+}
+Tensor ParameterArena::flat_grads() const {
+  return Tensor::view_of(grads_, Dtype::Float32, {numel_}, {1}, 0);
+}
+
+void ParameterArena::zero_grad() {
+  std::memset(grads_->data(), 0, grads_->nbytes());
+  for (auto& e : entries_) e.param.impl()->grad.reset();
+}
+
+float ParameterArena::grad_norm() const {
+  const float* g = static_cast<const float*>(grads_->data());
+  // Fixed chunks summed in order: the same norm for any thread count.
+  constexpr size_t kChunks = 64;
+  std::vector<double> parts(kChunks, 0.0);
+  parallel_for(kChunks, [&](size_t c) {
+    double s = 0;
+    for (size_t i = c * numel_ / kChunks, end = (c + 1) * numel_ / kChunks; i < end; ++i) s += double(g[i]) * g[i];
+    parts[c] = s;
+  });
+  double total = 0;
+  for (double p : parts) total += p;
+  return float(std::sqrt(total));
+}
+
+void ParameterArena::scale_grads(float factor) {
+  float* g = static_cast<float*>(grads_->data());
+  parallel_range(numel_, 1 << 16, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) g[i] *= factor;
+  });
+}
+
+}  // namespace xg::nn
