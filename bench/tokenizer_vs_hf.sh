@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# xgrad's BERT tokenizer against Hugging Face tokenizers 0.23.2 (Node binding) on the same text,
-# same machine, same run. Needs build/bin/bench_tokenizer and Node.js (npm install in tools/hf).
+# xgrad's BERT tokenizer against Hugging Face tokenizers 0.23.2 (PyPI, Python binding) on the same
+# text, same machine, same run. Needs build/bin/bench_tokenizer; makes a venv with tokenizers in
+# build/venv-tokenizers the first time (or set HF_PYTHON to a Python that has tokenizers==0.23.2).
 #   bench/tokenizer_vs_hf.sh [TEXT] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 text=${1:-tests/data/tokenizer_corpus.txt}
 secs=${2:-3}
 vocab=data/bert-base-uncased-vocab.txt
-[[ -d tools/hf/node_modules/tokenizers ]] || (cd tools/hf && npm install --silent)
+py=${HF_PYTHON:-build/venv-tokenizers/bin/python}
+if [[ -z "${HF_PYTHON:-}" && ! -x "$py" ]]; then
+  python3 -m venv build/venv-tokenizers
+  build/venv-tokenizers/bin/pip install --quiet tokenizers==0.23.2
+fi
 ours=$(build/bin/bench_tokenizer "$vocab" "$text" --seconds "$secs")
-hf1=$(RAYON_NUM_THREADS=1 node tools/hf/bench_tokenizer.mjs "$vocab" "$text" "$secs")
-hfn=$(node tools/hf/bench_tokenizer.mjs "$vocab" "$text" "$secs")
+hf1=$(RAYON_NUM_THREADS=1 "$py" tools/bench_tokenizer_hf.py "$vocab" "$text" "$secs")
+hfn=$("$py" tools/bench_tokenizer_hf.py "$vocab" "$text" "$secs")
 echo "$ours"
 echo "HF, 1 thread:   $hf1" | tr '\n' ' '; echo
 echo "HF, all threads: $hfn" | tr '\n' ' '; echo

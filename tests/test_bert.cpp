@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
 
 #include "models/checkpoint.hpp"
 #include "tests/golden.hpp"
@@ -176,4 +177,56 @@ TEST_CASE("bert_infer dump: outputs, losses and gradients under the checkpoint's
   const std::string bad = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs /nonexistent.safetensors --out " + out + " 2>/dev/null";
   CHECK(std::system(bad.c_str()) != 0);
   std::filesystem::remove(out);
+}
+
+namespace {
+struct Run {
+  int code;
+  std::string out, err;
+};
+// Runs bert_infer with `args`, capturing its exit code, stdout and stderr.
+Run bert_infer(const std::string& args) {
+  const auto tmp = std::filesystem::temp_directory_path();
+  const std::string out = (tmp / "xgrad_cli_out.txt").string(), err = (tmp / "xgrad_cli_err.txt").string();
+  const int status = std::system((std::string(XGRAD_BERT_INFER) + " " + args + " > " + out + " 2> " + err).c_str());
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers refused", "[bert][cli]") {
+  const std::string model = " --model " + dir_of("b");
+  Run r = bert_infer("fill-mask" + model + " --text x --top-k -1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("bert_infer: --top-k: '-1' is not a whole number"));
+  r = bert_infer("fill-mask" + model + " --text x --top-k 0");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--top-k"));
+  r = bert_infer("embed" + model + " --batch 1e99");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--batch: '1e99'"));
+  r = bert_infer("embed" + model + " --pooling max");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--pooling"));
+  r = bert_infer("embed" + model + " --bogus");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("not expected: --bogus"));
+  r = bert_infer("tokenize");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("--vocab is required"));
+  r = bert_infer("");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Contains("subcommand"));
+  r = bert_infer("--help");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Contains("dump") && Contains("tokenize") && Contains("fill-mask") && Contains("embed"));
+  r = bert_infer("embed --help");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Contains("=32") && Contains("=cls"));
 }

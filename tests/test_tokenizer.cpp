@@ -1,6 +1,6 @@
 // Exact parity with Hugging Face's tokenizers 0.23.2 (tests/data/tokenizer_* from
-// tools/hf/gen_tokenizer_goldens.mjs): ids and character offsets of 348 tricky lines, pairs
-// under every truncation strategy, decoding, and 3,000 corpus lines; uncased and cased.
+// tools/gen_tokenizer_goldens.py, formerly its Node twin): ids and character offsets of 348 tricky
+// lines, pairs under every truncation strategy, decoding, and 3,000 corpus lines; uncased and cased.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 // Command-line flags for the example programs: "--name value" and "--switch", each with a help
 // line that shows its default. Bad flags or values throw std::invalid_argument naming them.
+// Only bert_pretrain uses it still; the other programs parse with CLI11 through util/cli.
 #include <fmt/format.h>
 
 #include <cstdint>

@@ -1,52 +1,45 @@
 // Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors):
 //   bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]
 //   bert_infer tokenize --vocab FILE [--cased]                < lines   (ids of [CLS] line [SEP])
-//   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
-//   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] < lines   (one vector per line)
+//   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5] [--cased]
+//   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] [--cased] < lines   (a vector per line)
+// Each subcommand takes --help.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <string>
 
 #include "models/checkpoint.hpp"
 #include "text/bert_tokenizer.hpp"
+#include "util/cli.hpp"
 
 using namespace xg;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Args {
-  std::string command;
-  std::map<std::string, std::string> values;
-  bool has(const std::string& k) const { return values.count(k) > 0; }
-  std::string get(const std::string& k, const std::string& fallback = "") const {
-    auto it = values.find(k);
-    return it == values.end() ? fallback : it->second;
-  }
-  std::string need(const std::string& k) const {
-    if (!has(k)) throw std::invalid_argument(fmt::format("{} needs {}", command, k));
-    return values.at(k);
-  }
+// Each subcommand's flags, with their defaults.
+struct DumpArgs {
+  std::string model, inputs, out;
+  bool grads = false;
 };
-
-int usage(int code) {
-  fmt::print(
-      "usage:\n"
-      "  bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]\n"
-      "      IN: input_ids, attention_mask, token_type_ids (I64/I32, [B, T]), optional labels [B, T]\n"
-      "      (-100 = not predicted) and next_sentence_label [B]. OUT (F32): last_hidden_state, pooler_output,\n"
-      "      prediction_logits, seq_relationship_logits, and with labels loss, mlm_loss, nsp_loss; --grads adds\n"
-      "      grad.<parameter> under the checkpoint's names. Dropout is off.\n"
-      "  bert_infer tokenize --vocab FILE [--cased]          each stdin line -> ids of [CLS] line [SEP]\n"
-      "  bert_infer fill-mask --model DIR --text TEXT [--top-k 5]\n"
-      "  bert_infer embed --model DIR [--pooling cls|mean] [--batch 32]   each stdin line -> a vector\n");
-  return code;
-}
+struct TokenizeArgs {
+  std::string vocab;
+  bool cased = false;
+};
+struct FillMaskArgs {
+  std::string model, text;
+  size_t top_k = 5;
+  bool cased = false;
+};
+struct EmbedArgs {
+  std::string model, pooling = "cls";
+  size_t batch = 32;
+  bool cased = false;
+};
 
 text::BertTokenizer tokenizer_for(const std::string& dir, bool cased) {
   const std::string vocab = (fs::path(dir) / "vocab.txt").string();
@@ -63,10 +56,10 @@ models::LoadedBert load_model(const std::string& dir) {
   return loaded;
 }
 
-int dump(const Args& a) {
-  auto loaded = load_model(a.need("--model"));
+int dump(const DumpArgs& a) {
+  auto loaded = load_model(a.model);
   auto& model = *loaded.model;
-  const std::string in_path = a.need("--inputs");
+  const std::string& in_path = a.inputs;
   const auto file = nn::safetensors::read(in_path);
   auto ints = [&](const std::string& name, bool required) -> std::pair<Shape, std::vector<int64_t>> {
     auto it = file.tensors.find(name);
@@ -100,7 +93,7 @@ int dump(const Args& a) {
   if (with_labels) check_shape("labels", label_shape, ids_shape);
   if (with_labels && nsp.empty()) throw std::runtime_error(fmt::format("{}: labels need next_sentence_label too", in_path));
   if (!nsp.empty()) check_shape("next_sentence_label", nsp_shape, {in.batch});
-  const bool grads = a.has("--grads");
+  const bool grads = a.grads;
   if (grads && !with_labels) throw std::runtime_error("dump --grads needs labels and next_sentence_label in the inputs");
 
   nn::StateDict out;
@@ -130,15 +123,15 @@ int dump(const Args& a) {
     }
   }
   for (auto& [n, t] : out) t = t.detach();
-  nn::safetensors::write(a.need("--out"), out, {{"producer", "bert_infer dump"}});
-  fmt::print(stderr, "wrote {} tensors to {}\n", out.size(), a.need("--out"));
+  nn::safetensors::write(a.out, out, {{"producer", "bert_infer dump"}});
+  fmt::print(stderr, "wrote {} tensors to {}\n", out.size(), a.out);
   return 0;
 }
 
-int tokenize(const Args& a) {
+int tokenize(const TokenizeArgs& a) {
   text::TokenizerOptions o;
-  o.lowercase = !a.has("--cased");
-  const auto tok = text::BertTokenizer::from_file(a.need("--vocab"), o);
+  o.lowercase = !a.cased;
+  const auto tok = text::BertTokenizer::from_file(a.vocab, o);
   std::string line;
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
     const auto e = tok.encode(line);
@@ -149,12 +142,11 @@ int tokenize(const Args& a) {
   return 0;
 }
 
-int fill_mask(const Args& a) {
-  const std::string dir = a.need("--model");
-  const auto tok = tokenizer_for(dir, a.has("--cased"));
-  auto loaded = load_model(dir);
-  const size_t k = std::stoul(a.get("--top-k", "5"));
-  const auto e = tok.encode(a.need("--text"));
+int fill_mask(const FillMaskArgs& a) {
+  const auto tok = tokenizer_for(a.model, a.cased);
+  auto loaded = load_model(a.model);
+  const size_t k = a.top_k;
+  const auto e = tok.encode(a.text);
   models::BertInputs in;
   in.batch = 1;
   in.seq_len = e.ids.size();
@@ -182,13 +174,11 @@ int fill_mask(const Args& a) {
   return 0;
 }
 
-int embed(const Args& a) {
-  const std::string dir = a.need("--model");
-  const std::string pooling = a.get("--pooling", "cls");
-  if (pooling != "cls" && pooling != "mean") throw std::invalid_argument(fmt::format("embed: --pooling {}: use cls or mean", pooling));
-  const auto tok = tokenizer_for(dir, a.has("--cased"));
-  auto loaded = load_model(dir);
-  const size_t batch = std::stoul(a.get("--batch", "32"));
+int embed(const EmbedArgs& a) {
+  const std::string& pooling = a.pooling;
+  const auto tok = tokenizer_for(a.model, a.cased);
+  auto loaded = load_model(a.model);
+  const size_t batch = a.batch;
   text::EncodeOptions eo;
   eo.max_length = loaded.model->config.max_position_embeddings;
   eo.pad_to_longest = true;
@@ -235,31 +225,50 @@ int embed(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") return usage(argc < 2 ? 2 : 0);
-  Args a;
-  a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    const std::string k = argv[i];
-    if (k.rfind("--", 0) != 0) {
-      fmt::print(stderr, "bert_infer: unexpected argument '{}'\n", k);
-      return usage(2);
-    }
-    if (k == "--grads" || k == "--cased") a.values[k] = "1";
-    else if (i + 1 < argc) a.values[k] = argv[++i];
-    else {
-      fmt::print(stderr, "bert_infer: {} needs a value\n", k);
-      return 2;
-    }
-  }
+  CLI::App app{"Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors).", "bert_infer"};
+  xg::cli::show_defaults(app);
+  app.require_subcommand(1);
+
+  DumpArgs d;
+  auto* dump_cmd = app.add_subcommand("dump", "Runs a batch through the model; writes its outputs (and gradients)");
+  dump_cmd->add_option("--model", d.model, "checkpoint directory")->required()->type_name("DIR");
+  dump_cmd->add_option("--inputs", d.inputs, "inputs")->required()->type_name("IN.safetensors");
+  dump_cmd->add_option("--out", d.out, "outputs")->required()->type_name("OUT.safetensors");
+  dump_cmd->add_flag("--grads", d.grads, "also write grad.<parameter> (needs labels in IN)");
+  dump_cmd->footer(
+      "IN: input_ids, attention_mask, token_type_ids (I64/I32, [B, T]), optional labels [B, T]\n"
+      "(-100 = not predicted) and next_sentence_label [B]. OUT (F32): last_hidden_state, pooler_output,\n"
+      "prediction_logits, seq_relationship_logits, and with labels loss, mlm_loss, nsp_loss; --grads adds\n"
+      "grad.<parameter> under the checkpoint's names. Dropout is off.");
+
+  TokenizeArgs t;
+  auto* tokenize_cmd = app.add_subcommand("tokenize", "Each stdin line -> ids of [CLS] line [SEP]");
+  tokenize_cmd->add_option("--vocab", t.vocab, "WordPiece vocab.txt")->required()->type_name("FILE");
+  tokenize_cmd->add_flag("--cased", t.cased, "keep case and accents");
+
+  FillMaskArgs f;
+  auto* fill_mask_cmd = app.add_subcommand("fill-mask", "The most likely tokens for each [MASK] in the text");
+  fill_mask_cmd->add_option("--model", f.model, "checkpoint directory (with vocab.txt)")->required()->type_name("DIR");
+  fill_mask_cmd->add_option("--text", f.text, "text with one or more [MASK]")->required();
+  xg::cli::add_number(*fill_mask_cmd, "--top-k", f.top_k, "candidates shown per [MASK]")->check(xg::cli::positive());
+  fill_mask_cmd->add_flag("--cased", f.cased, "keep case and accents");
+
+  EmbedArgs e;
+  auto* embed_cmd = app.add_subcommand("embed", "Each stdin line -> one vector (the last hidden layer, pooled)");
+  embed_cmd->add_option("--model", e.model, "checkpoint directory (with vocab.txt)")->required()->type_name("DIR");
+  embed_cmd->add_option("--pooling", e.pooling, "the [CLS] vector or the mean over tokens")
+      ->check(CLI::IsMember({"cls", "mean"}));
+  xg::cli::add_number(*embed_cmd, "--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
+  embed_cmd->add_flag("--cased", e.cased, "keep case and accents");
+
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
-    if (a.command == "dump") return dump(a);
-    if (a.command == "tokenize") return tokenize(a);
-    if (a.command == "fill-mask") return fill_mask(a);
-    if (a.command == "embed") return embed(a);
-    fmt::print(stderr, "bert_infer: unknown command '{}'\n", a.command);
-    return usage(2);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "bert_infer: {}\n", e.what());
+    if (*dump_cmd) return dump(d);
+    if (*tokenize_cmd) return tokenize(t);
+    if (*fill_mask_cmd) return fill_mask(f);
+    return embed(e);
+  } catch (const std::exception& ex) {
+    fmt::print(stderr, "bert_infer: {}\n", ex.what());
     return 1;
   }
 }

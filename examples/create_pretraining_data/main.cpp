@@ -7,7 +7,7 @@
 #include <string>
 
 #include "text/pretraining_data.hpp"
-#include "util/flags.hpp"
+#include "util/cli.hpp"
 #include "util/progress.hpp"
 
 int main(int argc, char** argv) {
@@ -15,25 +15,22 @@ int main(int argc, char** argv) {
   std::string input, vocab, output;
   size_t per_shard = 100000;
   bool cased = false;
-  xg::Flags flags("create_pretraining_data --input FILE --vocab FILE --output DIR",
-                  "Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format.");
-  flags.value("--input", input, "corpus: a sentence per line, a blank line between documents", false);
-  flags.value("--vocab", vocab, "WordPiece vocab.txt", false);
-  flags.value("--output", output, "directory for shard_NNNNN.bin files", false);
-  flags.value("--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
-  flags.value("--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
-  flags.value("--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
-  flags.value("--short-seq-prob", opt.short_seq_prob, "how often a shorter sequence is aimed for");
-  flags.value("--dupe-factor", opt.dupe_factor, "passes over the corpus, each with different masks");
-  flags.toggle("--whole-word-mask", opt.whole_word_mask, "mask all pieces of a word together");
-  flags.toggle("--cased", cased, "keep case and accents (default: uncased)");
-  flags.value("--per-shard", per_shard, "instances per shard file");
-  flags.value("--seed", opt.seed, "seed for pairing and masking");
-  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
-  if (input.empty() || vocab.empty() || output.empty()) {
-    fmt::print(stderr, "create_pretraining_data: --input, --vocab and --output are required\n");
-    return 2;
-  }
+  CLI::App app{"Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format.",
+               "create_pretraining_data"};
+  xg::cli::show_defaults(app);
+  app.add_option("--input", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
+  app.add_option("--vocab", vocab, "WordPiece vocab.txt")->required()->type_name("FILE");
+  app.add_option("--output", output, "directory for shard_NNNNN.bin files")->required()->type_name("DIR");
+  xg::cli::add_number(app, "--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
+  xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
+  xg::cli::add_number(app, "--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
+  xg::cli::add_number(app, "--short-seq-prob", opt.short_seq_prob, "how often a shorter sequence is aimed for");
+  xg::cli::add_number(app, "--dupe-factor", opt.dupe_factor, "passes over the corpus, each with different masks");
+  app.add_flag("--whole-word-mask", opt.whole_word_mask, "mask all pieces of a word together");
+  app.add_flag("--cased", cased, "keep case and accents (default: uncased)");
+  xg::cli::add_number(app, "--per-shard", per_shard, "instances per shard file")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--seed", opt.seed, "seed for pairing and masking");
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     opt.validate();
     xg::text::TokenizerOptions topt;

@@ -13,7 +13,7 @@
 
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
-#include "util/flags.hpp"
+#include "util/cli.hpp"
 
 using namespace xg;
 
@@ -130,13 +130,14 @@ double evaluate(SentimentTransformer& model, const std::vector<Example>& data, s
 
 int main(int argc, char** argv) {
   Options opt;
-  xg::Flags flags("custom_model", "Trains a small Transformer sentiment classifier written against the nn API.");
-  flags.value("--data", opt.data, "TSV: source, label 0/1, text");
-  flags.value("--epochs", opt.epochs, "passes over the training split");
-  flags.value("--batch", opt.batch, "sentences per step");
-  flags.value("--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)");
-  flags.value("--seed", opt.seed, "seed for the split, weights and order");
-  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
+  CLI::App app{"Trains a small Transformer sentiment classifier written against the nn API.", "custom_model"};
+  xg::cli::show_defaults(app);
+  app.add_option("--data", opt.data, "TSV: source, label 0/1, text")->type_name("FILE");
+  xg::cli::add_number(app, "--epochs", opt.epochs, "passes over the training split");
+  xg::cli::add_number(app, "--batch", opt.batch, "sentences per step")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--seed", opt.seed, "seed for the split, weights and order");
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   if (opt.batch == 0) {
     fmt::print(stderr, "custom_model: --batch must be positive\n");
     return 2;

@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "examples/train_spirals/spirals.hpp"
-#include "util/flags.hpp"
+#include "util/cli.hpp"
 
 namespace {
 struct Options {
@@ -22,12 +22,13 @@ struct Options {
 
 int main(int argc, char** argv) {
   Options opt;
-  xg::Flags flags("train_spirals", "Trains a small MLP on two interleaved spirals with the autograd API.");
-  flags.value("--steps", opt.steps, "Adam steps");
-  flags.value("--points", opt.points_per_class, "points per class");
-  flags.value("--seed", opt.seed, "seed for data and weights");
-  flags.value("--lr", opt.lr, "learning rate");
-  if (auto code = flags.parse_or_exit(argc, argv)) return *code;
+  CLI::App app{"Trains a small MLP on two interleaved spirals with the autograd API.", "train_spirals"};
+  xg::cli::show_defaults(app);
+  xg::cli::add_number(app, "--steps", opt.steps, "Adam steps");
+  xg::cli::add_number(app, "--points", opt.points_per_class, "points per class")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--seed", opt.seed, "seed for data and weights");
+  xg::cli::add_number(app, "--lr", opt.lr, "learning rate")->check(xg::cli::positive());
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   xg::Generator gen(opt.seed);
   const auto data = spirals::make(opt.points_per_class, opt.noise, opt.turns, gen);
   spirals::Mlp model({2, opt.hidden, opt.hidden, 2}, gen);

@@ -1,0 +1,131 @@
+// util/cli: numbers CLI11 alone would narrow silently (negative sizes, overflow, octal, NaN,
+// infinity, 1e99 for a float) are refused naming the flag; unknown flags are refused; defaults
+// show in --help.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <utility>
+
+#include "util/cli.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Options {
+  size_t count = 5;
+  int offset = -2;
+  uint64_t seed = 12345;
+  float lr = 0.01f;
+  double scale = 1.5;
+  bool verbose = false;
+};
+
+// A program with one option of each numeric type; `run(args)` parses them.
+struct Program {
+  Options opt;
+  CLI::App app{"test program", "prog"};
+  std::ostringstream out, err;
+  Program() {
+    xg::cli::show_defaults(app);
+    xg::cli::add_number(app, "--count", opt.count, "a size");
+    xg::cli::add_number(app, "--offset", opt.offset, "an int");
+    xg::cli::add_number(app, "--seed", opt.seed, "a seed");
+    xg::cli::add_number(app, "--lr", opt.lr, "a float");
+    xg::cli::add_number(app, "--scale", opt.scale, "a double");
+    app.add_flag("--verbose", opt.verbose, "a switch");
+  }
+  std::optional<int> run(std::vector<std::string> args) {
+    args.insert(args.begin(), "prog");
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    return xg::cli::parse_or_exit(app, int(argv.size()), argv.data(), out, err);
+  }
+};
+
+// Parses `flag value` and returns the error text (empty when it was accepted).
+std::string refusal(const std::string& flag, const std::string& value) {
+  Program p;
+  const auto code = p.run({flag, value});
+  if (!code) return "";
+  CHECK(*code == 2);
+  return p.err.str();
+}
+
+}  // namespace
+
+TEST_CASE("cli numbers: valid values are parsed exactly", "[cli]") {
+  Program p;
+  CHECK_FALSE(p.run({"--count", "18446744073709551615", "--offset", "-2147483648", "--seed", "+7", "--lr", "1e-3",
+                     "--scale", "-2.25", "--verbose"}));
+  CHECK(p.opt.count == std::numeric_limits<size_t>::max());
+  CHECK(p.opt.offset == std::numeric_limits<int>::min());
+  CHECK(p.opt.seed == 7);
+  CHECK(p.opt.lr == 1e-3f);
+  CHECK(p.opt.scale == -2.25);
+  CHECK(p.opt.verbose);
+  Program decimal;  // CLI11 alone reads "010" as octal 8
+  CHECK_FALSE(decimal.run({"--count", "010", "--offset=-010"}));
+  CHECK(decimal.opt.count == 10);
+  CHECK(decimal.opt.offset == -10);
+  Program untouched;
+  CHECK_FALSE(untouched.run({}));
+  CHECK(untouched.opt.count == 5);
+  CHECK(untouched.opt.lr == 0.01f);
+}
+
+TEST_CASE("cli numbers: out of range, malformed, NaN and infinity are refused naming the flag", "[cli]") {
+  CHECK_THAT(refusal("--count", "-1"), Contains("prog: --count: '-1' is not a whole number from 0 to 18446744073709551615"));
+  CHECK_THAT(refusal("--count", "18446744073709551616"), Contains("--count: '18446744073709551616' is not a whole number"));
+  CHECK_THAT(refusal("--count", "1e3"), Contains("--count: '1e3' is not a whole number"));
+  CHECK_THAT(refusal("--count", "0x10"), Contains("--count: '0x10'"));
+  CHECK_THAT(refusal("--count", "12abc"), Contains("--count: '12abc'"));
+  CHECK_THAT(refusal("--count", " 5"), Contains("--count: ' 5'"));
+  CHECK_THAT(refusal("--offset", "1e99"), Contains("--offset: '1e99' is not a whole number from -2147483648 to 2147483647"));
+  CHECK_THAT(refusal("--offset", "2147483648"), Contains("--offset: '2147483648'"));
+  CHECK_THAT(refusal("--offset", "-2147483649"), Contains("--offset: '-2147483649'"));
+  CHECK_THAT(refusal("--seed", "-5"), Contains("--seed: '-5'"));
+  CHECK_THAT(refusal("--lr", "nan"), Contains("--lr: 'nan' is not a finite number that a float can hold"));
+  CHECK_THAT(refusal("--lr", "inf"), Contains("--lr: 'inf' is not a finite number"));
+  CHECK_THAT(refusal("--lr", "-infinity"), Contains("--lr: '-infinity'"));
+  CHECK_THAT(refusal("--lr", "1e99"), Contains("--lr: '1e99' is not a finite number that a float can hold"));
+  CHECK_THAT(refusal("--lr", "0.1x"), Contains("--lr: '0.1x'"));
+  CHECK_THAT(refusal("--lr", ""), Contains("--lr: ''"));
+  CHECK_THAT(refusal("--scale", "1e400"), Contains("--scale: '1e400' is not a finite number that a double can hold"));
+  CHECK(refusal("--scale", "1e300").empty());
+  CHECK(refusal("--lr", "1e-50").empty());  // underflows to zero: a number, not an error
+}
+
+TEST_CASE("cli positive(): zero and negatives refused, naming the flag", "[cli]") {
+  const std::pair<const char*, const char*> refused[] = {{"--batch", "0"}, {"--lr", "0"}, {"--lr", "-0.5"}, {"--lr", "-1e-30"}};
+  for (const auto& [flag, value] : refused) {
+    Options opt;
+    CLI::App app{"test program", "prog"};
+    xg::cli::add_number(app, "--batch", opt.count, "a size")->check(xg::cli::positive());
+    xg::cli::add_number(app, "--lr", opt.lr, "a rate")->check(xg::cli::positive());
+    const char* argv[] = {"prog", flag, value};
+    std::ostringstream out, err;
+    CHECK(xg::cli::parse_or_exit(app, 3, argv, out, err) == 2);
+    CHECK_THAT(err.str(), Contains(std::string("prog: ") + flag + ": " + value + " is not above zero"));
+  }
+  Options opt;
+  CLI::App app{"test program", "prog"};
+  xg::cli::add_number(app, "--lr", opt.lr, "a rate")->check(xg::cli::positive());
+  const char* argv[] = {"prog", "--lr", "1e-30"};
+  std::ostringstream out, err;
+  CHECK_FALSE(xg::cli::parse_or_exit(app, 3, argv, out, err));
+  CHECK(opt.lr == 1e-30f);
+}
+
+TEST_CASE("cli: unknown flags and missing values are refused, --help shows defaults", "[cli]") {
+  Program unknown;
+  CHECK(unknown.run({"--count", "3", "--bogus"}) == 2);
+  CHECK_THAT(unknown.err.str(), Contains("prog: The following argument was not expected: --bogus"));
+  Program missing;
+  CHECK(missing.run({"--count"}) == 2);
+  CHECK_THAT(missing.err.str(), Contains("--count"));
+  Program help;
+  CHECK(help.run({"--help"}) == 0);
+  CHECK_THAT(help.out.str(), Contains("--count UINT=5") && Contains("--lr FLOAT=0.01") && Contains("--seed UINT=12345"));
+  CHECK(help.err.str().empty());
+}

@@ -1,0 +1,57 @@
+#pragma once
+// Command lines of the example programs, on CLI11: numeric options that refuse what CLI11 alone
+// would narrow silently, defaults shown in --help, and one parse-or-exit for main().
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace xg::cli {
+
+namespace detail {
+// Rewrite `text` as canonical decimal, or return why it is not an integer in [min, max].
+std::string check_integer(std::string& text, int64_t min, uint64_t max);
+// Rewrite `text` in shortest round-trip form, or return why it is not a finite number in
+// [-max, max].
+std::string check_finite(std::string& text, double max, const char* type_name);
+}  // namespace detail
+
+// Options added to `app` afterwards (and to subcommands created afterwards) show their current
+// value as the default in --help.
+void show_defaults(CLI::App& app);
+
+// `name` parsed into the number `field`. CLI11 2.1 converts integers with strtoull in base 0, so
+// "-1" would become SIZE_MAX, "010" octal 8 and an overflow the largest value, and it takes "nan"
+// for a float; here the text must be a decimal integer within T's range, or a finite number that
+// T can hold, else the parse fails naming the flag and the value.
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& name, T& field, const std::string& help) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "add_number takes integers and floats");
+  CLI::Validator check;
+  if constexpr (std::is_integral_v<T>) {
+    check = CLI::Validator([](std::string& s) {
+      return detail::check_integer(s, int64_t(std::numeric_limits<T>::min()), uint64_t(std::numeric_limits<T>::max()));
+    }, "");
+  } else {
+    check = CLI::Validator([](std::string& s) {
+      return detail::check_finite(s, double(std::numeric_limits<T>::max()), sizeof(T) == 4 ? "a float" : "a double");
+    }, "");
+  }
+  // transform(), not check(): it runs first and may rewrite the text CLI11 then converts.
+  return app.add_option(name, field, help)->transform(check);
+}
+
+// For add_number options that must be above zero (sizes, counts, rates): `->check(positive())`.
+// (CLI11's PositiveNumber names the range as 0 to DBL_MAX written out in full.)
+CLI::Validator positive();
+
+// Parses the command line. Returns the exit code when main should return now: 0 after --help,
+// 2 after "<program>: <error>" (unknown flag, bad or missing value) on `err`; nothing when the
+// program should run.
+std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv,
+                                 std::ostream& out = std::cout, std::ostream& err = std::cerr);
+
+}  // namespace xg::cli
