@@ -8,6 +8,7 @@
 #include <set>
 
 #include "models/checkpoint.hpp"
+#include "tests/golden.hpp"
 
 using namespace xg;
 using namespace xg::models;
@@ -270,4 +271,38 @@ TEST_CASE("forward_named: Hugging Face's outputs and losses, label errors", "[re
   const NamedOutputs mlm_out = mlm->forward_named(in, {{"labels", labels}});
   CHECK(mlm_out.at("logits").shape() == Shape{2, 5, 40});
   CHECK(std::isfinite(mlm_out.at("loss").item()));
+}
+
+TEST_CASE("bert_infer dump runs any architecture's forward: outputs, loss and gradients by name", "[registry][cli]") {
+  const std::string dir = temp_dir("dump_mlm"), inputs = dir + "_in.safetensors", out = dir + "_out.safetensors";
+  auto mlm = initialised("BertForMaskedLM");
+  save_pretrained(*mlm, dir);
+  const ModelInputs in = two_rows();
+  std::vector<int64_t> labels(in.batch * in.seq_len, -100), mask;
+  labels[2] = 7;
+  for (float m : in.attention_mask.to_vector()) mask.push_back(int64_t(m));
+  const Shape bt{in.batch, in.seq_len};
+  nn::safetensors::write(inputs, {},
+                         {{"input_ids", {bt, in.input_ids}}, {"token_type_ids", {bt, in.token_type_ids}},
+                          {"attention_mask", {bt, mask}}, {"labels", {bt, labels}}},
+                         {});
+  const std::string cmd = std::string(XGRAD_BERT_INFER) + " dump --model " + dir + " --inputs " + inputs + " --out " + out;
+  REQUIRE(std::system((cmd + " --grads 2>/dev/null").c_str()) == 0);
+  const auto dumped = nn::safetensors::read(out);
+  auto f = [&](const std::string& n) { return nn::safetensors::to_float(dumped.tensors.at(n), n); };
+  const NamedOutputs expected = mlm->forward_named(in, {{"labels", labels}});
+  for (const char* k : {"logits", "last_hidden_state", "loss"}) {
+    INFO(k);
+    CHECK(test::max_scaled_error(f(k), expected.at(k)) < 1e-6);
+  }
+  size_t grads = 0;
+  for (const auto& [name, _] : dumped.tensors) grads += name.rfind("grad.", 0) == 0;
+  CHECK(grads == mlm->named_parameters().size());
+  CHECK(dumped.tensors.count("grad.cls.predictions.bias"));
+  // a label the model does not take is refused
+  nn::safetensors::write(inputs, {}, {{"input_ids", {bt, in.input_ids}}, {"next_sentence_label", {{in.batch}, {0, 1}}}}, {});
+  CHECK(std::system((cmd + " 2>/dev/null").c_str()) != 0);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(inputs);
+  std::filesystem::remove(out);
 }
