@@ -2,6 +2,8 @@
 // saved and loaded under Hugging Face's names (tests/data/hf_names.json, from
 // tools/gen_hf_names.py with transformers), loading across architectures, and clear errors.
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -48,8 +50,9 @@ ModelInputs two_rows() {
   return pad_sequences({{{2, 5, 7, 9, 3}, {0, 0, 0, 1, 1}}, {{2, 11, 3}, {}}}, /*pad_id=*/0);
 }
 
+// Per process: engineers' checkouts run these tests side by side on one machine.
 std::string temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("xgrad_registry_" + name);
+  const auto d = std::filesystem::temp_directory_path() / ("xgrad_registry_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(d);
   return d.string();
 }
