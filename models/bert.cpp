@@ -1,107 +1,61 @@
+// The registered BERT models: BertModel, BertForPreTraining, BertForMaskedLM.
 #include "models/bert.hpp"
 
 #include <fmt/format.h>
 
 namespace xg::models {
 
-void BertInputs::validate(const BertConfig& c) const {
-  const size_t n = batch * seq_len;
-  if (batch == 0 || seq_len == 0) throw std::invalid_argument(fmt::format("[bert] empty batch ({} x {})", batch, seq_len));
-  if (seq_len > c.max_position_embeddings)
-    throw std::invalid_argument(fmt::format("[bert] sequence length {} exceeds max_position_embeddings {}", seq_len,
-                                            c.max_position_embeddings));
-  if (input_ids.size() != n)
-    throw std::invalid_argument(fmt::format("[bert] {} input_ids for a {} x {} batch", input_ids.size(), batch, seq_len));
-  if (!token_type_ids.empty() && token_type_ids.size() != n)
-    throw std::invalid_argument(fmt::format("[bert] {} token_type_ids for a {} x {} batch", token_type_ids.size(), batch, seq_len));
-  if (attention_mask.defined() && attention_mask.shape() != Shape{batch, seq_len})
-    throw std::invalid_argument(fmt::format("[bert] attention_mask has shape {}, expected [{}, {}]",
-                                            shape_str(attention_mask.shape()), batch, seq_len));
-  for (size_t i = 0; i < n; ++i) {
-    if (input_ids[i] < 0 || size_t(input_ids[i]) >= c.vocab_size)
-      throw std::out_of_range(fmt::format("[bert] input id {} at position {} is outside the vocabulary of {}", input_ids[i],
-                                          i, c.vocab_size));
-    if (!token_type_ids.empty() && (token_type_ids[i] < 0 || size_t(token_type_ids[i]) >= c.type_vocab_size))
-      throw std::out_of_range(fmt::format("[bert] token type {} at position {} is outside type_vocab_size {}",
-                                          token_type_ids[i], i, c.type_vocab_size));
-  }
-}
-
-BertEmbeddings::BertEmbeddings(const BertConfig& c) : dropout_p(c.hidden_dropout_prob) {
-  word_embeddings = register_module("word_embeddings", std::make_shared<nn::Embedding>(c.vocab_size, c.hidden_size, c.pad_token_id));
-  position_embeddings = register_module("position_embeddings", std::make_shared<nn::Embedding>(c.max_position_embeddings, c.hidden_size));
-  token_type_embeddings = register_module("token_type_embeddings", std::make_shared<nn::Embedding>(c.type_vocab_size, c.hidden_size));
-  layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(c.hidden_size, c.layer_norm_eps));
-}
-
-Tensor BertEmbeddings::forward(const BertInputs& in) {
-  const Shape bt{in.batch, in.seq_len};
-  std::vector<int64_t> positions(in.batch * in.seq_len), types = in.token_type_ids;
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int64_t(i % in.seq_len);
-  if (types.empty()) types.assign(positions.size(), 0);
-  Tensor h = add(add(word_embeddings->forward(in.input_ids, bt), position_embeddings->forward(positions, bt)),
-                 token_type_embeddings->forward(types, bt));
-  return dropout(layer_norm->forward(h), dropout_p, is_training());
-}
-
-BertPooler::BertPooler(const BertConfig& c) {
-  dense = register_module("dense", std::make_shared<nn::Linear>(c.hidden_size, c.hidden_size));
-}
-
-Tensor BertPooler::forward(const Tensor& hidden) {
-  const Tensor cls = reshape(slice(hidden, 1, 0, 1), {long(hidden.size(0)), long(hidden.size(2))});
-  return tanh(dense->forward(cls));
-}
-
-BertModel::BertModel(const BertConfig& c) : config(c) {
+BertPreTrainedModel::BertPreTrainedModel(const BertConfig& c, std::string base_prefix)
+    : config(c), base_prefix_(std::move(base_prefix)) {
   c.validate();
-  embeddings = register_module("embeddings", std::make_shared<BertEmbeddings>(c));
-  encoder = register_module("encoder", std::make_shared<nn::Encoder>(c.transformer_options(), c.num_hidden_layers));
-  pooler = register_module("pooler", std::make_shared<BertPooler>(c));
 }
 
-BertModel::Output BertModel::forward(const BertInputs& in) {
-  in.validate(config);
+void BertPreTrainedModel::init_weights(Generator& gen) {
+  nn::init::bert_init(*this, config.initializer_range, gen);
+  // The LM heads' bias is a bare parameter, not a Linear's, so bert_init does not see it.
+  apply([](nn::Module& m) {
+    if (auto* head = dynamic_cast<BertLMHead*>(&m)) nn::init::zeros_(head->bias);
+  });
+}
+
+std::string BertPreTrainedModel::name_from_checkpoint(const std::string& file_name) const {
+  const std::string n = canonical_bert_name(file_name);
+  if (base_prefix_.empty() && n.rfind("bert.", 0) == 0) return n.substr(5);  // into a bare BertModel
+  return n;
+}
+
+bool BertPreTrainedModel::is_head_tensor(const std::string& name) const {
+  // BertForMaskedLM has no pooler, BertModel no heads: either may be absent from a checkpoint.
+  return name.rfind("cls.", 0) == 0 || name.rfind("pooler.", 0) == 0 || name.rfind("bert.pooler.", 0) == 0;
+}
+
+BertModel::BertModel(const BertConfig& c, bool add_pooling_layer, std::shared_ptr<BertEmbeddings> own_embeddings)
+    : BertPreTrainedModel(c, "") {
+  embeddings = register_module("embeddings", own_embeddings ? std::move(own_embeddings) : std::make_shared<BertEmbeddings>(c));
+  encoder = register_module("encoder", std::make_shared<nn::Encoder>(c.transformer_options(), c.num_hidden_layers));
+  if (add_pooling_layer) pooler = register_module("pooler", std::make_shared<BertPooler>(c));
+}
+
+BertModel::Output BertModel::forward(const ModelInputs& in) {
+  in.validate(config.input_limits());
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
   Output out;
   out.last_hidden_state = encoder->forward(embeddings->forward(in), mask);
-  out.pooler_output = pooler->forward(out.last_hidden_state);
+  if (pooler) out.pooler_output = pooler->forward(out.last_hidden_state);
   return out;
 }
 
-namespace {
-// A named holder so the transform's parameters sit under "transform.".
-struct Transform : nn::Module {
-  using nn::Module::register_module;
-};
-}  // namespace
-
-BertLMHead::BertLMHead(const BertConfig& c, Tensor tied) : decoder_weight(std::move(tied)), act(nn::activation_from_name(c.hidden_act)) {
-  auto t = std::make_shared<Transform>();
-  transform_dense = t->register_module("dense", std::make_shared<nn::Linear>(c.hidden_size, c.hidden_size));
-  transform_norm = t->register_module("LayerNorm", std::make_shared<nn::LayerNorm>(c.hidden_size, c.layer_norm_eps));
-  transform = register_module("transform", std::shared_ptr<nn::Module>(t));
-  bias = register_parameter("bias", Tensor::zeros({c.vocab_size}));
+NamedOutputs BertModel::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {}, kArchitecture);
+  const Output o = forward(in);
+  NamedOutputs out{{"last_hidden_state", o.last_hidden_state}};
+  if (o.pooler_output.defined()) out["pooler_output"] = o.pooler_output;
+  return out;
 }
 
-Tensor BertLMHead::forward(const Tensor& rows) {
-  const Tensor h = transform_norm->forward(nn::activate(transform_dense->forward(rows), act));
-  return linear(h, decoder_weight, bias);  // the decoder is the tied word embeddings
-}
-
-BertPreTrainingHeads::BertPreTrainingHeads(const BertConfig& c, Tensor tied) {
-  predictions = register_module("predictions", std::make_shared<BertLMHead>(c, std::move(tied)));
-  seq_relationship = register_module("seq_relationship", std::make_shared<nn::Linear>(c.hidden_size, 2));
-}
-
-BertForPreTraining::BertForPreTraining(const BertConfig& c) : config(c) {
+BertForPreTraining::BertForPreTraining(const BertConfig& c) : BertPreTrainedModel(c, "bert.") {
   bert = register_module("bert", std::make_shared<BertModel>(c));
   cls = register_module("cls", std::make_shared<BertPreTrainingHeads>(c, bert->embeddings->word_embeddings->weight));
-}
-
-void BertForPreTraining::init_weights(Generator& gen) {
-  nn::init::bert_init(*this, config.initializer_range, gen);
-  nn::init::zeros_(cls->predictions->bias);
 }
 
 namespace {
@@ -116,7 +70,7 @@ size_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
 }
 }  // namespace
 
-BertForPreTraining::Output BertForPreTraining::forward(const BertInputs& in, const PretrainingTargets& t) {
+BertForPreTraining::Output BertForPreTraining::forward(const ModelInputs& in, const PretrainingTargets& t) {
   const size_t n = in.batch * in.seq_len;
   if (t.masked_positions.size() != t.masked_labels.size())
     throw std::invalid_argument(fmt::format("[bert] {} masked positions but {} labels", t.masked_positions.size(), t.masked_labels.size()));
@@ -137,13 +91,44 @@ BertForPreTraining::Output BertForPreTraining::forward(const BertInputs& in, con
   return out;
 }
 
-BertForPreTraining::FullOutput BertForPreTraining::forward_full(const BertInputs& in) {
+BertForPreTraining::FullOutput BertForPreTraining::forward_full(const ModelInputs& in) {
   FullOutput out;
   out.base = bert->forward(in);
-  const long B = long(in.batch), T = long(in.seq_len);
-  const Tensor logits = cls->predictions->forward(reshape(out.base.last_hidden_state, {B * T, -1}));
-  out.prediction_logits = reshape(logits, {B, T, -1});
+  out.prediction_logits = cls->predictions->forward_sequence(out.base.last_hidden_state);
   out.seq_relationship_logits = cls->seq_relationship->forward(out.base.pooler_output);
+  return out;
+}
+
+NamedOutputs BertForPreTraining::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {"labels", "next_sentence_label"}, kArchitecture);
+  if (labels.size() == 1)
+    throw std::invalid_argument(fmt::format("[{}] the loss needs both labels and next_sentence_label", kArchitecture));
+  const FullOutput full = forward_full(in);
+  NamedOutputs out{{"last_hidden_state", full.base.last_hidden_state},
+                   {"pooler_output", full.base.pooler_output},
+                   {"prediction_logits", full.prediction_logits},
+                   {"seq_relationship_logits", full.seq_relationship_logits}};
+  if (labels.empty()) return out;
+  out["mlm_loss"] = token_labels_loss(full.prediction_logits, labels.at("labels"));
+  out["nsp_loss"] = sequence_labels_loss(full.seq_relationship_logits, labels.at("next_sentence_label"), "next_sentence_label");
+  out["loss"] = add(out["mlm_loss"], out["nsp_loss"]);
+  return out;
+}
+
+BertForMaskedLM::BertForMaskedLM(const BertConfig& c) : BertPreTrainedModel(c, "bert.") {
+  bert = register_module("bert", std::make_shared<BertModel>(c, /*add_pooling_layer=*/false));
+  cls = register_module("cls", std::make_shared<BertOnlyMLMHead>(c, bert->embeddings->word_embeddings->weight));
+}
+
+Tensor BertForMaskedLM::forward(const ModelInputs& in) {
+  return cls->predictions->forward_sequence(bert->forward(in).last_hidden_state);
+}
+
+NamedOutputs BertForMaskedLM::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {"labels"}, kArchitecture);
+  const Tensor hidden = bert->forward(in).last_hidden_state;
+  NamedOutputs out{{"last_hidden_state", hidden}, {"logits", cls->predictions->forward_sequence(hidden)}};
+  if (labels.count("labels")) out["loss"] = token_labels_loss(out["logits"], labels.at("labels"));
   return out;
 }
 

@@ -2,30 +2,27 @@
 // BERT (Devlin et al. 2019) with Hugging Face's module tree, so parameter names are those of its
 // checkpoints: bert.embeddings.word_embeddings.weight, bert.encoder.layer.0.attention.self.query
 // .weight, ..., bert.pooler.dense.weight, cls.predictions.transform.dense.weight,
-// cls.predictions.bias, cls.seq_relationship.weight. The MLM decoder is tied to the word
-// embeddings.
+// cls.predictions.bias, cls.seq_relationship.weight (BertModel's own names lack "bert."). The MLM
+// decoder is tied to the word embeddings.
 #include <memory>
 #include <vector>
 
 #include "models/bert_config.hpp"
+#include "models/pretrained.hpp"
 #include "nn/nn.hpp"
 
 namespace xg::models {
 
-// A batch of B sequences of T tokens, row-major.
-struct BertInputs {
-  size_t batch = 0, seq_len = 0;
-  std::vector<int64_t> input_ids;       // B*T
-  std::vector<int64_t> token_type_ids;  // B*T, or empty for all zeros
-  Tensor attention_mask;                // (B, T) of 0/1, or undefined for no padding
-  // Throws naming the field when sizes disagree or ids fall outside `config`'s ranges.
-  void validate(const BertConfig& config) const;
-};
+using BertInputs = ModelInputs;
 
 class BertEmbeddings : public nn::Module {
  public:
   explicit BertEmbeddings(const BertConfig& c);
-  Tensor forward(const BertInputs& in);
+  // Uses in.position_ids when given, else default_position_ids(in).
+  Tensor forward(const ModelInputs& in);
+  // BERT counts 0..T-1 in every row. A family with other positions overrides this one function
+  // (RoBERTa: padding_idx + 1 onwards over non-padding tokens, padding at padding_idx).
+  virtual std::vector<int64_t> default_position_ids(const ModelInputs& in) const;
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
   std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
   float dropout_p;
@@ -39,26 +36,14 @@ class BertPooler : public nn::Module {
   std::shared_ptr<nn::Linear> dense;
 };
 
-class BertModel : public nn::Module {
- public:
-  explicit BertModel(const BertConfig& c);
-  struct Output {
-    Tensor last_hidden_state;  // (B, T, H)
-    Tensor pooler_output;      // (B, H)
-  };
-  Output forward(const BertInputs& in);
-  BertConfig config;
-  std::shared_ptr<BertEmbeddings> embeddings;
-  std::shared_ptr<nn::Encoder> encoder;
-  std::shared_ptr<BertPooler> pooler;
-};
-
 // dense + activation + LayerNorm, then the tied decoder and its bias: cls.predictions.
 class BertLMHead : public nn::Module {
  public:
   BertLMHead(const BertConfig& c, Tensor tied_word_embeddings);
   // hidden rows (N, H) -> vocabulary logits (N, V)
   Tensor forward(const Tensor& rows);
+  // hidden states (B, T, H) -> logits at every position (B, T, V)
+  Tensor forward_sequence(const Tensor& hidden);
   std::shared_ptr<nn::Module> transform;  // holds "dense" and "LayerNorm"
   std::shared_ptr<nn::Linear> transform_dense;
   std::shared_ptr<nn::LayerNorm> transform_norm;
@@ -74,6 +59,42 @@ class BertPreTrainingHeads : public nn::Module {
   std::shared_ptr<nn::Linear> seq_relationship;
 };
 
+// What every registered BERT model shares (transformers' BertPreTrainedModel): the config, BERT's
+// initialisation and the checkpoint name map. Heads hold the encoder under "bert."; BertModel
+// itself has no prefix.
+class BertPreTrainedModel : public PretrainedModel {
+ public:
+  BertPreTrainedModel(const BertConfig& c, std::string base_prefix);
+  std::string model_type() const override { return BertConfig::kModelType; }
+  nlohmann::json family_config_json() const override { return config.to_json(); }
+  // N(0, initializer_range) weights, zero biases, LayerNorm 1 and 0, the padding row 0.
+  void init_weights(Generator& gen) override;
+  std::string name_from_checkpoint(const std::string& file_name) const override;
+  bool is_head_tensor(const std::string& name) const override;
+
+  BertConfig config;
+
+ private:
+  std::string base_prefix_;  // "bert." or ""
+};
+
+class BertModel : public BertPreTrainedModel {
+ public:
+  static constexpr const char* kArchitecture = "BertModel";
+  // `embeddings`: a family's own embeddings (other default positions), else BERT's.
+  explicit BertModel(const BertConfig& c, bool add_pooling_layer = true, std::shared_ptr<BertEmbeddings> embeddings = nullptr);
+  std::string architecture() const override { return kArchitecture; }
+  struct Output {
+    Tensor last_hidden_state;  // (B, T, H)
+    Tensor pooler_output;      // (B, H); undefined without a pooling layer
+  };
+  Output forward(const ModelInputs& in);
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  std::shared_ptr<BertEmbeddings> embeddings;
+  std::shared_ptr<nn::Encoder> encoder;
+  std::shared_ptr<BertPooler> pooler;  // null without a pooling layer
+};
+
 // What a pre-training step needs besides the inputs.
 struct PretrainingTargets {
   std::vector<int64_t> masked_positions;  // flat indices b*T + t of the predicted tokens
@@ -81,9 +102,11 @@ struct PretrainingTargets {
   std::vector<int64_t> next_sentence_labels;  // B: 0 = B follows A, 1 = random
 };
 
-class BertForPreTraining : public nn::Module {
+class BertForPreTraining : public BertPreTrainedModel {
  public:
+  static constexpr const char* kArchitecture = "BertForPreTraining";
   explicit BertForPreTraining(const BertConfig& c);
+  std::string architecture() const override { return kArchitecture; }
   struct Output {
     Tensor loss, mlm_loss, nsp_loss;  // scalars: loss = mlm_loss + nsp_loss
     Tensor mlm_logits;                // (masked tokens, V): only where predictions are made
@@ -91,19 +114,49 @@ class BertForPreTraining : public nn::Module {
     size_t mlm_correct = 0, nsp_correct = 0;
   };
   // The MLM head runs only at the masked positions, as the original BERT does.
-  Output forward(const BertInputs& in, const PretrainingTargets& targets);
+  Output forward(const ModelInputs& in, const PretrainingTargets& targets);
   // Logits at every position (B, T, V) and NSP logits, for inference and checkpoint parity.
   struct FullOutput {
     BertModel::Output base;
     Tensor prediction_logits, seq_relationship_logits;
   };
-  FullOutput forward_full(const BertInputs& in);
-  // BERT's initialisation: N(0, initializer_range) weights, zero biases, LayerNorm 1 and 0.
-  void init_weights(Generator& gen);
+  FullOutput forward_full(const ModelInputs& in);
+  // Hugging Face's outputs plus last_hidden_state and pooler_output; with "labels" (B*T, -100
+  // for none) and "next_sentence_label" (B): loss, mlm_loss and nsp_loss.
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  PretrainedModel& base_model() override { return *bert; }
 
-  BertConfig config;
   std::shared_ptr<BertModel> bert;
   std::shared_ptr<BertPreTrainingHeads> cls;
 };
+
+// cls.predictions only: BertForMaskedLM's "cls".
+class BertOnlyMLMHead : public nn::Module {
+ public:
+  BertOnlyMLMHead(const BertConfig& c, Tensor tied_word_embeddings);
+  std::shared_ptr<BertLMHead> predictions;
+};
+
+// Masked language modelling without NSP (and, as in transformers, without the pooler).
+class BertForMaskedLM : public BertPreTrainedModel {
+ public:
+  static constexpr const char* kArchitecture = "BertForMaskedLM";
+  explicit BertForMaskedLM(const BertConfig& c);
+  std::string architecture() const override { return kArchitecture; }
+  // Vocabulary logits at every position: (B, T, V).
+  Tensor forward(const ModelInputs& in);
+  // "logits" and last_hidden_state; with "labels" (B*T, -100 for none): "loss".
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  PretrainedModel& base_model() override { return *bert; }
+
+  std::shared_ptr<BertModel> bert;
+  std::shared_ptr<BertOnlyMLMHead> cls;
+};
+
+// The checkpoint name a tensor should have in a BERT model with heads ("bert." prefixed): bare
+// BertModel names gain "bert.", TF-era LayerNorm gamma/beta become weight/bias,
+// cls.predictions.decoder.bias becomes cls.predictions.bias; "" for tensors to skip
+// (position_ids and token_type_ids buffers, the tied decoder weight).
+std::string canonical_bert_name(const std::string& name);
 
 }  // namespace xg::models

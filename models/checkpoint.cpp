@@ -5,11 +5,13 @@
 
 #include <filesystem>
 
+#include "nn/atomic_file.hpp"
+
 namespace fs = std::filesystem;
 
 namespace xg::models {
 
-void save_pretrained(const BertForPreTraining& model, const std::string& dir, const std::string& vocab_path,
+void save_pretrained(const PretrainedModel& model, const std::string& dir, const std::string& vocab_path,
                      const std::function<void(const std::string&)>& extra) {
   const fs::path target(dir);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -17,8 +19,8 @@ void save_pretrained(const BertForPreTraining& model, const std::string& dir, co
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {
-    model.config.save((tmp / "config.json").string());
-    nn::safetensors::write((tmp / "model.safetensors").string(), model.state_dict(), {{"format", "pt"}});
+    nn::write_text_atomically((tmp / "config.json").string(), model.config_json().dump(2) + "\n");
+    nn::safetensors::write((tmp / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
     if (!vocab_path.empty()) fs::copy_file(vocab_path, tmp / "vocab.txt");
     if (extra) extra(tmp.string());
     // Swap: the old checkpoint moves aside, the new one takes its name, the old one goes.
@@ -33,46 +35,37 @@ void save_pretrained(const BertForPreTraining& model, const std::string& dir, co
   }
 }
 
-std::string canonical_bert_name(const std::string& name) {
-  std::string n = name;
-  if (n == "bert.embeddings.position_ids" || n == "embeddings.position_ids" || n == "cls.predictions.decoder.weight")
-    return "";
-  if (n.rfind("embeddings.", 0) == 0 || n.rfind("encoder.", 0) == 0 || n.rfind("pooler.", 0) == 0) n = "bert." + n;
-  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-  if (ends("LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");
-  else if (ends("LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
-  if (n == "cls.predictions.decoder.bias") n = "cls.predictions.bias";
-  return n;
-}
-
-LoadedBert load_pretrained(const std::string& dir, uint64_t seed) {
+LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture) {
   const fs::path d(dir);
   const std::string config_path = (d / "config.json").string(), weights_path = (d / "model.safetensors").string();
   if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("[load_pretrained] {}: not a directory", dir));
   if (!fs::exists(weights_path))
     throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors (pytorch_model.bin is not supported)", dir));
-  LoadedBert out;
-  out.model = std::make_unique<BertForPreTraining>(BertConfig::from_file(config_path));
+  LoadedModel out;
+  out.model = build_model(config::read_json_file(config_path, "load_pretrained"), config_path, architecture);
+  PretrainedModel& model = *out.model;
   Generator gen(seed);
-  out.model->init_weights(gen);
+  model.init_weights(gen);
   nn::StateDict state;
   for (auto& [name, t] : nn::safetensors::read_float_tensors(weights_path)) {
-    const std::string n = canonical_bert_name(name);
-    if (n.empty()) continue;
-    if (state.count(n) && n == "cls.predictions.bias") continue;  // decoder.bias duplicates the bias
+    const std::string n = model.name_from_checkpoint(name);
+    if (n.empty() || state.count(n)) continue;  // skipped, or a second name of a tied tensor
     state[n] = t;
     out.file_names[n] = name;
   }
-  const nn::LoadReport report = out.model->load_state_dict(state, /*strict=*/false);
-  std::vector<std::string> missing_body, missing_heads;
-  for (const auto& m : report.missing) (m.rfind("cls.", 0) == 0 ? missing_heads : missing_body).push_back(m);
-  if (!missing_body.empty() || !report.unexpected.empty() || !report.mismatched.empty()) {
-    nn::LoadReport bad{missing_body, report.unexpected, report.mismatched};
-    throw std::runtime_error(fmt::format("[load_pretrained] {}: {}", weights_path, bad.str()));
-  }
+  const nn::LoadReport report = model.load_state_dict(state, /*strict=*/false);
+  nn::LoadReport bad{{}, {}, report.mismatched};
+  std::vector<std::string> missing_heads, unused_heads;
+  for (const auto& m : report.missing) (model.is_head_tensor(m) ? missing_heads : bad.missing).push_back(m);
+  for (const auto& u : report.unexpected) (model.is_head_tensor(u) ? unused_heads : bad.unexpected).push_back(u);
+  if (!bad.ok()) throw std::runtime_error(fmt::format("[load_pretrained] {}: {}", weights_path, bad.str()));
+  for (const auto& u : unused_heads) out.file_names.erase(u);
   if (!missing_heads.empty())
-    out.notes.push_back(fmt::format("{} pre-training head tensors are not in the checkpoint (a bare BertModel?): "
-                                    "initialised randomly", missing_heads.size()));
+    out.notes.push_back(fmt::format("{} head tensors of {} are not in the checkpoint (another architecture?): initialised "
+                                    "randomly ({}, ...)", missing_heads.size(), model.architecture(), missing_heads.front()));
+  if (!unused_heads.empty())
+    out.notes.push_back(fmt::format("{} head tensors in the checkpoint are not used by {}: ignored ({}, ...)",
+                                    unused_heads.size(), model.architecture(), unused_heads.front()));
   return out;
 }
 

@@ -1,36 +1,62 @@
 #pragma once
-// Hugging Face checkpoint directories: config.json + model.safetensors (+ vocab.txt), loadable by
-// transformers' BertForPreTraining.from_pretrained and back.
+// Hugging Face checkpoint directories: config.json + model.safetensors (+ vocab.txt), for any
+// registered family and architecture, loadable by transformers' from_pretrained and back.
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "models/bert.hpp"
+#include "models/registry.hpp"
 
 namespace xg::models {
 
-// Writes config.json, model.safetensors (F32, HF names, the tied decoder stored once as the word
-// embeddings) and, when given, a copy of vocab.txt; `extra(tmp_dir)` may add files (training
-// state). Everything goes to a temporary directory that then replaces `dir`, so a crash leaves
-// either the old checkpoint or the new one, never a mix.
-void save_pretrained(const BertForPreTraining& model, const std::string& dir, const std::string& vocab_path = "",
+// Writes config.json (the family's fields, model_type and architectures), model.safetensors (F32,
+// Hugging Face names, each tied tensor once) and, when given, a copy of vocab.txt; `extra(tmp_dir)`
+// may add files (training state, tokenizer files). Everything goes to a temporary directory that
+// then replaces `dir`, so a crash leaves either the old checkpoint or the new one, never a mix.
+void save_pretrained(const PretrainedModel& model, const std::string& dir, const std::string& vocab_path = "",
                      const std::function<void(const std::string& tmp_dir)>& extra = nullptr);
 
-struct LoadedBert {
-  std::unique_ptr<BertForPreTraining> model;
-  std::vector<std::string> notes;  // e.g. "pre-training heads not in the checkpoint: initialised randomly"
+// A loaded model as class M (PretrainedModel: whatever class config.json names).
+template <class M = PretrainedModel>
+struct Loaded {
+  std::unique_ptr<M> model;
+  std::vector<std::string> notes;  // e.g. "2 head tensors are not in the checkpoint: initialised randomly"
   std::map<std::string, std::string> file_names;  // parameter name -> its name in the checkpoint file
+
+  Loaded() = default;
+  // Takes over a model loaded as another class; throws when it is not an M.
+  template <class From, class = std::enable_if_t<!std::is_same_v<From, M>>>
+  Loaded(Loaded<From>&& other) : notes(std::move(other.notes)), file_names(std::move(other.file_names)) {
+    M* m = dynamic_cast<M*>(other.model.get());
+    if (!m)
+      throw std::invalid_argument(fmt::format("[load_pretrained] the checkpoint holds a {}, not a {} (load it with "
+                                              "load_pretrained_as to build that class from it)",
+                                              other.model ? other.model->architecture() : "null model", M::kArchitecture));
+    other.model.release();
+    model.reset(m);
+  }
 };
+using LoadedModel = Loaded<PretrainedModel>;
+using LoadedBert = Loaded<BertForPreTraining>;
 
-// Reads DIR/config.json and DIR/model.safetensors. Accepts BertForPreTraining names and bare
-// BertModel names (with or without "bert."), TF-era LayerNorm gamma/beta, F32/F16/BF16 weights;
-// ignores position_ids and the tied decoder copies. Missing encoder weights, unknown names or
-// wrong shapes throw, naming the file and the tensors.
-LoadedBert load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0);
+// Reads DIR/config.json and DIR/model.safetensors and builds, through the registry, the class
+// config.json names, or `architecture` when given (as transformers' <Class>.from_pretrained:
+// BertForPreTraining from a bare BertModel checkpoint). Accepts the names of any architecture of
+// the family and older spellings (the family's name map) and F32/F16/BF16 weights. Head tensors
+// the checkpoint lacks are initialised randomly (from `seed_for_missing_heads`) and head tensors
+// the class lacks are ignored, each with a note; missing encoder weights, unknown names or wrong
+// shapes throw, naming the file and the tensors.
+LoadedModel load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0, const std::string& architecture = "");
 
-// The checkpoint name a tensor should have in this model (the mapping above), or "" to skip it.
-std::string canonical_bert_name(const std::string& name);
+template <class M>
+Loaded<M> load_pretrained_as(const std::string& dir, uint64_t seed_for_missing_heads = 0) {
+  return load_pretrained(dir, seed_for_missing_heads, M::kArchitecture);
+}
 
 }  // namespace xg::models

@@ -29,13 +29,7 @@ Case load_case(const std::string& name) {
   Case c;
   c.file = nn::safetensors::read(dir_of(name) + "/goldens.safetensors");
   const auto& ids = c.file.tensors.at("input_ids");
-  c.inputs.batch = ids.shape[0];
-  c.inputs.seq_len = ids.shape[1];
-  c.inputs.input_ids = c.i("input_ids");
-  c.inputs.token_type_ids = c.i("token_type_ids");
-  const auto mask = c.i("attention_mask");
-  c.inputs.attention_mask = Tensor::empty({c.inputs.batch, c.inputs.seq_len});
-  for (size_t k = 0; k < mask.size(); ++k) c.inputs.attention_mask.data()[k] = float(mask[k]);
+  c.inputs = make_inputs(ids.shape[0], ids.shape[1], c.i("input_ids"), c.i("token_type_ids"), c.i("attention_mask"));
   const auto labels = c.i("labels");
   for (size_t k = 0; k < labels.size(); ++k)
     if (labels[k] != -100) {

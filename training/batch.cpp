@@ -8,20 +8,14 @@ namespace xg::training {
 
 Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, int32_t pad_id) {
   Batch b;
-  auto& in = b.inputs;
-  in.batch = instances.size();
-  in.seq_len = seq_len;
-  in.input_ids.assign(in.batch * seq_len, pad_id);
-  in.token_type_ids.assign(in.batch * seq_len, 0);
-  in.attention_mask = Tensor::zeros({in.batch, seq_len});
+  std::vector<models::Sequence> sequences(instances.size());
   for (size_t i = 0; i < instances.size(); ++i) {
     const auto& inst = instances[i];
     if (inst.tokens.size() > seq_len)
       throw std::invalid_argument(fmt::format("[batch] an instance has {} tokens, more than --seq-len {}", inst.tokens.size(), seq_len));
     for (size_t t = 0; t < inst.tokens.size(); ++t) {
-      in.input_ids[i * seq_len + t] = inst.tokens[t];
-      in.token_type_ids[i * seq_len + t] = inst.segment_id(t);
-      in.attention_mask.data()[i * seq_len + t] = 1.f;
+      sequences[i].ids.push_back(inst.tokens[t]);
+      sequences[i].type_ids.push_back(inst.segment_id(t));
     }
     for (size_t k = 0; k < inst.masked_positions.size(); ++k) {
       b.targets.masked_positions.push_back(int64_t(i * seq_len) + inst.masked_positions[k]);
@@ -30,20 +24,18 @@ Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, i
     b.targets.next_sentence_labels.push_back(inst.is_random_next ? 1 : 0);
     b.real_tokens += inst.tokens.size();
   }
+  b.inputs = models::pad_sequences(sequences, pad_id, seq_len);
   return b;
 }
 
 Batch random_batch(size_t batch, size_t seq_len, size_t vocab_size, Generator& gen) {
   Batch b;
-  auto& in = b.inputs;
-  in.batch = batch;
-  in.seq_len = seq_len;
-  in.attention_mask = Tensor::ones({batch, seq_len});
+  std::vector<int64_t> ids, types;
   const size_t predictions = std::max<size_t>(1, size_t(std::lround(0.15 * double(seq_len))));
   for (size_t i = 0; i < batch; ++i) {
     for (size_t t = 0; t < seq_len; ++t) {
-      in.input_ids.push_back(int64_t(gen.below(vocab_size)));
-      in.token_type_ids.push_back(t < seq_len / 2 ? 0 : 1);
+      ids.push_back(int64_t(gen.below(vocab_size)));
+      types.push_back(t < seq_len / 2 ? 0 : 1);
     }
     for (size_t k = 0; k < predictions; ++k) {  // evenly spread positions, random labels
       b.targets.masked_positions.push_back(int64_t(i * seq_len + (k * seq_len) / predictions));
@@ -51,6 +43,8 @@ Batch random_batch(size_t batch, size_t seq_len, size_t vocab_size, Generator& g
     }
     b.targets.next_sentence_labels.push_back(int64_t(gen.below(2)));
   }
+  // an all-ones mask: the benchmark times the masked attention that real batches use
+  b.inputs = models::make_inputs(batch, seq_len, std::move(ids), std::move(types), std::vector<int64_t>(batch * seq_len, 1));
   b.real_tokens = batch * seq_len;
   return b;
 }

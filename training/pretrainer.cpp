@@ -290,7 +290,7 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
   // ---- model, optimizer, schedule ----
   std::unique_ptr<models::BertForPreTraining> model;
   if (!ckpt.empty()) {
-    model = std::move(models::load_pretrained(ckpt).model);
+    model = models::load_pretrained_as<models::BertForPreTraining>(ckpt).model;
   } else {
     model = std::make_unique<models::BertForPreTraining>(config_for(opt.model, tok.vocab().size(), opt.seq_len));
     Generator init_gen(opt.seed);

@@ -49,11 +49,16 @@ text::BertTokenizer tokenizer_for(const std::string& dir, bool cased) {
   return text::BertTokenizer::from_file(vocab, o);
 }
 
-models::LoadedBert load_model(const std::string& dir) {
+models::LoadedModel load_model(const std::string& dir) {
   auto loaded = models::load_pretrained(dir);
   for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
   loaded.model->eval();
   return loaded;
+}
+
+// Integer tensors of the inputs file: model inputs by name, every other one a label.
+bool is_model_input(const std::string& name) {
+  return name == "input_ids" || name == "token_type_ids" || name == "attention_mask" || name == "position_ids";
 }
 
 int dump(const DumpArgs& a) {
@@ -61,64 +66,33 @@ int dump(const DumpArgs& a) {
   auto& model = *loaded.model;
   const std::string& in_path = a.inputs;
   const auto file = nn::safetensors::read(in_path);
-  auto ints = [&](const std::string& name, bool required) -> std::pair<Shape, std::vector<int64_t>> {
-    auto it = file.tensors.find(name);
-    if (it == file.tensors.end()) {
-      if (required) throw std::runtime_error(fmt::format("{}: no '{}' tensor", in_path, name));
-      return {};
-    }
-    return {it->second.shape, nn::safetensors::to_int64(it->second, name)};
-  };
-  const auto [ids_shape, ids] = ints("input_ids", true);
+  auto it = file.tensors.find("input_ids");
+  if (it == file.tensors.end()) throw std::runtime_error(fmt::format("{}: no 'input_ids' tensor", in_path));
+  const Shape ids_shape = it->second.shape;
   if (ids_shape.size() != 2) throw std::runtime_error(fmt::format("{}: input_ids must be [B, T], got {}", in_path, shape_str(ids_shape)));
-  models::BertInputs in;
-  in.batch = ids_shape[0];
-  in.seq_len = ids_shape[1];
-  in.input_ids = ids;
-  auto check_shape = [&](const char* name, const Shape& s, const Shape& want) {
-    if (s != want) throw std::runtime_error(fmt::format("{}: {} has shape {}, expected {}", in_path, name, shape_str(s), shape_str(want)));
-  };
-  if (auto [s, v] = ints("token_type_ids", false); !v.empty()) {
-    check_shape("token_type_ids", s, ids_shape);
-    in.token_type_ids = v;
+  std::map<std::string, std::vector<int64_t>> inputs;
+  models::Labels labels;
+  for (const auto& [name, e] : file.tensors) {
+    if (e.dtype != nn::safetensors::DType::I64 && e.dtype != nn::safetensors::DType::I32) continue;  // e.g. reference outputs
+    if (is_model_input(name) && e.shape != ids_shape)
+      throw std::runtime_error(fmt::format("{}: {} has shape {}, expected {}", in_path, name, shape_str(e.shape), shape_str(ids_shape)));
+    (is_model_input(name) ? inputs[name] : labels[name]) = nn::safetensors::to_int64(e, name);
   }
-  if (auto [s, v] = ints("attention_mask", false); !v.empty()) {
-    check_shape("attention_mask", s, ids_shape);
-    in.attention_mask = Tensor::empty(ids_shape);
-    for (size_t i = 0; i < v.size(); ++i) in.attention_mask.data()[i] = float(v[i]);
-  }
-  const auto [label_shape, labels] = ints("labels", false);
-  const auto [nsp_shape, nsp] = ints("next_sentence_label", false);
-  const bool with_labels = !labels.empty();
-  if (with_labels) check_shape("labels", label_shape, ids_shape);
-  if (with_labels && nsp.empty()) throw std::runtime_error(fmt::format("{}: labels need next_sentence_label too", in_path));
-  if (!nsp.empty()) check_shape("next_sentence_label", nsp_shape, {in.batch});
+  const models::ModelInputs in = models::make_inputs(ids_shape[0], ids_shape[1], inputs["input_ids"], inputs["token_type_ids"],
+                                                     inputs["attention_mask"], inputs["position_ids"]);
   const bool grads = a.grads;
-  if (grads && !with_labels) throw std::runtime_error("dump --grads needs labels and next_sentence_label in the inputs");
+  if (grads && labels.empty()) throw std::runtime_error("dump --grads needs labels in the inputs (to have a loss)");
 
   nn::StateDict out;
   {
     std::unique_ptr<NoGradGuard> no_grad;
     if (!grads) no_grad = std::make_unique<NoGradGuard>();
-    auto full = model.forward_full(in);
-    out["last_hidden_state"] = full.base.last_hidden_state;
-    out["pooler_output"] = full.base.pooler_output;
-    out["prediction_logits"] = full.prediction_logits;
-    out["seq_relationship_logits"] = full.seq_relationship_logits;
-    if (with_labels) {
-      const size_t V = model.config.vocab_size;
-      const Tensor mlm = cross_entropy(reshape(full.prediction_logits, {-1, long(V)}), labels, -100);
-      const Tensor nsp_loss = cross_entropy(full.seq_relationship_logits, nsp);
-      const Tensor loss = add(mlm, nsp_loss);
-      out["loss"] = loss;
-      out["mlm_loss"] = mlm;
-      out["nsp_loss"] = nsp_loss;
-      if (grads) {
-        loss.backward();
-        for (auto& [n, p] : model.named_parameters()) {
-          auto it = loaded.file_names.find(n);
-          out["grad." + (it == loaded.file_names.end() ? n : it->second)] = p.grad();
-        }
+    out = model.forward_named(in, labels);
+    if (grads) {
+      out.at("loss").backward();
+      for (auto& [n, p] : model.named_parameters()) {
+        auto f = loaded.file_names.find(n);
+        out["grad." + (f == loaded.file_names.end() ? n : f->second)] = p.grad();
       }
     }
   }
@@ -142,23 +116,27 @@ int tokenize(const TokenizeArgs& a) {
   return 0;
 }
 
+// Masked-LM logits (B, T, V): "logits" of a ...ForMaskedLM, "prediction_logits" of a ...ForPreTraining.
+Tensor vocabulary_logits(const models::NamedOutputs& out, const std::string& architecture) {
+  for (const char* name : {"logits", "prediction_logits"})
+    if (auto it = out.find(name); it != out.end() && it->second.dim() == 3) return it->second;
+  throw std::invalid_argument(fmt::format("fill-mask: a {} has no language-model head", architecture));
+}
+
 int fill_mask(const FillMaskArgs& a) {
   const auto tok = tokenizer_for(a.model, a.cased);
   auto loaded = load_model(a.model);
   const size_t k = a.top_k;
   const auto e = tok.encode(a.text);
-  models::BertInputs in;
-  in.batch = 1;
-  in.seq_len = e.ids.size();
-  in.input_ids.assign(e.ids.begin(), e.ids.end());
+  const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok.pad_id());
   NoGradGuard no_grad;
-  const auto full = loaded.model->forward_full(in);
-  const size_t V = loaded.model->config.vocab_size;
+  const Tensor logits = vocabulary_logits(loaded.model->forward_named(in), loaded.model->architecture());
+  const size_t V = logits.size(-1);
   size_t masks = 0;
   for (size_t t = 0; t < e.ids.size(); ++t) {
     if (e.ids[t] != tok.mask_id()) continue;
     ++masks;
-    const Tensor probs = softmax(slice(reshape(full.prediction_logits, {long(in.seq_len), long(V)}), 0, long(t), long(t) + 1));
+    const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len), long(V)}), 0, long(t), long(t) + 1));
     std::vector<int32_t> order(V);
     for (size_t i = 0; i < V; ++i) order[i] = int32_t(i);
     std::partial_sort(order.begin(), order.begin() + long(std::min(k, V)), order.end(),
@@ -180,30 +158,21 @@ int embed(const EmbedArgs& a) {
   auto loaded = load_model(a.model);
   const size_t batch = a.batch;
   text::EncodeOptions eo;
-  eo.max_length = loaded.model->config.max_position_embeddings;
-  eo.pad_to_longest = true;
+  eo.max_length = size_t(loaded.model->config_json().at("max_position_embeddings"));
   std::vector<std::string> lines;
   auto flush = [&] {
     if (lines.empty()) return;
-    const auto enc = tok.encode_batch(lines, eo);
-    models::BertInputs in;
-    in.batch = enc.size();
-    in.seq_len = enc[0].size();
-    in.attention_mask = Tensor::empty({in.batch, in.seq_len});
-    for (size_t b = 0; b < enc.size(); ++b)
-      for (size_t t = 0; t < in.seq_len; ++t) {
-        in.input_ids.push_back(enc[b].ids[t]);
-        in.token_type_ids.push_back(0);
-        in.attention_mask.data()[b * in.seq_len + t] = float(enc[b].attention_mask[t]);
-      }
+    std::vector<models::Sequence> sequences;
+    for (const auto& e : tok.encode_batch(lines, eo)) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
+    const models::ModelInputs in = models::pad_sequences(sequences, tok.pad_id());
     NoGradGuard no_grad;
-    const Tensor h = loaded.model->bert->forward(in).last_hidden_state;
+    const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
     const size_t H = h.size(2);
     for (size_t b = 0; b < in.batch; ++b) {
       std::vector<double> v(H, 0.0);
       size_t n = 0;
       for (size_t t = 0; t < in.seq_len; ++t) {
-        if (pooling == "cls" ? t != 0 : enc[b].attention_mask[t] == 0) continue;
+        if (pooling == "cls" ? t != 0 : in.attention_mask.data()[b * in.seq_len + t] == 0.f) continue;
         for (size_t i = 0; i < H; ++i) v[i] += h.data()[(b * in.seq_len + t) * H + i];
         ++n;
       }
@@ -236,9 +205,10 @@ int main(int argc, char** argv) {
   dump_cmd->add_option("--out", d.out, "outputs")->required()->type_name("OUT.safetensors");
   dump_cmd->add_flag("--grads", d.grads, "also write grad.<parameter> (needs labels in IN)");
   dump_cmd->footer(
-      "IN: input_ids, attention_mask, token_type_ids (I64/I32, [B, T]), optional labels [B, T]\n"
-      "(-100 = not predicted) and next_sentence_label [B]. OUT (F32): last_hidden_state, pooler_output,\n"
-      "prediction_logits, seq_relationship_logits, and with labels loss, mlm_loss, nsp_loss; --grads adds\n"
+      "IN: input_ids, attention_mask, token_type_ids, position_ids (I64/I32, [B, T]); every other integer\n"
+      "tensor is a label by transformers' name (labels [B, T] with -100 = not predicted, next_sentence_label\n"
+      "[B]). OUT (F32): the model's forward outputs by transformers' names (last_hidden_state,\n"
+      "pooler_output, prediction_logits/logits, ..., and loss with labels); --grads adds\n"
       "grad.<parameter> under the checkpoint's names. Dropout is off.");
 
   TokenizeArgs t;

@@ -1,0 +1,27 @@
+// The BERT family: its Hugging Face name map and its registered architectures.
+#include "models/bert.hpp"
+#include "models/registry.hpp"
+
+namespace xg::models {
+
+std::string canonical_bert_name(const std::string& name) {
+  std::string n = name;
+  if (n == "bert.embeddings.position_ids" || n == "embeddings.position_ids" || n == "bert.embeddings.token_type_ids" ||
+      n == "embeddings.token_type_ids" || n == "cls.predictions.decoder.weight")
+    return "";
+  if (n.rfind("embeddings.", 0) == 0 || n.rfind("encoder.", 0) == 0 || n.rfind("pooler.", 0) == 0) n = "bert." + n;
+  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
+  if (ends("LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");
+  else if (ends("LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
+  if (n == "cls.predictions.decoder.bias") n = "cls.predictions.bias";
+  return n;
+}
+
+// The bare encoder first: what a config.json without "architectures" builds, as AutoModel does.
+FamilyEntry bert_family() {
+  return {BertConfig::kModelType,
+          {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
+           architecture_entry<BertForMaskedLM, BertConfig>()}};
+}
+
+}  // namespace xg::models

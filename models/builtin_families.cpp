@@ -1,0 +1,11 @@
+// The families compiled into the library. Adding one: write models/<family>_family.cpp with a
+// <family>_family() entry and list it here; loaders, trainers and programs stay unchanged.
+#include "models/registry.hpp"
+
+namespace xg::models {
+
+FamilyEntry bert_family();
+
+std::vector<FamilyEntry> builtin_families() { return {bert_family()}; }
+
+}  // namespace xg::models

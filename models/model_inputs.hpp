@@ -1,0 +1,40 @@
+#pragma once
+// What an encoder model reads: a batch of B sequences of T token ids (row-major), with segment
+// ids, an optional padding mask and optional position ids. Every program, trainer and test builds
+// them with make_inputs or pad_sequences below, so masks and padding are made in one place.
+#include <vector>
+
+#include "autograd/tensor.hpp"
+
+namespace xg::models {
+
+// The ranges a model accepts (from its config).
+struct InputLimits {
+  size_t vocab_size = 0, type_vocab_size = 0, max_positions = 0;
+};
+
+struct ModelInputs {
+  size_t batch = 0, seq_len = 0;
+  std::vector<int64_t> input_ids;       // B*T
+  std::vector<int64_t> token_type_ids;  // B*T, or empty for all zeros
+  std::vector<int64_t> position_ids;    // B*T, or empty for the family's default (BERT: 0..T-1)
+  Tensor attention_mask;                // (B, T) of 0/1, or undefined for no padding
+  // Throws naming the field when sizes disagree or ids fall outside `limits`.
+  void validate(const InputLimits& limits) const;
+};
+
+// Rows already padded to T: ids (B*T); types, mask (0/1) and positions may be empty.
+ModelInputs make_inputs(size_t batch, size_t seq_len, std::vector<int64_t> input_ids,
+                        std::vector<int64_t> token_type_ids = {}, const std::vector<int64_t>& attention_mask = {},
+                        std::vector<int64_t> position_ids = {});
+
+// One sequence before padding: its ids and segment ids (empty: all 0).
+struct Sequence {
+  std::vector<int64_t> ids, type_ids;
+};
+
+// Pads every sequence with pad_id to seq_len (0: the longest one's length); the attention mask
+// is 1 on real tokens, and padding gets segment 0. Throws if a sequence is longer than seq_len.
+ModelInputs pad_sequences(const std::vector<Sequence>& sequences, int64_t pad_id, size_t seq_len = 0);
+
+}  // namespace xg::models

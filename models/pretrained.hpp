@@ -1,0 +1,59 @@
+#pragma once
+// The base of every model the registry builds (a family's bare encoder and each head over it),
+// as transformers' PreTrainedModel: its config, its architecture name, its initialisation, the
+// map from checkpoint tensor names to its own, and a forward with Hugging Face's output names.
+// Loaders, trainers and programs use this interface and never name a family.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/model_inputs.hpp"
+#include "nn/module.hpp"
+
+namespace xg::models {
+
+// Labels by Hugging Face's argument names: "labels" ((B*T) token labels with -100 for "not
+// predicted", or (B) class labels), "next_sentence_label" (B), ...
+using Labels = std::map<std::string, std::vector<int64_t>>;
+// Outputs by Hugging Face's names: last_hidden_state, pooler_output, logits, prediction_logits,
+// seq_relationship_logits, loss, ...
+using NamedOutputs = std::map<std::string, Tensor>;
+
+class PretrainedModel : public nn::Module {
+ public:
+  virtual std::string model_type() const = 0;    // config.json's "model_type", e.g. "bert"
+  virtual std::string architecture() const = 0;  // config.json's "architectures", e.g. "BertForMaskedLM"
+  // The family's config fields (with model_type); config_json() adds "architectures".
+  virtual nlohmann::json family_config_json() const = 0;
+  nlohmann::json config_json() const;
+  // The family's initialisation of every parameter (before loading, or to train from scratch).
+  virtual void init_weights(Generator& gen) = 0;
+
+  // This model's parameter name for a tensor name found in a checkpoint of any architecture of
+  // the family (older spellings included), or "" for tensors to skip (buffers, tied copies).
+  virtual std::string name_from_checkpoint(const std::string& file_name) const = 0;
+  // Whether a name (this model's, or one name_from_checkpoint gave) belongs to a head or pooler
+  // that another architecture of the family lacks: missing ones are initialised randomly,
+  // unused ones ignored, both with a note. A missing or unknown encoder tensor is an error.
+  virtual bool is_head_tensor(const std::string& name) const = 0;
+  // The bare encoder under the heads (transformers' base_model): this model itself for one without heads.
+  virtual PretrainedModel& base_model() { return *this; }
+  // The tensors to save, under Hugging Face's names, each shared tensor once.
+  virtual nn::StateDict hf_state_dict() const { return state_dict(); }
+
+  // Forward as transformers' model(**inputs, **labels): the outputs it returns, and "loss" when
+  // labels are given (throws naming unknown or incomplete labels).
+  virtual NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) = 0;
+};
+
+// Throws unless every key of `labels` is one of `known` (naming the architecture and the keys it takes).
+void check_label_names(const Labels& labels, const std::vector<std::string>& known, const std::string& architecture);
+// Cross-entropy of (B, T, C) logits against B*T labels, -100 for "not predicted" (transformers'
+// masked-LM and token-classification loss); throws when the label count is wrong.
+Tensor token_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels);
+// Cross-entropy of (B, C) logits against B labels (next-sentence or sequence classification).
+Tensor sequence_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels, const char* name);
+
+}  // namespace xg::models
