@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "nn/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -19,7 +19,7 @@ void save_pretrained(const PretrainedModel& model, const std::string& dir, const
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {
-    nn::write_text_atomically((tmp / "config.json").string(), model.config_json().dump(2) + "\n");
+    write_text_atomically((tmp / "config.json").string(), model.config_json().dump(2) + "\n");
     nn::safetensors::write((tmp / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
     if (!vocab_path.empty()) fs::copy_file(vocab_path, tmp / "vocab.txt");
     if (extra) extra(tmp.string());

@@ -1,6 +1,6 @@
 #include "nn/safetensors.hpp"
 
-#include "nn/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 
 #include <fmt/format.h>
 

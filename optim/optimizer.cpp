@@ -6,9 +6,8 @@
 #include <fstream>
 #include <set>
 
-#include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
-#include "nn/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 #include "nn/safetensors.hpp"
 
 namespace xg::optim {
@@ -87,7 +86,7 @@ nlohmann::json Optimizer::state_json() const {
 
 void Optimizer::save_state(const std::string& prefix) const {
   nn::safetensors::write(prefix + ".safetensors", state_tensors(), {{"optimizer", name()}});
-  nn::write_text_atomically(prefix + ".json", state_json().dump(2) + "\n");
+  write_text_atomically(prefix + ".json", state_json().dump(2) + "\n");
 }
 
 void Optimizer::load_state(const std::string& prefix) {
@@ -185,7 +184,12 @@ nlohmann::json Adam::settings() const {
 
 void AdamW::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
   float* w = p.data();
-  if (wd != 0.f) vec::scale(w, 1.f - lr_ * wd, w, p.numel());
+  if (wd != 0.f) {
+    const float keep = 1.f - lr_ * wd;
+    parallel_range(p.numel(), 1 << 15, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) w[i] *= keep;
+    });
+  }
   adam_step(w, g.data(), slot(slots, "exp_avg", p).data(), slot(slots, "exp_avg_sq", p).data(), p.numel(), 0.f);
 }
 

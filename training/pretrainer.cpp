@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint.hpp"
-#include "nn/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 #include "optim/optim.hpp"
 #include "text/wordpiece_trainer.hpp"
 #include "training/batch.hpp"
@@ -340,7 +340,7 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
                                 {"rng", {{"s", {st.s[0], st.s[1], st.s[2], st.s[3]}}, {"has_spare", st.has_spare}, {"spare", st.spare}}},
                                 {"schedule", schedule.to_json()},
                                 {"options", options_json(opt)}};
-      nn::write_text_atomically((fs::path(tmp) / "training_state.json").string(), j.dump(2) + "\n");
+      write_text_atomically((fs::path(tmp) / "training_state.json").string(), j.dump(2) + "\n");
     });
     // keep the newest keep_checkpoints
     const auto all = list_checkpoints(opt.out);

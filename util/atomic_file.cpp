@@ -1,11 +1,11 @@
-#include "nn/atomic_file.hpp"
+#include "util/atomic_file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <stdexcept>
 
-namespace xg::nn {
+namespace xg {
 
 void write_file_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
@@ -25,4 +25,4 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   write_file_atomically(path, [&](std::FILE* f) { return std::fwrite(text.data(), 1, text.size(), f) == text.size(); });
 }
 
-}  // namespace xg::nn
+}  // namespace xg
