@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
-          nlohmann-json3-dev libutf8proc-dev)
+          nlohmann-json3-dev libutf8proc-dev libcli11-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev python3-torch)
 fi
