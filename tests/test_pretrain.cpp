@@ -282,3 +282,30 @@ TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
   }
   CHECK(differing == 0);
 }
+
+TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task", "[pretrain][options]") {
+  TrainerOptions trainer;
+  MlmNspOptions task;
+  CLI::App app("bert_pretrain", "bert_pretrain");
+  MlmNspOptions::table().add_to(app, task, "Data and model");
+  TrainerOptions::table().add_to(app, trainer, "Training");
+  app.parse("--lr 5e-4 --grad-accum 4 --seq-len 64 --whole-word-mask --keep 3 --tensorboard tb", false);
+  CHECK(trainer.lr == 5e-4f);
+  CHECK(trainer.grad_accum == 4);
+  CHECK(trainer.keep_checkpoints == 3);
+  CHECK(trainer.tensorboard == "tb");
+  CHECK(task.seq_len == 64);
+  CHECK(task.whole_word_mask);
+  const std::string help = app.help();
+  CHECK_THAT(help, Contains("--steps INT=800"));
+  CHECK_THAT(help, Contains("--model TEXT=tiny"));
+  // The keys of a pre-split checkpoint's options, so those checkpoints restore.
+  nlohmann::json saved = TrainerOptions::table().saved(trainer);
+  saved.update(MlmNspOptions::table().saved(task));
+  for (const char* key : {"corpus", "vocab", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
+                          "eval_instances", "model", "seq_len", "batch", "grad_accum", "lr", "warmup", "steps", "schedule",
+                          "optimizer", "weight_decay", "clip", "seed"})
+    CHECK(saved.contains(key));
+  CHECK_THROWS_AS(app.parse("--batch -1", false), CLI::ValidationError);
+  CHECK_THROWS_AS(app.parse("--no-such-flag", false), CLI::ExtrasError);
+}
