@@ -1,13 +1,17 @@
 // Pre-training end to end on real text with a tiny model: the data path to batches, the loss
-// falling, a stopped-and-resumed run equal to an uninterrupted one, and clear errors.
+// falling, a stopped-and-resumed run equal to an uninterrupted one (also from a checkpoint written
+// before the Trainer/Task split), the saved schedule followed on resume, and clear errors.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "autograd/parallel.hpp"
 #include "nn/safetensors.hpp"
+#include "optim/schedule.hpp"
+#include "tests/temp_path.hpp"
 #include "training/batch.hpp"
-#include "training/pretrainer.hpp"
+#include "training/tasks/mlm_nsp.hpp"
 
 using namespace xg;
 using namespace xg::training;
@@ -15,23 +19,29 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-PretrainOptions tiny_run(const std::string& out) {
-  PretrainOptions o;
-  o.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
-  o.vocab = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
-  o.model = "tiny";
-  o.seq_len = 64;
-  o.batch = 8;
-  o.lr = 2e-3f;
-  o.steps = 40;
-  o.eval_every = 20;
-  o.eval_instances = 32;
-  o.save_every = 0;
-  o.log_every = 1;
-  o.quiet = true;
-  o.out = (fs::temp_directory_path() / out).string();
-  fs::remove_all(o.out);
-  return o;
+struct Run {
+  TrainerOptions trainer;
+  MlmNspOptions task;
+  int64_t go() const { return run_pretraining(trainer, task); }
+};
+
+Run tiny_run(const std::string& out) {
+  Run r;
+  r.task.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
+  r.task.vocab = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
+  r.task.model = "tiny";
+  r.task.seq_len = 64;
+  r.task.eval_instances = 32;
+  r.trainer.batch = 8;
+  r.trainer.lr = 2e-3f;
+  r.trainer.steps = 40;
+  r.trainer.eval_every = 20;
+  r.trainer.save_every = 0;
+  r.trainer.log_every = 1;
+  r.trainer.quiet = true;
+  r.trainer.out = temp_path(out);
+  fs::remove_all(r.trainer.out);
+  return r;
 }
 
 std::vector<nlohmann::json> metrics(const std::string& out) {
@@ -40,6 +50,23 @@ std::vector<nlohmann::json> metrics(const std::string& out) {
   for (std::string l; std::getline(in, l);) rows.push_back(nlohmann::json::parse(l));
   return rows;
 }
+
+// The largest difference between two checkpoints' weights.
+double weight_difference(const std::string& a_file, const std::string& b_file) {
+  const auto a = nn::safetensors::read_float_tensors(a_file);
+  const auto b = nn::safetensors::read_float_tensors(b_file);
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (const auto& [n, t] : a)
+    for (size_t i = 0; i < t.numel(); ++i) worst = std::max(worst, double(std::fabs(t.data()[i] - b.at(n).data()[i])));
+  return worst;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+void write_json(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(2); }
 }  // namespace
 
 TEST_CASE("batches from instances: padding, segments, flattened masked positions", "[pretrain]") {
@@ -68,16 +95,22 @@ TEST_CASE("batches from instances: padding, segments, flattened masked positions
 }
 
 TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]") {
-  const PretrainOptions o = tiny_run("xgrad_pretrain_smoke");
-  CHECK(run_pretraining(o) == 40);
-  const auto rows = metrics(o.out);
+  const Run r = tiny_run("xgrad_pretrain_smoke");
+  CHECK(r.go() == 40);
+  const auto rows = metrics(r.trainer.out);
   std::vector<double> losses;
   size_t evals = 0;
-  for (const auto& r : rows) {
-    if (r.contains("loss")) losses.push_back(r["loss"]);
-    if (r.contains("eval_perplexity")) {
+  for (const auto& row : rows) {
+    if (row.contains("loss")) {
+      losses.push_back(row["loss"]);
+      CHECK(row["loss"].get<double>() == Approx(row["mlm_loss"].get<double>() + row["nsp_loss"].get<double>()));
+      CHECK(row.contains("mlm_acc"));
+      CHECK(row.contains("tokens_per_s"));
+    }
+    if (row.contains("eval_perplexity")) {
       ++evals;
-      CHECK(std::isfinite(r["eval_perplexity"].get<double>()));
+      CHECK(std::isfinite(row["eval_perplexity"].get<double>()));
+      CHECK(row.contains("eval_nsp_acc"));
     }
   }
   REQUIRE(losses.size() == 40);
@@ -86,72 +119,160 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   CHECK(first > 10.0);         // ~ln(30522) + ln(2) at the start
   CHECK(last < first - 2.0);   // and clearly learning
   CHECK(evals == 2);
-  CHECK(fs::exists(fs::path(o.out) / "checkpoint-000040" / "model.safetensors"));
-  CHECK(fs::exists(fs::path(o.out) / "checkpoint-000040" / "vocab.txt"));
-  fs::remove_all(o.out);
+  const fs::path ckpt = fs::path(r.trainer.out) / "checkpoint-000040";
+  CHECK(fs::exists(ckpt / "model.safetensors"));
+  CHECK(fs::exists(ckpt / "vocab.txt"));
+  const auto state = read_json(ckpt / "training_state.json");
+  CHECK(state["task"] == "mlm_nsp");
+  CHECK(state["options"]["seq_len"] == 64);
+  CHECK(state["options"]["lr"].get<float>() == 2e-3f);
+  CHECK(!state["options"].contains("out"));  // run control is not saved
+  fs::remove_all(r.trainer.out);
 }
 
 TEST_CASE("a run stopped at step k and resumed equals an uninterrupted run", "[pretrain]") {
-  PretrainOptions full = tiny_run("xgrad_pretrain_full");
-  full.steps = 8;
-  full.eval_every = 0;
-  full.grad_accum = 2;  // accumulation and the schedule must resume exactly too
-  run_pretraining(full);
-  PretrainOptions part = tiny_run("xgrad_pretrain_part");
-  part.steps = 8;
-  part.eval_every = 0;
-  part.grad_accum = 2;
-  part.stop_at = 3;
-  CHECK(run_pretraining(part) == 3);
-  PretrainOptions resumed = tiny_run("xgrad_pretrain_part_resumed");
-  resumed.out = part.out;  // keep writing into the same directory
-  resumed.resume = part.out;
-  resumed.steps = 8;
-  resumed.eval_every = 0;
-  CHECK(run_pretraining(resumed) == 8);
-  const auto a = nn::safetensors::read_float_tensors(full.out + "/checkpoint-000008/model.safetensors");
-  const auto b = nn::safetensors::read_float_tensors(part.out + "/checkpoint-000008/model.safetensors");
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (const auto& [n, t] : a)
-    for (size_t i = 0; i < t.numel(); ++i) worst = std::max(worst, double(std::fabs(t.data()[i] - b.at(n).data()[i])));
-  CHECK(worst <= 1e-6);
-  fs::remove_all(full.out);
-  fs::remove_all(part.out);
+  Run full = tiny_run("xgrad_pretrain_full");
+  full.trainer.steps = 8;
+  full.trainer.eval_every = 0;
+  full.trainer.grad_accum = 2;  // accumulation and the schedule must resume exactly too
+  full.go();
+  Run part = tiny_run("xgrad_pretrain_part");
+  part.trainer.steps = 8;
+  part.trainer.eval_every = 0;
+  part.trainer.grad_accum = 2;
+  part.trainer.stop_at = 3;
+  CHECK(part.go() == 3);
+  // Resumed with defaults for what the checkpoint decides (grad_accum among them), and with
+  // --keep 1 and frequent saves: the checkpoint it resumed from is removed while it runs.
+  Run resumed = tiny_run("xgrad_pretrain_part_resumed");
+  resumed.trainer.out = part.trainer.out;  // keep writing into the same directory
+  resumed.trainer.resume = part.trainer.out;
+  resumed.trainer.steps = 8;  // the same value as saved is accepted
+  resumed.trainer.eval_every = 0;
+  resumed.trainer.save_every = 2;
+  resumed.trainer.keep_checkpoints = 1;
+  CHECK(resumed.go() == 8);
+  CHECK(!fs::exists(part.trainer.out + "/checkpoint-000003"));
+  CHECK(weight_difference(full.trainer.out + "/checkpoint-000008/model.safetensors",
+                          part.trainer.out + "/checkpoint-000008/model.safetensors") <= 1e-6);
+  fs::remove_all(full.trainer.out);
+  fs::remove_all(part.trainer.out);
+}
+
+TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuses changed settings", "[pretrain]") {
+  Run part = tiny_run("xgrad_pretrain_schedule");
+  part.trainer.steps = 8;
+  part.trainer.eval_every = 0;
+  part.trainer.stop_at = 3;
+  REQUIRE(part.go() == 3);
+  const fs::path state_file = fs::path(part.trainer.out) / "checkpoint-000003" / "training_state.json";
+
+  // Another --lr, --steps, --schedule or --seq-len for the resumed run is refused, naming the flag.
+  Run changed = tiny_run("xgrad_pretrain_schedule_changed");
+  changed.trainer.resume = part.trainer.out;
+  changed.trainer.lr = 5e-3f;
+  CHECK_THROWS_WITH(changed.go(), Contains("--lr 0.005 differs from the checkpoint's 0.002"));
+  changed.trainer.lr = 2e-3f;  // the same value is fine; this one fails on the next flag
+  changed.trainer.steps = 100;
+  CHECK_THROWS_WITH(changed.go(), Contains("--steps 100"));
+  changed.trainer.steps = 8;
+  changed.trainer.schedule = "cosine";
+  CHECK_THROWS_WITH(changed.go(), Contains("--schedule cosine"));
+  changed.trainer.schedule = "linear";
+  changed.task.seq_len = 32;
+  CHECK_THROWS_WITH(changed.go(), Contains("--seq-len 32"));
+
+  // The schedule comes from the saved state, not from the options: edit it to tell them apart.
+  nlohmann::json state = read_json(state_file);
+  state["schedule"]["kind"] = "constant";
+  state["schedule"]["base_lr"] = 1e-4;
+  write_json(state_file, state);
+  Run resumed = tiny_run("xgrad_pretrain_schedule_resumed");
+  resumed.trainer.out = part.trainer.out;
+  resumed.trainer.resume = part.trainer.out;
+  resumed.trainer.steps = 8;
+  resumed.trainer.eval_every = 0;
+  REQUIRE(resumed.go() == 8);
+  const auto saved = optim::LrSchedule::from_json(state["schedule"]);
+  size_t checked = 0;
+  for (const auto& row : metrics(part.trainer.out)) {
+    const int64_t step = row["step"];
+    if (!row.contains("lr") || step <= 3) continue;
+    CHECK(row["lr"].get<double>() == double(saved.at(step - 1)));  // step s used the rate of update s - 1
+    ++checked;
+  }
+  CHECK(checked == 5);
+  fs::remove_all(part.trainer.out);
+}
+
+TEST_CASE("a checkpoint written before the Trainer/Task split resumes exactly", "[pretrain]") {
+  // tests/data/pretrain_v1/: made by the pre-split bert_pretrain (commit c2ecf01) with a 1-layer
+  // model and a 400-token vocabulary; see its README. checkpoint-000003 is a run stopped at step 3
+  // of 6; full-000006.safetensors the weights of the same run uninterrupted.
+  const fs::path data = fs::path(XGRAD_TEST_DATA_DIR) / "pretrain_v1";
+  const fs::path out = temp_path("xgrad_pretrain_v1_resumed");
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::copy(data / "checkpoint-000003", out / "checkpoint-000003");
+  // The corpus path saved in it is where it was made; point it at this checkout's copy.
+  const fs::path state_file = out / "checkpoint-000003" / "training_state.json";
+  nlohmann::json state = read_json(state_file);
+  CHECK(!state.contains("format"));  // really the old layout
+  state["options"]["corpus"] = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
+  write_json(state_file, state);
+
+  Run resumed;  // defaults everywhere: the checkpoint decides
+  resumed.trainer.out = out.string();
+  resumed.trainer.resume = out.string();
+  resumed.trainer.quiet = true;
+  REQUIRE(resumed.go() == 6);
+  CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) == 0);
+  CHECK(read_json(out / "checkpoint-000006" / "training_state.json")["format"] == 2);
+  fs::remove_all(out);
 }
 
 TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][errors]") {
-  PretrainOptions o = tiny_run("xgrad_pretrain_bad");
-  o.corpus = "/nonexistent/corpus.txt";
-  CHECK_THROWS_WITH(run_pretraining(o), Contains("/nonexistent/corpus.txt"));
-  o = tiny_run("xgrad_pretrain_bad");
-  o.model = "gigantic";
-  CHECK_THROWS_WITH(run_pretraining(o), Contains("'gigantic'"));
-  o = tiny_run("xgrad_pretrain_bad");
-  o.optimizer = "rmsprop";
-  CHECK_THROWS_WITH(run_pretraining(o), Contains("rmsprop"));
-  o = tiny_run("xgrad_pretrain_bad");
-  o.resume = "/nonexistent/run";
-  CHECK_THROWS_WITH(run_pretraining(o), Contains("no checkpoint"));
-  const std::string empty = (fs::temp_directory_path() / "xgrad_empty_corpus.txt").string();
+  Run r = tiny_run("xgrad_pretrain_bad");
+  r.task.corpus = "/nonexistent/corpus.txt";
+  CHECK_THROWS_WITH(r.go(), Contains("/nonexistent/corpus.txt"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.task.model = "gigantic";
+  CHECK_THROWS_WITH(r.go(), Contains("'gigantic'"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.trainer.optimizer = "rmsprop";
+  CHECK_THROWS_WITH(r.go(), Contains("rmsprop"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.trainer.resume = "/nonexistent/run";
+  CHECK_THROWS_WITH(r.go(), Contains("no checkpoint"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.trainer.lr = std::nanf("");
+  CHECK_THROWS_WITH(r.go(), Contains("--lr") && Contains("not a finite number"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.task.masked_lm_prob = 1.5f;
+  CHECK_THROWS_WITH(r.go(), Contains("--masked-lm-prob '1.5': must be in [0, 1]"));
+  r = tiny_run("xgrad_pretrain_bad");
+  r.trainer.tensorboard = "/tmp/xgrad_tb";
+  CHECK_THROWS_WITH(r.go(), Contains("--tensorboard /tmp/xgrad_tb"));
+  const std::string empty = temp_path("xgrad_empty_corpus.txt");
   std::ofstream(empty) << "\n\n";
-  o = tiny_run("xgrad_pretrain_bad");
-  o.corpus = empty;
-  CHECK_THROWS_WITH(run_pretraining(o), Contains("empty corpus"));
-  fs::remove_all(o.out);
+  r = tiny_run("xgrad_pretrain_bad");
+  r.task.corpus = empty;
+  CHECK_THROWS_WITH(r.go(), Contains("empty corpus"));
+  fs::remove(empty);
+  fs::remove_all(r.trainer.out);
 }
 
 TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
   const int before = num_threads();
   std::vector<nn::StateDict> results;
   for (int threads : {1, 2}) {
-    PretrainOptions o = tiny_run("xgrad_pretrain_threads_" + std::to_string(threads));
-    o.steps = 3;
-    o.eval_every = 0;
-    o.threads = threads;
-    run_pretraining(o);
-    results.push_back(nn::safetensors::read_float_tensors(o.out + "/checkpoint-000003/model.safetensors"));
-    fs::remove_all(o.out);
+    Run r = tiny_run("xgrad_pretrain_threads_" + std::to_string(threads));
+    r.trainer.steps = 3;
+    r.trainer.eval_every = 0;
+    r.trainer.threads = threads;
+    r.go();
+    results.push_back(nn::safetensors::read_float_tensors(r.trainer.out + "/checkpoint-000003/model.safetensors"));
+    fs::remove_all(r.trainer.out);
   }
   set_num_threads(before);
   size_t differing = 0;  // count, not the vectors: a failure message must stay readable
@@ -160,4 +281,31 @@ TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
     for (size_t i = 0; i < t.numel(); ++i) differing += t.data()[i] != u.data()[i];
   }
   CHECK(differing == 0);
+}
+
+TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task", "[pretrain][options]") {
+  TrainerOptions trainer;
+  MlmNspOptions task;
+  CLI::App app("bert_pretrain", "bert_pretrain");
+  MlmNspOptions::table().add_to(app, task, "Data and model");
+  TrainerOptions::table().add_to(app, trainer, "Training");
+  app.parse("--lr 5e-4 --grad-accum 4 --seq-len 64 --whole-word-mask --keep 3 --tensorboard tb", false);
+  CHECK(trainer.lr == 5e-4f);
+  CHECK(trainer.grad_accum == 4);
+  CHECK(trainer.keep_checkpoints == 3);
+  CHECK(trainer.tensorboard == "tb");
+  CHECK(task.seq_len == 64);
+  CHECK(task.whole_word_mask);
+  const std::string help = app.help();
+  CHECK_THAT(help, Contains("--steps INT=800"));
+  CHECK_THAT(help, Contains("--model TEXT=tiny"));
+  // The keys of a pre-split checkpoint's options, so those checkpoints restore.
+  nlohmann::json saved = TrainerOptions::table().saved(trainer);
+  saved.update(MlmNspOptions::table().saved(task));
+  for (const char* key : {"corpus", "vocab", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
+                          "eval_instances", "model", "seq_len", "batch", "grad_accum", "lr", "warmup", "steps", "schedule",
+                          "optimizer", "weight_decay", "clip", "seed"})
+    CHECK(saved.contains(key));
+  CHECK_THROWS_AS(app.parse("--batch -1", false), CLI::ValidationError);
+  CHECK_THROWS_AS(app.parse("--no-such-flag", false), CLI::ExtrasError);
 }

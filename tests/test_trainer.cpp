@@ -1,0 +1,171 @@
+// The Trainer with a task it has never heard of (fitting a line with one Linear layer, written
+// here as any later task would be): it trains, evaluates, saves, stops on Ctrl-C with a
+// checkpoint, resumes exactly, and refuses another task's checkpoint.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/ops.hpp"
+#include "nn/layers.hpp"
+#include "nn/safetensors.hpp"
+#include "tests/temp_path.hpp"
+#include "training/trainer.hpp"
+
+using namespace xg;
+using namespace xg::training;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LineOptions {
+  size_t points = 32;  // x in [0, 1) at this many evenly spaced points
+  static const OptionTable<LineOptions>& table() {
+    static const OptionTable<LineOptions> t =
+        OptionTable<LineOptions>().add("--points", &LineOptions::points, "points on the line", OnResume::Restore, at_least(1));
+    return t;
+  }
+};
+
+// Fits y = 3x - 1. Raises SIGINT while drawing batch number `interrupt_at` (counting from 1), as
+// a Ctrl-C during training would.
+class LineTask : public Task {
+ public:
+  LineTask(const LineOptions& o, const TaskContext& ctx, int interrupt_at) : opt_(o), interrupt_at_(interrupt_at) {
+    for (Tensor* p : {&line_.weight, &line_.bias}) p->data()[0] = 0.f;
+    if (!ctx.checkpoint.empty())
+      line_.load_state_dict(nn::safetensors::read_float_tensors((fs::path(ctx.checkpoint) / "line.safetensors").string()));
+  }
+  std::string name() const override { return "line"; }
+  std::string describe() const override { return "a line"; }
+  nn::Module& model() override { return line_; }
+  size_t train_examples_per_epoch() override { return opt_.points; }
+
+  BatchLoss next_batch_loss(size_t batch_size) override {
+    if (++batches_ == interrupt_at_) std::raise(SIGINT);
+    std::vector<float> x, y;
+    for (size_t i = 0; i < batch_size; ++i, ++position_) {
+      x.push_back(float(position_ % opt_.points) / float(opt_.points));
+      y.push_back(3.f * x.back() - 1.f);
+    }
+    const Tensor loss = mse_loss(line_.forward(Tensor::from_vector(x, {batch_size, 1})), Tensor::from_vector(y, {batch_size, 1}));
+    return {loss, {{"mse", loss.item()}}, {{"examples", double(batch_size)}}, batch_size};
+  }
+  Scalars train_metrics(const Counts& c) const override { return {{"examples", c.at("examples")}}; }
+  Evaluation evaluate(size_t) override {
+    const float w = line_.weight.data()[0], b = line_.bias.data()[0];
+    return {{{"weight_error", std::fabs(w - 3.f)}, {"bias_error", std::fabs(b + 1.f)}}, fmt::format("w {:.3f}, b {:.3f}", w, b)};
+  }
+  nlohmann::json data_state() const override { return {{"position", position_}}; }
+  void restore_data_state(const nlohmann::json& s) override { position_ = s.at("position"); }
+  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override {
+    const std::string tmp = dir + ".tmp";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    nn::safetensors::write((fs::path(tmp) / "line.safetensors").string(), line_.state_dict());
+    extra(tmp);
+    fs::remove_all(dir);
+    fs::rename(tmp, dir);
+  }
+
+ private:
+  LineOptions opt_;
+  int interrupt_at_;
+  int batches_ = 0;
+  size_t position_ = 0;
+  nn::Linear line_{1, 1};
+};
+
+TrainerOptions line_trainer(const std::string& name) {
+  TrainerOptions t;
+  t.out = temp_path(name);
+  fs::remove_all(t.out);
+  t.batch = 8;
+  t.lr = 0.05f;
+  t.steps = 12;
+  t.warmup = 0;
+  t.schedule = "constant";
+  t.clip = 0;
+  t.eval_every = 4;
+  t.save_every = 0;
+  t.log_every = 1;
+  t.quiet = true;
+  return t;
+}
+
+int64_t train_line(const TrainerOptions& t, LineOptions o = {}, int interrupt_at = -1) {
+  Trainer trainer(t, BoundOptions(LineOptions::table(), o),
+                  [&](const TaskContext& ctx) { return std::make_unique<LineTask>(o, ctx, interrupt_at); });
+  return trainer.run();
+}
+
+std::vector<nlohmann::json> rows(const std::string& out) {
+  std::ifstream in(fs::path(out) / "metrics.jsonl");
+  std::vector<nlohmann::json> r;
+  for (std::string l; std::getline(in, l);) r.push_back(nlohmann::json::parse(l));
+  return r;
+}
+
+float weight_at(const std::string& checkpoint) {
+  return nn::safetensors::read_float_tensors(checkpoint + "/line.safetensors").at("weight").data()[0];
+}
+
+}  // namespace
+
+TEST_CASE("the Trainer trains a task it knows nothing of, with its metrics", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_line");
+  t.steps = 200;
+  t.lr = 0.1f;
+  t.schedule = "linear";
+  t.eval_every = 100;
+  REQUIRE(train_line(t) == 200);
+  std::vector<double> losses;
+  size_t evals = 0;
+  for (const auto& r : rows(t.out)) {
+    if (r.contains("loss")) {
+      losses.push_back(r["loss"]);
+      CHECK(r["mse_loss"] == r["loss"]);  // the one loss part, named by the task
+      CHECK(r["examples"] == 8);          // the task's metric from counts over the window
+      CHECK(r["lr"].get<double>() <= 0.1 + 1e-6);
+    }
+    if (r.contains("eval_weight_error")) ++evals;
+  }
+  REQUIRE(losses.size() == 200);
+  CHECK(losses.back() < losses.front() / 10);
+  CHECK(evals == 2);
+  const auto state = nlohmann::json::parse(std::ifstream(t.out + "/checkpoint-000200/training_state.json"));
+  CHECK(state["task"] == "line");
+  CHECK(state["options"]["points"] == 32);
+  CHECK(state["data"]["position"] == 1600);
+  fs::remove_all(t.out);
+}
+
+TEST_CASE("Ctrl-C saves a checkpoint and stops; resuming from it equals an uninterrupted run", "[trainer]") {
+  const TrainerOptions full = line_trainer("xgrad_trainer_full");
+  REQUIRE(train_line(full) == 12);
+  const TrainerOptions part = line_trainer("xgrad_trainer_interrupted");
+  CHECK(train_line(part, {}, /*interrupt_at=*/5) == 5);  // the step under way finishes, then it stops
+  CHECK(fs::exists(part.out + "/checkpoint-000005/line.safetensors"));
+  TrainerOptions resumed = line_trainer("xgrad_trainer_resumed");
+  resumed.out = part.out;
+  resumed.resume = part.out;
+  CHECK(train_line(resumed) == 12);
+  CHECK(weight_at(part.out + "/checkpoint-000012") == weight_at(full.out + "/checkpoint-000012"));
+  CHECK(weight_at(full.out + "/checkpoint-000012") != 0.f);
+
+  // A checkpoint of another task, or with other task options, is refused.
+  LineOptions other;
+  other.points = 7;
+  resumed.resume = part.out + "/checkpoint-000005";
+  CHECK_THROWS_WITH(train_line(resumed, other), Contains("--points 7 differs from the checkpoint's 32"));
+  const std::string state_file = part.out + "/checkpoint-000005/training_state.json";
+  auto state = nlohmann::json::parse(std::ifstream(state_file));
+  state["task"] = "mlm_nsp";
+  std::ofstream(state_file) << state.dump();
+  CHECK_THROWS_WITH(train_line(resumed), Contains("a checkpoint of task 'mlm_nsp', not 'line'"));
+  fs::remove_all(full.out);
+  fs::remove_all(part.out);
+}

@@ -1,0 +1,24 @@
+#pragma once
+// The speed yardstick of bert_pretrain --benchmark: full MLM+NSP training steps on random ids.
+#include <cstddef>
+
+#include "training/tasks/mlm_nsp.hpp"
+#include "training/trainer.hpp"
+
+namespace xg::training {
+
+struct BenchmarkResult {
+  double tokens_per_s;
+  double seconds_per_step;
+  double peak_rss_mb;
+  size_t parameters;
+};
+// Times full training steps (forward, backward, AdamW; MLM at 15% of positions + NSP) on random
+// token ids: trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len,
+// task.model, trainer.threads, trainer.lr, trainer.weight_decay and trainer.seed.
+BenchmarkResult run_benchmark(const TrainerOptions& trainer, const MlmNspOptions& task);
+
+// Peak resident memory of this process so far (VmHWM), in MB.
+double peak_rss_mb();
+
+}  // namespace xg::training

@@ -1,0 +1,84 @@
+#include "training/checkpoints.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "util/atomic_file.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+namespace {
+constexpr const char* kStateFile = "training_state.json";
+constexpr int kStateFormat = 2;  // 1 (no "format" field): before the Trainer/Task split
+}  // namespace
+
+std::string checkpoint_name(int64_t step) { return fmt::format("checkpoint-{:06d}", step); }
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> all;
+  if (fs::is_directory(dir))
+    for (auto& e : fs::directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos) all.push_back(e.path().string());
+    }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+void prune_checkpoints(const std::string& out_dir, size_t keep) {
+  const auto all = list_checkpoints(out_dir);
+  for (size_t i = 0; i + std::max<size_t>(keep, 1) < all.size(); ++i) fs::remove_all(all[i]);
+}
+
+std::string resolve_checkpoint(const std::string& path) {
+  if (fs::exists(fs::path(path) / kStateFile)) return path;
+  const auto all = list_checkpoints(path);
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (fs::exists(fs::path(*it) / kStateFile)) return *it;
+  throw std::runtime_error(fmt::format("[resume] --resume {}: no checkpoint with {} there", path, kStateFile));
+}
+
+TrainingState TrainingState::read(const std::string& checkpoint_dir) {
+  const std::string path = (fs::path(checkpoint_dir) / kStateFile).string();
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("[resume] {}: cannot open", path));
+  TrainingState s;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const int format = j.value("format", 1);
+    if (format > kStateFormat)
+      throw std::runtime_error(fmt::format("format {} is newer than this program's {}", format, kStateFormat));
+    s.step = j.at("step");
+    const auto& g = j.at("rng");
+    s.rng = {{g.at("s")[0], g.at("s")[1], g.at("s")[2], g.at("s")[3]}, g.at("has_spare"), g.at("spare")};
+    s.schedule = optim::LrSchedule::from_json(j.at("schedule"));
+    s.options = j.at("options");
+    if (format == 1) {  // the MLM+NSP pre-trainer's layout, the only task of that time
+      s.data = {{"epoch", j.at("data_epoch")}, {"index", j.at("data_index")}};
+    } else {
+      s.data = j.at("data");
+      s.task = j.at("task");
+    }
+  } catch (const std::exception& e) {  // JSON errors name the field
+    throw std::runtime_error(fmt::format("[resume] {}: {}", path, e.what()));
+  }
+  return s;
+}
+
+void TrainingState::write(const std::string& dir) const {
+  const nlohmann::json j = {{"format", kStateFormat},
+                            {"task", task},
+                            {"step", step},
+                            {"rng", {{"s", {rng.s[0], rng.s[1], rng.s[2], rng.s[3]}}, {"has_spare", rng.has_spare}, {"spare", rng.spare}}},
+                            {"schedule", schedule.to_json()},
+                            {"options", options},
+                            {"data", data}};
+  write_text_atomically((fs::path(dir) / kStateFile).string(), j.dump(2) + "\n");
+}
+
+}  // namespace xg::training

@@ -1,0 +1,44 @@
+#pragma once
+// Training checkpoints on disk: the checkpoint-NNNNNN directories of a run, and the training
+// state saved in each beside the model (training_state.json).
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "optim/schedule.hpp"
+#include "util/random.hpp"
+
+namespace xg::training {
+
+std::string checkpoint_name(int64_t step);  // "checkpoint-000042"
+
+// The checkpoint-NNNNNN directories of an --out directory, oldest first (the zero-padded step
+// sorts by name); the .tmp/.old directories of an unfinished save are not among them.
+std::vector<std::string> list_checkpoints(const std::string& out_dir);
+
+// Removes all but the newest `keep` (at least one) checkpoints of `out_dir`.
+void prune_checkpoints(const std::string& out_dir, size_t keep);
+
+// A checkpoint directory, or the newest checkpoint-* with a training state inside an --out
+// directory. Throws naming `path` when there is none.
+std::string resolve_checkpoint(const std::string& path);
+
+// Everything besides the model and optimizer files that a resumed run needs to continue exactly.
+struct TrainingState {
+  int64_t step = 0;
+  Generator::State rng{};      // the default generator (dropout)
+  optim::LrSchedule schedule;  // followed by a resumed run as saved
+  nlohmann::json options;      // the Restore options of the Trainer and the task, by json key
+  nlohmann::json data;         // the task's data position
+  std::string task;            // empty in checkpoints written before tasks existed
+
+  // Reads `checkpoint_dir`/training_state.json. A state written before the Trainer existed (data
+  // position as data_epoch/data_index, no task name) reads as its equivalent. Throws naming the
+  // file and what is missing or malformed.
+  static TrainingState read(const std::string& checkpoint_dir);
+  // Writes `dir`/training_state.json atomically.
+  void write(const std::string& dir) const;
+};
+
+}  // namespace xg::training

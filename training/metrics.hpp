@@ -1,0 +1,37 @@
+#pragma once
+// Where training metrics go: a list of sinks, each receiving named scalars at a step.
+// metrics.jsonl is one sink; a TensorBoard sink plugs in the same way (make_sinks).
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xg::training {
+
+// Named values in the order they were produced ("loss", "mlm_loss", "lr", "eval_mlm_acc", ...).
+using Scalars = std::vector<std::pair<std::string, double>>;
+
+class MetricsSink {
+ public:
+  virtual ~MetricsSink() = default;
+  virtual void write(int64_t step, const Scalars& scalars) = 0;
+};
+
+// One JSON object per write, {"step": N, name: value, ...}, appended and flushed at once.
+class JsonlSink : public MetricsSink {
+ public:
+  explicit JsonlSink(const std::string& path);
+  void write(int64_t step, const Scalars& scalars) override;
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+// The sinks a run asks for: `out_dir`/metrics.jsonl always; TensorBoard event files in
+// `tensorboard_dir` when it is not empty.
+std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir);
+
+}  // namespace xg::training

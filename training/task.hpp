@@ -1,0 +1,73 @@
+#pragma once
+// A Task is what the Trainer trains: it owns its model, its data (training batches in a
+// resumable order and a held-out set), the loss of a batch and its metrics. The Trainer owns the
+// loop, the optimizer, the schedule, checkpoints and logging, and knows nothing of what a task
+// predicts. MLM+NSP pre-training is one task (training/tasks/mlm_nsp.hpp); MLM-only, SOP,
+// classification, NER and QA are further ones, each a new Task with no change to the Trainer.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nn/module.hpp"
+#include "training/metrics.hpp"
+
+namespace xg::training {
+
+// Counts a task sums over batches to compute its metrics (e.g. "masked", "mlm_correct").
+using Counts = std::map<std::string, double>;
+
+// The loss of one training batch.
+struct BatchLoss {
+  Tensor loss;            // the scalar the Trainer differentiates
+  Scalars parts;          // named parts of the loss as plain values ("mlm", "nsp"), for logging
+  Counts counts;          // summed by the Trainer over a logging window, see Task::train_metrics
+  size_t tokens = 0;      // real (non-padding) tokens in the batch, for tokens/s
+};
+
+struct Evaluation {
+  Scalars metrics;        // logged with an "eval_" prefix; empty: nothing to evaluate on
+  std::string summary;    // one line for people
+};
+
+// What the Trainer tells a task when it builds it.
+struct TaskContext {
+  std::string checkpoint;  // not empty when resuming: take the model (and vocabulary) from it
+  std::string out;         // the run's output directory (for files a task makes, e.g. a vocabulary)
+  uint64_t seed = 0;       // weights, data order and masks
+  bool quiet = false;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  // Saved with each checkpoint; a checkpoint of another task is refused on resume.
+  virtual std::string name() const = 0;
+  // One line about the model and data for the start of a run.
+  virtual std::string describe() const = 0;
+  virtual nn::Module& model() = 0;
+  // Training examples in one pass over the data (--epochs derives the steps from it).
+  virtual size_t train_examples_per_epoch() = 0;
+
+  // Draws the next `batch_size` training examples (advancing the data position) and returns
+  // their loss with the autograd graph recorded.
+  virtual BatchLoss next_batch_loss(size_t batch_size) = 0;
+  // Metrics from counts summed over several batches (e.g. accuracies).
+  virtual Scalars train_metrics(const Counts& counts) const = 0;
+  // Metrics on the held-out data; the Trainer has turned gradients off and the model to eval().
+  virtual Evaluation evaluate(size_t batch_size) = 0;
+
+  // The data position, saved with a checkpoint so a resumed run draws the same batches next.
+  virtual nlohmann::json data_state() const = 0;
+  virtual void restore_data_state(const nlohmann::json& state) = 0;
+
+  // Writes the model (and what it needs, e.g. the vocabulary) as a checkpoint directory `dir`,
+  // atomically; `extra(tmp_dir)` adds the Trainer's files before the directory is swapped in.
+  virtual void save(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& extra) const = 0;
+};
+
+using TaskFactory = std::function<std::unique_ptr<Task>(const TaskContext&)>;
+
+}  // namespace xg::training

@@ -1,0 +1,43 @@
+#include "training/tasks/instance_sources.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<text::Instance>& eval) {
+  std::vector<std::string> paths;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".bin") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) throw std::runtime_error(fmt::format("[mlm_nsp] {}: no shard_*.bin files", dir));
+  for (const auto& p : paths) readers_.push_back(std::make_unique<text::ShardReader>(p));
+  for (size_t r = 0; r < readers_.size(); ++r)
+    for (size_t i = 0; i < readers_[r]->size(); ++i) index_.emplace_back(r, i);
+  if (index_.size() <= held_out)
+    throw std::runtime_error(fmt::format("[mlm_nsp] the shards hold {} instances, not more than the {} held out for evaluation",
+                                         index_.size(), held_out));
+  for (size_t k = index_.size() - held_out; k < index_.size(); ++k) eval.push_back(read(k));
+  index_.resize(index_.size() - held_out);
+}
+
+std::vector<text::Instance> next_instances(InstanceSource& src, DataPosition& pos, size_t n) {
+  std::vector<text::Instance> out;
+  while (out.size() < n) {
+    if (pos.index >= src.epoch_size(pos.epoch)) {
+      ++pos.epoch;
+      pos.index = 0;
+      if (src.epoch_size(pos.epoch) == 0) throw std::runtime_error("[mlm_nsp] the training data yields no instances");
+      continue;
+    }
+    out.push_back(src.get(pos.epoch, pos.index++));
+  }
+  return out;
+}
+
+}  // namespace xg::training

@@ -1,0 +1,215 @@
+#include "training/tasks/mlm_nsp.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "models/checkpoint.hpp"
+#include "text/wordpiece_trainer.hpp"
+#include "training/batch.hpp"
+#include "training/tasks/instance_sources.hpp"
+#include "util/progress.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+const OptionTable<MlmNspOptions>& MlmNspOptions::table() {
+  using O = MlmNspOptions;
+  constexpr OnResume kRestore = OnResume::Restore;
+  static const OptionTable<O> t = OptionTable<O>()
+      .add("--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
+                                   "or a directory of create_pretraining_data shards", kRestore)
+      .add("--vocab", &O::vocab, "WordPiece vocab.txt (a resumed run uses its checkpoint's)", kRestore)
+      .add("--train-vocab", &O::train_vocab, "train a WordPiece vocabulary of SIZE tokens from the corpus instead of --vocab (0: no)", kRestore)
+      .add("--cased", &O::cased, "keep case and accents (default: uncased)", kRestore)
+      .add("--model", &O::model, "preset (tiny, mini, small, medium, base, large) or a config.json", kRestore)
+      .add("--seq-len", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
+      .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most", kRestore)
+      .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
+      .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
+      .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore);
+  return t;
+}
+
+models::BertConfig bert_config_for(const std::string& model, size_t vocab_size, size_t seq_len) {
+  models::BertConfig c = fs::exists(model) ? models::BertConfig::from_file(model) : models::BertConfig::preset(model);
+  c.vocab_size = vocab_size;
+  c.max_position_embeddings = std::max(c.max_position_embeddings, seq_len);
+  c.validate();
+  return c;
+}
+
+namespace {
+
+// Where the tokenizer and the model are made: the checkpoint's on resume, else from the options.
+text::BertTokenizer make_tokenizer(const MlmNspOptions& o, const TaskContext& ctx) {
+  std::string vocab_path = o.vocab;
+  if (!ctx.checkpoint.empty()) {
+    vocab_path = (fs::path(ctx.checkpoint) / "vocab.txt").string();
+  } else if (o.train_vocab > 0) {
+    if (fs::is_directory(o.corpus)) throw std::invalid_argument("[mlm_nsp] --train-vocab needs a text corpus, not shards");
+    text::WordPieceTrainerOptions to;
+    to.vocab_size = o.train_vocab;
+    to.normalization.lowercase = !o.cased;
+    Progress p("training vocabulary", 0, "merges");
+    const text::Vocab v = text::train_wordpiece({o.corpus}, to, [&](size_t done, size_t) {
+      if (!ctx.quiet) p.update(done);
+    });
+    if (!ctx.quiet) p.finish(fmt::format("{} tokens", v.size()));
+    vocab_path = (fs::path(ctx.out) / "vocab.txt").string();
+    v.save(vocab_path);
+  }
+  text::TokenizerOptions topt;
+  topt.lowercase = !o.cased;
+  return text::BertTokenizer::from_file(vocab_path, topt);
+}
+
+std::unique_ptr<models::BertForPreTraining> make_model(const MlmNspOptions& o, const TaskContext& ctx, size_t vocab_size) {
+  std::unique_ptr<models::BertForPreTraining> model;
+  if (!ctx.checkpoint.empty()) {
+    model = std::move(models::load_pretrained_as<models::BertForPreTraining>(ctx.checkpoint).model);
+  } else {
+    model = std::make_unique<models::BertForPreTraining>(bert_config_for(o.model, vocab_size, o.seq_len));
+    Generator init_gen(ctx.seed);
+    model->init_weights(init_gen);
+  }
+  if (model->config.vocab_size != vocab_size)
+    throw std::invalid_argument(fmt::format("[mlm_nsp] the model's vocab_size {} differs from the vocabulary's {} tokens",
+                                            model->config.vocab_size, vocab_size));
+  return model;
+}
+
+class MlmNspTask : public Task {
+ public:
+  MlmNspTask(const MlmNspOptions& o, const TaskContext& ctx) : opt_(o), tok_(make_tokenizer(o, ctx)) {
+    load_data(ctx);
+    model_ = make_model(o, ctx, tok_.vocab().size());
+  }
+
+  std::string name() const override { return "mlm_nsp"; }
+  std::string describe() const override {
+    const auto& c = model_->config;
+    return fmt::format("model: {} layers, hidden {}, {} heads, {:.1f}M parameters; vocabulary {}; {} training instances per "
+                       "epoch, {} held out; sequences of {} tokens",
+                       c.num_hidden_layers, c.hidden_size, c.num_attention_heads, double(model_->num_parameters()) / 1e6,
+                       tok_.vocab().size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
+  }
+  nn::Module& model() override { return *model_; }
+  size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
+
+  BatchLoss next_batch_loss(size_t batch_size) override {
+    const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_.pad_id());
+    const auto out = model_->forward(b.inputs, b.targets);
+    return {out.loss,
+            {{"mlm", out.mlm_loss.item()}, {"nsp", out.nsp_loss.item()}},
+            {{"masked", double(b.targets.masked_labels.size())}, {"mlm_correct", double(out.mlm_correct)},
+             {"sequences", double(b.inputs.batch)}, {"nsp_correct", double(out.nsp_correct)}},
+            b.real_tokens};
+  }
+
+  Scalars train_metrics(const Counts& c) const override {
+    auto count = [&](const char* name) { return c.count(name) ? c.at(name) : 0.0; };
+    return {{"mlm_acc", count("mlm_correct") / std::max(count("masked"), 1.0)},
+            {"nsp_acc", count("nsp_correct") / std::max(count("sequences"), 1.0)}};
+  }
+
+  Evaluation evaluate(size_t batch_size) override {
+    if (eval_.empty()) return {};
+    size_t masked = 0, mlm_correct = 0, nsp_correct = 0;
+    double mlm_loss_sum = 0, nsp_loss_sum = 0;
+    for (size_t s = 0; s < eval_.size(); s += batch_size) {
+      const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
+      const Batch b = make_batch(part, opt_.seq_len, tok_.pad_id());
+      const auto out = model_->forward(b.inputs, b.targets);
+      const size_t m = b.targets.masked_labels.size();
+      masked += m;
+      mlm_correct += out.mlm_correct;
+      nsp_correct += out.nsp_correct;
+      mlm_loss_sum += double(out.mlm_loss.item()) * double(m);  // the loss is a mean: weigh by its count
+      nsp_loss_sum += double(out.nsp_loss.item()) * double(part.size());
+    }
+    const double mlm_acc = double(mlm_correct) / double(std::max<size_t>(masked, 1));
+    const double nsp_acc = double(nsp_correct) / double(eval_.size());
+    const double mlm_loss = mlm_loss_sum / double(std::max<size_t>(masked, 1));
+    const double nsp_loss = nsp_loss_sum / double(eval_.size());
+    return {{{"mlm_acc", mlm_acc}, {"nsp_acc", nsp_acc}, {"perplexity", std::exp(mlm_loss)}, {"mlm_loss", mlm_loss}, {"nsp_loss", nsp_loss}},
+            fmt::format("MLM accuracy {:.2f}%, NSP accuracy {:.2f}%, perplexity {:.1f}", 100 * mlm_acc, 100 * nsp_acc, std::exp(mlm_loss))};
+  }
+
+  nlohmann::json data_state() const override { return {{"epoch", pos_.epoch}, {"index", pos_.index}}; }
+  void restore_data_state(const nlohmann::json& s) override {
+    try {
+      pos_ = {s.at("epoch").get<uint64_t>(), s.at("index").get<size_t>()};
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(fmt::format("[mlm_nsp] bad data position {}: {}", s.dump(), e.what()));
+    }
+  }
+
+  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override {
+    // The vocabulary is written from memory: the file it came from may be a checkpoint that
+    // --keep has since removed.
+    models::save_pretrained(*model_, dir, "", [&](const std::string& tmp) {
+      tok_.vocab().save((fs::path(tmp) / "vocab.txt").string());
+      extra(tmp);
+    });
+  }
+
+ private:
+  void load_data(const TaskContext& ctx) {
+    text::PretrainingOptions popt;
+    popt.max_seq_length = opt_.seq_len;
+    popt.max_predictions_per_seq = opt_.max_predictions;
+    popt.masked_lm_prob = opt_.masked_lm_prob;
+    popt.whole_word_mask = opt_.whole_word_mask;
+    popt.seed = ctx.seed;
+    popt.dupe_factor = 1;
+    popt.validate();
+    if (fs::is_directory(opt_.corpus)) {
+      auto s = std::make_unique<ShardSource>(opt_.corpus, opt_.eval_instances, eval_);
+      if (s->max_seq_length() > opt_.seq_len)
+        throw std::invalid_argument(fmt::format("[mlm_nsp] the shards hold sequences up to {} tokens; --seq-len is {}",
+                                                s->max_seq_length(), opt_.seq_len));
+      source_ = std::move(s);
+      return;
+    }
+    Progress p("reading corpus", 0, "lines");
+    auto docs = text::load_documents(opt_.corpus, tok_, [&](size_t done, size_t) {
+      if (!ctx.quiet) p.update(done);
+    });
+    if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
+    // Hold out the last 2% of documents (at least one) for evaluation.
+    if (docs.size() >= 2 && opt_.eval_instances > 0) {
+      const size_t held = std::max<size_t>(1, docs.size() / 50);
+      std::vector<text::Document> eval_docs(docs.end() - long(held), docs.end());
+      docs.resize(docs.size() - held);
+      text::PretrainingOptions eopt = popt;
+      eopt.seed = ctx.seed + 1;
+      eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(tok_));
+      if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
+    }
+    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, text::MaskingVocab::from(tok_));
+  }
+
+  const MlmNspOptions opt_;
+  const text::BertTokenizer tok_;
+  std::unique_ptr<InstanceSource> source_;
+  std::vector<text::Instance> eval_;
+  DataPosition pos_;
+  std::unique_ptr<models::BertForPreTraining> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_mlm_nsp_task(const MlmNspOptions& options, const TaskContext& ctx) {
+  return std::make_unique<MlmNspTask>(options, ctx);
+}
+
+int64_t run_pretraining(TrainerOptions trainer, MlmNspOptions task) {
+  Trainer t(std::move(trainer), BoundOptions(MlmNspOptions::table(), task),
+            [&task](const TaskContext& ctx) { return make_mlm_nsp_task(task, ctx); });
+  return t.run();
+}
+
+}  // namespace xg::training

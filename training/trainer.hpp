@@ -1,0 +1,65 @@
+#pragma once
+// The training loop, for any Task: gradient accumulation, clipping, the learning-rate schedule,
+// evaluation every N steps, checkpoints (atomic, the newest --keep kept) with exact resume (model,
+// optimizer state, the saved schedule, RNG, data position), Ctrl-C (save and stop), progress
+// (step, loss and its parts, lr, tokens/s, ETA) and metrics sinks.
+//
+// Resume policy: the options that shape the data or the updates (OnResume::Restore: batch,
+// accumulation, lr, warm-up, steps, schedule, optimizer, ... and the task's) are saved with each
+// checkpoint and a resumed run takes them from it; the schedule is the one saved in the training
+// state, followed as saved. Setting such an option to another value for the resumed run is
+// refused, naming the flag: a resumed run continues the same run, bit for bit.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "training/metrics.hpp"
+#include "training/task.hpp"
+#include "util/options.hpp"
+
+namespace xg::training {
+
+struct TrainerOptions {
+  // what shapes the updates (restored on resume)
+  size_t batch = 16;       // examples per micro-batch
+  size_t grad_accum = 1;   // micro-batches per optimizer step
+  float lr = 1e-3f;
+  int64_t warmup = -1;     // steps; -1: 10% of the run
+  int64_t steps = 800;     // optimizer steps in the whole run
+  size_t epochs = 0;       // > 0: derive steps from passes over the training data
+  std::string schedule = "linear";
+  std::string optimizer = "adamw";
+  float weight_decay = 0.01f;
+  float clip = 1.0f;       // global gradient norm; 0 disables
+  uint64_t seed = 42;
+  // run control (each run's own values)
+  std::string out = "runs/bert_pretrain";
+  std::string resume;       // checkpoint directory, or an --out directory (its newest checkpoint)
+  std::string tensorboard;  // directory for TensorBoard event files; empty: none
+  int64_t eval_every = 200;
+  int64_t save_every = 200;
+  int64_t stop_at = -1;     // stop (saving a checkpoint) after this step, as an interruption would
+  size_t keep_checkpoints = 2;
+  int64_t log_every = 10;   // plain log lines when not on a terminal; metrics rows
+  int threads = 0;          // 0: XGRAD_NUM_THREADS or all cores
+  bool quiet = false;       // no output (tests); not a flag
+
+  static const OptionTable<TrainerOptions>& table();
+};
+
+class Trainer {
+ public:
+  // `task_options` are the task's settings bound to the struct `make_task` reads: on resume they
+  // are restored from the checkpoint before the task is built.
+  Trainer(TrainerOptions options, BoundOptions task_options, TaskFactory make_task);
+  // Trains to options.steps (or until --stop-at or Ctrl-C); returns the step reached.
+  int64_t run();
+
+ private:
+  TrainerOptions opt_;
+  BoundOptions task_options_;
+  TaskFactory make_task_;
+};
+
+}  // namespace xg::training

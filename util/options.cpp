@@ -1,0 +1,78 @@
+#include "util/options.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace xg::option_detail {
+
+namespace {
+[[noreturn]] void bad(const std::string& flag, const std::string& text, const std::string& why) {
+  throw std::invalid_argument(fmt::format("{} '{}': {}", flag, text, why));
+}
+
+// The whole of `text` as a decimal integer (no octal or hex surprises, no silent wrap-around).
+template <class Wide>
+Wide parse_integer(const std::string& text, const std::string& flag) {
+  Wide v{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range) bad(flag, text, "out of range");
+  if (ec != std::errc() || ptr != end) bad(flag, text, "not a whole number");
+  return v;
+}
+}  // namespace
+
+template <class T>
+T parse(const std::string& text, const std::string& flag) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return text;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size()) bad(flag, text, "not a number");
+    if (!std::isfinite(v) || errno == ERANGE || std::fabs(v) > double(std::numeric_limits<T>::max()))
+      bad(flag, text, "not a finite number in range");
+    return T(v);
+  } else if constexpr (std::is_unsigned_v<T>) {
+    if (!text.empty() && (text[0] == '-' || text[0] == '+')) bad(flag, text, "must be a whole number >= 0 without a sign");
+    const auto v = parse_integer<unsigned long long>(text, flag);
+    if (v > std::numeric_limits<T>::max()) bad(flag, text, "out of range");
+    return T(v);
+  } else {
+    const auto v = parse_integer<long long>(text, flag);
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) bad(flag, text, "out of range");
+    return T(v);
+  }
+}
+
+template std::string parse<std::string>(const std::string&, const std::string&);
+template float parse<float>(const std::string&, const std::string&);
+template double parse<double>(const std::string&, const std::string&);
+template int parse<int>(const std::string&, const std::string&);
+template long parse<long>(const std::string&, const std::string&);
+template long long parse<long long>(const std::string&, const std::string&);
+template unsigned parse<unsigned>(const std::string&, const std::string&);
+template unsigned long parse<unsigned long>(const std::string&, const std::string&);
+template unsigned long long parse<unsigned long long>(const std::string&, const std::string&);
+
+void check_range(double value, const Range& range, const std::string& flag, const std::string& shown) {
+  if (!std::isfinite(value)) bad(flag, shown, "not a finite number");
+  if (value < range.min || value > range.max) {
+    const std::string allowed = std::isinf(range.max) ? fmt::format("must be >= {}", range.min)
+                                : std::isinf(range.min) ? fmt::format("must be <= {}", range.max)
+                                                        : fmt::format("must be in [{}, {}]", range.min, range.max);
+    bad(flag, shown, allowed);
+  }
+}
+
+std::string json_key(const std::string& flag) {
+  std::string k = flag.substr(flag.find_first_not_of('-'));
+  for (char& c : k)
+    if (c == '-') c = '_';
+  return k;
+}
+
+}  // namespace xg::option_detail

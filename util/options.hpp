@@ -1,0 +1,169 @@
+#pragma once
+// Program options declared once. Each table entry names the flag, the struct member it fills (whose
+// initializer is the default), the help text, the allowed range and what a resumed run does with
+// it. The one table then drives the command line (CLI11, defaults shown in --help, unknown flags
+// refused), the range checks, the JSON saved with a checkpoint and the restore on --resume.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <functional>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace xg {
+
+// What a resumed run does with an option.
+enum class OnResume {
+  UseNew,   // run control (output, cadence, threads): not saved; each run's own value is used
+  Restore,  // shapes the data or the updates: saved with each checkpoint and restored from it
+};
+
+// Allowed values of a number option, inclusive; NaN and infinities are always refused.
+struct Range {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+};
+inline Range at_least(double min) { return {min, std::numeric_limits<double>::infinity()}; }
+inline Range between(double min, double max) { return {min, max}; }
+
+namespace option_detail {
+// `text` as a T: the whole text, in T's range, finite, no sign on unsigned types, decimal only.
+// Throws std::invalid_argument naming `flag` and the text.
+template <class T>
+T parse(const std::string& text, const std::string& flag);
+// Throws std::invalid_argument naming `flag` and `value` when it is outside `range` or not finite.
+void check_range(double value, const Range& range, const std::string& flag, const std::string& shown);
+// "--max-predictions" -> "max_predictions": the key in saved JSON.
+std::string json_key(const std::string& flag);
+template <class T>
+std::string show(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) return v.empty() ? "\"\"" : v;
+  else return fmt::format("{}", v);
+}
+}  // namespace option_detail
+
+template <class Owner>
+class OptionTable {
+ public:
+  // Declares `flag` (e.g. "--seq-len") filling `member`; `help` without the default (it is added).
+  template <class T>
+  OptionTable& add(const std::string& flag, T Owner::*member, const std::string& help,
+                   OnResume on_resume = OnResume::UseNew, Range range = {});
+
+  // Adds every flag to `app` under `group`, each showing `o`'s current value as its default.
+  void add_to(CLI::App& app, Owner& o, const std::string& group) const {
+    for (const auto& e : entries_) e.add_to(app, o)->group(group);
+  }
+  // Throws naming the flag and value for any value outside its range (values set in code).
+  void check(const Owner& o) const {
+    for (const auto& e : entries_) e.check(o);
+  }
+  // The Restore options' values, keyed by json_key(flag).
+  nlohmann::json saved(const Owner& o) const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& e : entries_)
+      if (e.on_resume == OnResume::Restore) j[option_detail::json_key(e.flag)] = e.to_json(o);
+    return j;
+  }
+  // Sets each Restore option from `saved` (a checkpoint's options; `source` names it in errors).
+  // A value set for this run (differing from the default) that differs from the saved one is
+  // refused, naming the flag and both values: a resumed run keeps what shaped its data and
+  // updates. An option missing from `saved` (added after that checkpoint was written) keeps
+  // its value.
+  void restore(Owner& o, const nlohmann::json& saved, const std::string& source) const {
+    for (const auto& e : entries_) {
+      const std::string key = option_detail::json_key(e.flag);
+      if (e.on_resume == OnResume::Restore && saved.contains(key)) e.restore(o, saved.at(key), source + " options." + key);
+    }
+    check(o);
+  }
+
+ private:
+  struct Entry {
+    std::string flag;
+    OnResume on_resume;
+    std::function<CLI::Option*(CLI::App&, Owner&)> add_to;
+    std::function<void(const Owner&)> check;
+    std::function<nlohmann::json(const Owner&)> to_json;
+    std::function<void(Owner&, const nlohmann::json&, const std::string&)> restore;
+  };
+  std::vector<Entry> entries_;
+};
+
+// An option table bound to one struct: what code that does not know the struct's type (the
+// Trainer, for a task's options) needs to save, restore and check it.
+class BoundOptions {
+ public:
+  template <class Owner>
+  BoundOptions(const OptionTable<Owner>& table, Owner& o)
+      : saved_([&table, &o] { return table.saved(o); }),
+        restore_([&table, &o](const nlohmann::json& j, const std::string& source) { table.restore(o, j, source); }),
+        check_([&table, &o] { table.check(o); }) {}
+  nlohmann::json saved() const { return saved_(); }
+  void restore(const nlohmann::json& saved, const std::string& source) const { restore_(saved, source); }
+  void check() const { check_(); }
+
+ private:
+  std::function<nlohmann::json()> saved_;
+  std::function<void(const nlohmann::json&, const std::string&)> restore_;
+  std::function<void()> check_;
+};
+
+template <class Owner>
+template <class T>
+OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*member, const std::string& help,
+                                            OnResume on_resume, Range range) {
+  using option_detail::show;
+  Entry e;
+  e.flag = flag;
+  e.on_resume = on_resume;
+  e.check = [=](const Owner& o) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+      option_detail::check_range(double(o.*member), range, flag, show(o.*member));
+  };
+  e.add_to = [=](CLI::App& app, Owner& o) -> CLI::Option* {
+    if constexpr (std::is_same_v<T, bool>) {
+      return app.add_flag(flag, o.*member, help);
+    } else {
+      auto set = [=, &o](const std::string& text) {
+        try {
+          o.*member = option_detail::parse<T>(text, flag);
+          if constexpr (std::is_arithmetic_v<T>) option_detail::check_range(double(o.*member), range, flag, text);
+        } catch (const std::invalid_argument& err) {
+          throw CLI::ValidationError(err.what());
+        }
+      };
+      CLI::Option* opt = app.add_option_function<std::string>(flag, set, help);
+      if constexpr (std::is_same_v<T, std::string>) opt->type_name("TEXT");
+      else if constexpr (std::is_floating_point_v<T>) opt->type_name("FLOAT");
+      else opt->type_name("INT");
+      bool has_default = true;  // an empty text (e.g. --resume) shows none
+      if constexpr (std::is_same_v<T, std::string>) has_default = !(o.*member).empty();
+      if (has_default) opt->default_str(show(o.*member));
+      return opt;
+    }
+  };
+  e.to_json = [=](const Owner& o) { return nlohmann::json(o.*member); };
+  e.restore = [=](Owner& o, const nlohmann::json& j, const std::string& where) {
+    T saved{};
+    try {
+      saved = j.get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, j.dump(), flag));
+    }
+    const T current = o.*member, fallback = Owner{}.*member;
+    if (current != fallback && current != saved)
+      throw std::invalid_argument(fmt::format(
+          "[resume] {} {} differs from the checkpoint's {} ({}): a resumed run keeps the settings saved with it; "
+          "leave the flag out, or start a new run",
+          flag, show(current), show(saved), where));
+    o.*member = saved;
+  };
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+}  // namespace xg
