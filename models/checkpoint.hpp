@@ -1,5 +1,5 @@
 #pragma once
-// Hugging Face checkpoint directories: config.json + model.safetensors (+ vocab.txt), loadable by
+// Hugging Face checkpoint directories: config.json + model.safetensors (+ tokenizer files), loadable by
 // transformers' BertForPreTraining.from_pretrained and back.
 #include <functional>
 #include <map>
@@ -11,11 +11,10 @@
 
 namespace xg::models {
 
-// Writes config.json, model.safetensors (F32, HF names, the tied decoder stored once as the word
-// embeddings) and, when given, a copy of vocab.txt; `extra(tmp_dir)` may add files (training
-// state). Everything goes to a temporary directory that then replaces `dir`, so a crash leaves
+// Writes config.json and model.safetensors (F32, HF names, the tied decoder stored once as the word
+// embeddings); `extra(tmp_dir)` may add files (the tokenizer's, training state). Everything goes to a temporary directory that then replaces `dir`, so a crash leaves
 // either the old checkpoint or the new one, never a mix.
-void save_pretrained(const BertForPreTraining& model, const std::string& dir, const std::string& vocab_path = "",
+void save_pretrained(const BertForPreTraining& model, const std::string& dir,
                      const std::function<void(const std::string& tmp_dir)>& extra = nullptr);
 
 struct LoadedBert {

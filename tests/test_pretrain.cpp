@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/safetensors.hpp"
+#include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
 #include "training/pretrainer.hpp"
 
@@ -87,7 +88,10 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   CHECK(last < first - 2.0);   // and clearly learning
   CHECK(evals == 2);
   CHECK(fs::exists(fs::path(o.out) / "checkpoint-000040" / "model.safetensors"));
-  CHECK(fs::exists(fs::path(o.out) / "checkpoint-000040" / "vocab.txt"));
+  // the checkpoint carries the tokenizer as Hugging Face lays it out
+  const std::string ckpt = (fs::path(o.out) / "checkpoint-000040").string();
+  for (const char* f : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"}) CHECK(fs::exists(fs::path(ckpt) / f));
+  CHECK(text::load_tokenizer(ckpt)->encode("The cat sat.").ids == text::BertTokenizer::from_file(o.vocab).encode("The cat sat.").ids);
   fs::remove_all(o.out);
 }
 

@@ -14,6 +14,7 @@
 #include "models/checkpoint.hpp"
 #include "nn/atomic_file.hpp"
 #include "optim/optim.hpp"
+#include "text/load_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
 #include "training/batch.hpp"
 #include "util/progress.hpp"
@@ -215,7 +216,9 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(fmt::format("[bert_pretrain] {}/training_state.json: {}", ckpt, e.what()));
     }
-    opt.vocab = (fs::path(ckpt) / "vocab.txt").string();
+    // the checkpoint's tokenizer; checkpoints from before tokenizer files carry vocab.txt only
+    const bool has_tokenizer_files = fs::exists(fs::path(ckpt) / "tokenizer_config.json");
+    opt.vocab = has_tokenizer_files ? ckpt : (fs::path(ckpt) / "vocab.txt").string();
     opt.train_vocab = 0;
     say(fmt::format("resuming from {} (step {})", ckpt, state.at("step").get<int64_t>()));
   }
@@ -241,7 +244,8 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
   }
   text::TokenizerOptions topt;
   topt.lowercase = !opt.cased;
-  const text::BertTokenizer tok = text::BertTokenizer::from_file(opt.vocab, topt);
+  const std::unique_ptr<text::Tokenizer> tokenizer = text::open_tokenizer(opt.vocab, topt);
+  const text::Tokenizer& tok = *tokenizer;
 
   // ---- data ----
   text::PretrainingOptions popt;
@@ -292,13 +296,13 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
   if (!ckpt.empty()) {
     model = std::move(models::load_pretrained(ckpt).model);
   } else {
-    model = std::make_unique<models::BertForPreTraining>(config_for(opt.model, tok.vocab().size(), opt.seq_len));
+    model = std::make_unique<models::BertForPreTraining>(config_for(opt.model, tok.vocab_size(), opt.seq_len));
     Generator init_gen(opt.seed);
     model->init_weights(init_gen);
   }
-  if (model->config.vocab_size != tok.vocab().size())
+  if (model->config.vocab_size != tok.vocab_size())
     throw std::invalid_argument(fmt::format("[bert_pretrain] the model's vocab_size {} differs from the vocabulary's {} tokens",
-                                            model->config.vocab_size, tok.vocab().size()));
+                                            model->config.vocab_size, tok.vocab_size()));
   model->train();
   auto optimizer = make_optimizer(opt.optimizer, *model, opt.lr, opt.weight_decay);
   const optim::LrSchedule::Kind kind = optim::LrSchedule::kind_from_name(opt.schedule);
@@ -325,13 +329,14 @@ int64_t run_pretraining(const PretrainOptions& opt_in) {
   say(fmt::format("model: {} layers, hidden {}, {} heads, {:.1f}M parameters; vocabulary {}; {} training instances per epoch, "
                   "{} held out; {} steps of {} x {} sequences x {} tokens; {} threads",
                   model->config.num_hidden_layers, model->config.hidden_size, model->config.num_attention_heads,
-                  double(model->num_parameters()) / 1e6, tok.vocab().size(), source->epoch_size(pos.epoch), eval.size(),
+                  double(model->num_parameters()) / 1e6, tok.vocab_size(), source->epoch_size(pos.epoch), eval.size(),
                   opt.steps, opt.batch, opt.grad_accum, opt.seq_len, num_threads()));
 
   // ---- checkpointing and metrics ----
   auto save = [&](int64_t at_step) {
     const std::string dir = (fs::path(opt.out) / checkpoint_name(at_step)).string();
-    models::save_pretrained(*model, dir, opt.vocab, [&](const std::string& tmp) {
+    models::save_pretrained(*model, dir, [&](const std::string& tmp) {
+      tok.save_pretrained(tmp);
       optimizer->save_state((fs::path(tmp) / "optimizer").string());
       const auto st = default_generator().state();
       const nlohmann::json j = {{"step", at_step},

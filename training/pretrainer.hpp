@@ -11,7 +11,7 @@ namespace xg::training {
 struct PretrainOptions {
   // data and vocabulary
   std::string corpus = "data/pretrain_corpus_small.txt";  // text (BERT format) or a directory of shards
-  std::string vocab = "data/bert-base-uncased-vocab.txt";
+  std::string vocab = "data/bert-base-uncased-vocab.txt";  // or a Hugging Face tokenizer directory
   size_t train_vocab = 0;  // > 0: train a WordPiece vocabulary of this size from the corpus instead
   bool cased = false;
   size_t max_predictions = 20;

@@ -1,22 +1,22 @@
-// Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors):
+// Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors, and
+// the tokenizer's files: vocab.txt, tokenizer_config.json, special_tokens_map.json):
 //   bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]
-//   bert_infer tokenize --vocab FILE [--cased]                < lines   (ids of [CLS] line [SEP])
+//   bert_infer tokenize --model DIR | --vocab FILE [--cased]   < lines   (ids of [CLS] line [SEP])
 //   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
 //   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] < lines   (one vector per line)
+// --vocab FILE [--cased] overrides the model directory's tokenizer.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
 
 #include "models/checkpoint.hpp"
-#include "text/bert_tokenizer.hpp"
+#include "text/load_tokenizer.hpp"
 
 using namespace xg;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -42,18 +42,24 @@ int usage(int code) {
       "      (-100 = not predicted) and next_sentence_label [B]. OUT (F32): last_hidden_state, pooler_output,\n"
       "      prediction_logits, seq_relationship_logits, and with labels loss, mlm_loss, nsp_loss; --grads adds\n"
       "      grad.<parameter> under the checkpoint's names. Dropout is off.\n"
-      "  bert_infer tokenize --vocab FILE [--cased]          each stdin line -> ids of [CLS] line [SEP]\n"
+      "  bert_infer tokenize --model DIR | --vocab FILE [--cased]   each stdin line -> ids of [CLS] line [SEP]\n"
       "  bert_infer fill-mask --model DIR --text TEXT [--top-k 5]\n"
-      "  bert_infer embed --model DIR [--pooling cls|mean] [--batch 32]   each stdin line -> a vector\n");
+      "  bert_infer embed --model DIR [--pooling cls|mean] [--batch 32]   each stdin line -> a vector\n"
+      "  The model directory's tokenizer files are used unless --vocab FILE [--cased] overrides them.\n");
   return code;
 }
 
-text::BertTokenizer tokenizer_for(const std::string& dir, bool cased) {
-  const std::string vocab = (fs::path(dir) / "vocab.txt").string();
-  if (!fs::exists(vocab)) throw std::runtime_error(fmt::format("{}: no vocab.txt in the model directory", dir));
-  text::TokenizerOptions o;
-  o.lowercase = !cased;
-  return text::BertTokenizer::from_file(vocab, o);
+// --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
+std::unique_ptr<text::Tokenizer> tokenizer_for(const Args& a) {
+  if (a.has("--vocab")) {
+    text::TokenizerOptions o;
+    o.lowercase = !a.has("--cased");
+    return text::open_tokenizer(a.get("--vocab"), o);
+  }
+  if (a.has("--cased"))
+    throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
+                                            "tokenizer_config.json (do_lower_case) decides", a.command));
+  return text::load_tokenizer(a.need("--model"));
 }
 
 models::LoadedBert load_model(const std::string& dir) {
@@ -136,12 +142,11 @@ int dump(const Args& a) {
 }
 
 int tokenize(const Args& a) {
-  text::TokenizerOptions o;
-  o.lowercase = !a.has("--cased");
-  const auto tok = text::BertTokenizer::from_file(a.need("--vocab"), o);
+  if (!a.has("--vocab") && !a.has("--model")) throw std::invalid_argument("tokenize needs --model DIR or --vocab FILE");
+  const auto tok = tokenizer_for(a);
   std::string line;
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
-    const auto e = tok.encode(line);
+    const auto e = tok->encode(line);
     std::string s;
     for (size_t i = 0; i < e.ids.size(); ++i) s += (i ? " " : "") + std::to_string(e.ids[i]);
     fmt::print("{}\n", s);
@@ -151,10 +156,10 @@ int tokenize(const Args& a) {
 
 int fill_mask(const Args& a) {
   const std::string dir = a.need("--model");
-  const auto tok = tokenizer_for(dir, a.has("--cased"));
+  const auto tok = tokenizer_for(a);
   auto loaded = load_model(dir);
   const size_t k = std::stoul(a.get("--top-k", "5"));
-  const auto e = tok.encode(a.need("--text"));
+  const auto e = tok->encode(a.need("--text"));
   models::BertInputs in;
   in.batch = 1;
   in.seq_len = e.ids.size();
@@ -164,21 +169,21 @@ int fill_mask(const Args& a) {
   const size_t V = loaded.model->config.vocab_size;
   size_t masks = 0;
   for (size_t t = 0; t < e.ids.size(); ++t) {
-    if (e.ids[t] != tok.mask_id()) continue;
+    if (e.ids[t] != tok->mask_id()) continue;
     ++masks;
     const Tensor probs = softmax(slice(reshape(full.prediction_logits, {long(in.seq_len), long(V)}), 0, long(t), long(t) + 1));
     std::vector<int32_t> order(V);
     for (size_t i = 0; i < V; ++i) order[i] = int32_t(i);
     std::partial_sort(order.begin(), order.begin() + long(std::min(k, V)), order.end(),
                       [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
-    fmt::print("[MASK] at token {}:\n", t);
+    fmt::print("{} at token {}:\n", tok->special_tokens().mask, t);
     for (size_t i = 0; i < std::min(k, V); ++i) {
       std::vector<int32_t> filled(e.ids.begin(), e.ids.end());
       filled[t] = order[i];
-      fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok.vocab().token(order[i]), tok.decode(filled));
+      fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok->id_to_token(order[i]), tok->decode(filled));
     }
   }
-  if (masks == 0) throw std::invalid_argument("fill-mask: the text has no [MASK]");
+  if (masks == 0) throw std::invalid_argument(fmt::format("fill-mask: the text has no {}", tok->special_tokens().mask));
   return 0;
 }
 
@@ -186,7 +191,7 @@ int embed(const Args& a) {
   const std::string dir = a.need("--model");
   const std::string pooling = a.get("--pooling", "cls");
   if (pooling != "cls" && pooling != "mean") throw std::invalid_argument(fmt::format("embed: --pooling {}: use cls or mean", pooling));
-  const auto tok = tokenizer_for(dir, a.has("--cased"));
+  const auto tok = tokenizer_for(a);
   auto loaded = load_model(dir);
   const size_t batch = std::stoul(a.get("--batch", "32"));
   text::EncodeOptions eo;
@@ -195,7 +200,7 @@ int embed(const Args& a) {
   std::vector<std::string> lines;
   auto flush = [&] {
     if (lines.empty()) return;
-    const auto enc = tok.encode_batch(lines, eo);
+    const auto enc = tok->encode_batch(lines, eo);
     models::BertInputs in;
     in.batch = enc.size();
     in.seq_len = enc[0].size();

@@ -13,7 +13,7 @@ namespace {
 
 void register_flags(xg::Flags& f, PretrainOptions& o, bool& benchmark) {
   f.value("--corpus", o.corpus, "text in the BERT format (a sentence per line, blank line between documents) or a directory of create_pretraining_data shards");
-  f.value("--vocab", o.vocab, "WordPiece vocab.txt");
+  f.value("--vocab", o.vocab, "WordPiece vocab.txt, or a tokenizer directory (tokenizer_config.json decides casing)");
   f.value("--train-vocab", o.train_vocab, "train a WordPiece vocabulary of SIZE tokens from the corpus instead of --vocab (0: no)");
   f.toggle("--cased", o.cased, "keep case and accents (default: uncased)");
   f.value("--model", o.model, "preset (tiny, mini, small, medium, base, large) or a config.json");
