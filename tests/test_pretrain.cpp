@@ -92,6 +92,12 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   const std::string ckpt = (fs::path(o.out) / "checkpoint-000040").string();
   for (const char* f : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"}) CHECK(fs::exists(fs::path(ckpt) / f));
   CHECK(text::load_tokenizer(ckpt)->encode("The cat sat.").ids == text::BertTokenizer::from_file(o.vocab).encode("The cat sat.").ids);
+  // a checkpoint from before tokenizer files (vocab.txt only) still resumes
+  fs::remove(fs::path(ckpt) / "tokenizer_config.json");
+  fs::remove(fs::path(ckpt) / "special_tokens_map.json");
+  PretrainOptions again = o;
+  again.resume = ckpt;
+  CHECK(run_pretraining(again) == 40);
   fs::remove_all(o.out);
 }
 

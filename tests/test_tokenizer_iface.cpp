@@ -228,6 +228,7 @@ TEST_CASE("tokenizer directories: save_pretrained and load_tokenizer round trip"
   CHECK(config.at("strip_accents").is_null());
   CHECK(config.at("tokenize_chinese_chars") == true);
   CHECK(config.at("model_max_length") == 512);
+  CHECK(config.at("clean_up_tokenization_spaces") == false);  // what decode() does, so transformers decodes alike
   CHECK(config.at("cls_token") == "[CLS]");
   CHECK(config.at("added_tokens_decoder").at("103").at("content") == "[MASK]");
   CHECK(config.at("added_tokens_decoder").at("30522").at("content") == "<ent>");
@@ -267,6 +268,11 @@ TEST_CASE("tokenizer directories as Hugging Face writes them, old and new", "[to
         R"({"mask_token": {"content": "[MASK]", "lstrip": false, "normalized": false, "rstrip": false, "single_word": false}})");
   auto tok = load_tokenizer(dir);
   CHECK(tok->model_max_length() == 0);
+  // clean_up_tokenization_spaces absent: true, as transformers' BertTokenizer; decode then cleans
+  // the whole text up as transformers' decode does
+  const std::vector<int32_t> ids = bert().encode("it isn't so , ok").ids;
+  CHECK(bert().decode(ids) == "it isn ' t so, ok");
+  CHECK(tok->decode(ids) == "it isn't so, ok");
   CHECK(tok->mask_id() == 103);
   CHECK(tok->encode("Hello, World").ids == bert().encode("Hello, World").ids);
   // older checkpoints (and this project's before tokenizer files): vocab.txt and config.json only

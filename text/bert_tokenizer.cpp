@@ -236,6 +236,15 @@ namespace {
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
 }
+
+// Spaces before punctuation and inside contractions: the clean-up of the `tokenizers` WordPiece
+// decoder (on each piece, with "do not") and of transformers' clean_up_tokenization (on the whole
+// text, without it).
+void clean_up(std::string& s, bool do_not) {
+  for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                          {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+    if (do_not || std::string_view(from) != " do not") replace_all(s, from, to);
+}
 }  // namespace
 
 std::string BertTokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
@@ -251,12 +260,10 @@ std::string BertTokenizer::decode(const std::vector<int32_t>& ids, bool skip_spe
       else piece.insert(0, " ");
     }
     first = false;
-    // Hugging Face cleans each piece up on its own
-    for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-                            {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
-      replace_all(piece, from, to);
+    clean_up(piece, /*do_not=*/true);  // the WordPiece decoder cleans each piece up on its own
     out += piece;
   }
+  if (opt_.clean_up_tokenization_spaces) clean_up(out, /*do_not=*/false);
   return out;
 }
 

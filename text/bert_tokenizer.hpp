@@ -28,6 +28,9 @@ struct TokenizerOptions {
   bool handle_chinese_chars = true;
   size_t max_input_chars_per_word = 100;
   size_t model_max_length = 0;  // tokenizer_config.json's model_max_length; 0: unknown
+  // decode() also applies transformers' clean_up_tokenization to the whole text ("isn ' t" ->
+  // "isn't"); off, decode() is the `tokenizers` WordPiece decoder alone.
+  bool clean_up_tokenization_spaces = false;
   InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;
   std::string unk_token = "[UNK]", cls_token = "[CLS]", sep_token = "[SEP]", pad_token = "[PAD]",
               mask_token = "[MASK]";
@@ -46,7 +49,7 @@ class BertTokenizer : public Tokenizer {
   // Word pieces of one text (no [CLS]/[SEP]). `where` names the text in errors ("line 12").
   std::vector<Token> tokenize(std::string_view text, const std::string& where = "input") const override;
   // Hugging Face's WordPiece decoder: joins pieces, glues "##" continuations, cleans up spaces
-  // before punctuation and contractions.
+  // before punctuation and contractions (then the whole text, per clean_up_tokenization_spaces).
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const override;
 
   size_t vocab_size() const override { return vocab_.size(); }

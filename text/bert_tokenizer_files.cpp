@@ -19,6 +19,7 @@ BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
   o.strip_accents = c.get_bool("strip_accents");
   o.handle_chinese_chars = c.get_bool("tokenize_chinese_chars").value_or(true);
   o.model_max_length = c.get_size("model_max_length").value_or(0);
+  o.clean_up_tokenization_spaces = c.get_bool("clean_up_tokenization_spaces").value_or(true);  // transformers' default for BERT
   for (auto [key, token] : {std::pair{"unk_token", &o.unk_token}, {"cls_token", &o.cls_token}, {"sep_token", &o.sep_token},
                             {"pad_token", &o.pad_token}, {"mask_token", &o.mask_token}})
     if (auto t = c.special_token(key)) *token = *t;
@@ -42,7 +43,7 @@ void BertTokenizer::save_pretrained(const std::string& dir) const {
                            {"never_split", nullptr},
                            {"tokenize_chinese_chars", opt_.handle_chinese_chars},
                            {"strip_accents", nullptr},
-                           {"clean_up_tokenization_spaces", true}};  // decode() cleans up as transformers does
+                           {"clean_up_tokenization_spaces", opt_.clean_up_tokenization_spaces}};
   if (opt_.strip_accents) fields["strip_accents"] = *opt_.strip_accents;
   write_tokenizer_config(dir, *this, std::move(fields));
 }

@@ -3,6 +3,8 @@
 // SentencePiece next), and the encoding pipeline they share, as Hugging Face's `tokenizers` runs
 // it: tokenize each text, truncate, place the special tokens (a per-family template), pad.
 // Offsets are code-point positions [start, end) in the original text.
+// A new family (byte-level BPE, SentencePiece) implements the pure virtual functions below and
+// registers its tokenizer_class (and config.json model_type) in text/load_tokenizer.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <string>
