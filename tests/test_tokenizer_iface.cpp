@@ -39,7 +39,8 @@ nlohmann::json read_json(const std::string& path) {
 
 std::vector<std::string> test_lines() {
   std::vector<std::string> lines;
-  for (const auto& c : xg::test::load_golden("tokenizer_goldens.json").at("cased").at("single")) lines.push_back(c.at("text"));
+  const nlohmann::json goldens = xg::test::load_golden("tokenizer_goldens.json");
+  for (const auto& c : goldens.at("cased").at("single")) lines.push_back(c.at("text"));
   std::ifstream in(std::string(XGRAD_TEST_DATA_DIR) + "/tokenizer_corpus.txt");
   for (std::string l; lines.size() < 1000 && std::getline(in, l);) lines.push_back(l);
   return lines;
