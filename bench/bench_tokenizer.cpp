@@ -1,6 +1,6 @@
 // Tokenizer throughput: MB of UTF-8 text encoded per second, one line at a time on one thread
 // and batch-encoded on all threads. Prints "MB/s 1 thread: X" and "MB/s N threads: Y".
-//   bench_tokenizer VOCAB TEXT [--seconds S] [--cased]
+//   bench_tokenizer VOCAB|DIR TEXT [--seconds S] [--cased]
 #include <fmt/format.h>
 
 #include <chrono>
@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
-#include "text/bert_tokenizer.hpp"
+#include "text/load_tokenizer.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: bench_tokenizer VOCAB TEXT [--seconds S] [--cased]\n");
+    fmt::print(stderr, "usage: bench_tokenizer VOCAB|DIR TEXT [--seconds S] [--cased]\n");
     return 2;
   }
   double budget = 3;
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     if (a == "--seconds" && i + 1 < argc) budget = std::stod(argv[++i]);
     else if (a == "--cased") opt.lowercase = false;
   }
-  const auto tok = xg::text::BertTokenizer::from_file(argv[1], opt);
+  const std::unique_ptr<xg::text::Tokenizer> tok = xg::text::open_tokenizer(argv[1], opt);
   std::ifstream in(argv[2]);
   if (!in) {
     fmt::print(stderr, "bench_tokenizer: cannot open {}\n", argv[2]);
@@ -54,11 +54,11 @@ int main(int argc, char** argv) {
   size_t tokens = 0;
   const double one = rate([&] {
     tokens = 0;
-    for (const auto& l : lines) tokens += tok.encode(l).size();
+    for (const auto& l : lines) tokens += tok->encode(l).size();
   });
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   xg::text::EncodeOptions no_pad;
-  const double all = rate([&] { tok.encode_batch(lines, no_pad, threads); });
+  const double all = rate([&] { tok->encode_batch(lines, no_pad, threads); });
   fmt::print("tokens per pass: {}\n", tokens);
   fmt::print("MB/s 1 thread: {:.2f}\n", one);
   fmt::print("MB/s {} threads: {:.2f}\n", threads, all);

@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 namespace xg::models {
 
-void save_pretrained(const PretrainedModel& model, const std::string& dir, const std::string& vocab_path,
+void save_pretrained(const PretrainedModel& model, const std::string& dir,
                      const std::function<void(const std::string&)>& extra) {
   const fs::path target(dir);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
@@ -21,7 +21,6 @@ void save_pretrained(const PretrainedModel& model, const std::string& dir, const
   try {
     write_text_atomically((tmp / "config.json").string(), model.config_json().dump(2) + "\n");
     nn::safetensors::write((tmp / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
-    if (!vocab_path.empty()) fs::copy_file(vocab_path, tmp / "vocab.txt");
     if (extra) extra(tmp.string());
     // Swap: the old checkpoint moves aside, the new one takes its name, the old one goes.
     const fs::path old = fs::path(dir + fmt::format(".old.{}", ::getpid()));

@@ -1,6 +1,6 @@
 #pragma once
-// Hugging Face checkpoint directories: config.json + model.safetensors (+ vocab.txt), for any
-// registered family and architecture, loadable by transformers' from_pretrained and back.
+// Hugging Face checkpoint directories: config.json + model.safetensors (+ tokenizer files), for
+// any registered family and architecture, loadable by transformers' from_pretrained and back.
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,11 +15,11 @@
 
 namespace xg::models {
 
-// Writes config.json (the family's fields, model_type and architectures), model.safetensors (F32,
-// Hugging Face names, each tied tensor once) and, when given, a copy of vocab.txt; `extra(tmp_dir)`
-// may add files (training state, tokenizer files). Everything goes to a temporary directory that
-// then replaces `dir`, so a crash leaves either the old checkpoint or the new one, never a mix.
-void save_pretrained(const PretrainedModel& model, const std::string& dir, const std::string& vocab_path = "",
+// Writes config.json (the family's fields, model_type and architectures) and model.safetensors
+// (F32, Hugging Face names, each tied tensor once); `extra(tmp_dir)` may add files (the
+// tokenizer's, training state). Everything goes to a temporary directory that then replaces
+// `dir`, so a crash leaves either the old checkpoint or the new one, never a mix.
+void save_pretrained(const PretrainedModel& model, const std::string& dir,
                      const std::function<void(const std::string& tmp_dir)>& extra = nullptr);
 
 // A loaded model as class M (PretrainedModel: whatever class config.json names).

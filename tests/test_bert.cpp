@@ -8,6 +8,7 @@
 
 #include "models/checkpoint.hpp"
 #include "tests/golden.hpp"
+#include "text/bert_tokenizer.hpp"
 
 using namespace xg;
 using namespace xg::models;
@@ -212,8 +213,8 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("not expected: --bogus"));
   r = bert_infer("tokenize");
-  CHECK(r.code == 2);
-  CHECK_THAT(r.err, Contains("--vocab is required"));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Contains("tokenize needs --model DIR or --vocab FILE"));
   r = bert_infer("");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("subcommand"));
@@ -223,4 +224,43 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   r = bert_infer("embed --help");
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Contains("=32") && Contains("=cls"));
+}
+
+TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files; --vocab overrides them", "[bert][cli]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "xgrad_infer_tokenizer";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(dir_of("a") + "/" + f, dir / f);
+  // a cased vocabulary of the checkpoint's 99 tokens, where "Hello" and "hello" differ
+  std::vector<std::string> tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "Hello", "world"};
+  while (tokens.size() < 99) tokens.push_back("w" + std::to_string(tokens.size()));
+  text::TokenizerOptions cased;
+  cased.lowercase = false;
+  text::BertTokenizer(text::Vocab(tokens), cased).save_pretrained(dir.string());
+  const std::string in = (dir / "in.txt").string(), out = (dir / "out.txt").string(), err = (dir / "err.txt").string();
+  std::ofstream(in) << "Hello world\n";
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(XGRAD_BERT_INFER) + " " + args + " < " + in + " > " + out + " 2> " + err;
+    const int rc = std::system(cmd.c_str());
+    std::ifstream o(out), e(err);
+    return std::make_tuple(rc, std::string(std::istreambuf_iterator<char>(o), {}), std::string(std::istreambuf_iterator<char>(e), {}));
+  };
+  auto [rc, text, errors] = run("tokenize --model " + dir.string());
+  CHECK(rc == 0);
+  CHECK(text == "2 6 7 3\n");  // [CLS] Hello world [SEP]: cased, as tokenizer_config.json says
+  std::tie(rc, text, errors) = run("tokenize --model " + dir.string() + " --vocab " + (dir / "vocab.txt").string());
+  CHECK(text == "2 5 7 3\n");  // the --vocab override is uncased unless --cased
+  std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --text \"Hello [MASK] world\" --top-k 2");
+  CHECK(rc == 0);
+  CHECK_THAT(text, Contains("[MASK] at token 2"));
+  std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --text x --cased");
+  CHECK(rc != 0);
+  CHECK_THAT(errors, Contains("--cased applies to --vocab"));
+  // a directory from before tokenizer files (vocab.txt, config.json): BERT's defaults, uncased
+  fs::remove(dir / "tokenizer_config.json");
+  fs::remove(dir / "special_tokens_map.json");
+  std::tie(rc, text, errors) = run("tokenize --model " + dir.string());
+  CHECK(text == "2 5 7 3\n");
+  fs::remove_all(dir);
 }

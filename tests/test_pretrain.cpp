@@ -10,6 +10,7 @@
 #include "nn/safetensors.hpp"
 #include "optim/schedule.hpp"
 #include "tests/temp_path.hpp"
+#include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/mlm_nsp.hpp"
 
@@ -121,12 +122,21 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   CHECK(evals == 2);
   const fs::path ckpt = fs::path(r.trainer.out) / "checkpoint-000040";
   CHECK(fs::exists(ckpt / "model.safetensors"));
-  CHECK(fs::exists(ckpt / "vocab.txt"));
+  // the checkpoint carries the tokenizer as Hugging Face lays it out
+  for (const char* f : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"}) CHECK(fs::exists(ckpt / f));
+  CHECK(text::load_tokenizer(ckpt.string())->encode("The cat sat.").ids ==
+        text::BertTokenizer::from_file(r.task.vocab).encode("The cat sat.").ids);
   const auto state = read_json(ckpt / "training_state.json");
   CHECK(state["task"] == "mlm_nsp");
   CHECK(state["options"]["seq_len"] == 64);
   CHECK(state["options"]["lr"].get<float>() == 2e-3f);
   CHECK(!state["options"].contains("out"));  // run control is not saved
+  // a checkpoint from before tokenizer files (vocab.txt only) still resumes
+  fs::remove(ckpt / "tokenizer_config.json");
+  fs::remove(ckpt / "special_tokens_map.json");
+  Run again = r;
+  again.trainer.resume = ckpt.string();
+  CHECK(again.go() == 40);
   fs::remove_all(r.trainer.out);
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "text/bert_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 
 using namespace xg::text;
@@ -14,7 +15,8 @@ namespace {
 const std::string kVocab = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
 const std::string kSample = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
 
-const BertTokenizer& tok() {
+// The pre-training data code sees the tokenizer through the interface only.
+const Tokenizer& tok() {
   static const BertTokenizer t = BertTokenizer::from_file(kVocab);
   return t;
 }
@@ -125,7 +127,7 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   const auto inst = create_static_instances(docs(), opt, MaskingVocab::from(tok()));
   const std::string dir = tmp("shards");
   std::filesystem::remove_all(dir);
-  const auto paths = write_shards(inst, dir, 50, opt, tok().vocab().size());
+  const auto paths = write_shards(inst, dir, 50, opt, tok().vocab_size());
   REQUIRE(paths.size() == (inst.size() + 49) / 50);
   size_t i = 0;
   for (const auto& p : paths) {

@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
-
-#include "util/threads.hpp"
 
 namespace xg::text {
 
@@ -17,11 +14,18 @@ BertTokenizer::BertTokenizer(Vocab vocab, TokenizerOptions opt) : vocab_(std::mo
     return id;
   };
   unk_id_ = require(opt_.unk_token, "unknown");
-  cls_id_ = require(opt_.cls_token, "classifier");
-  sep_id_ = require(opt_.sep_token, "separator");
-  pad_id_ = require(opt_.pad_token, "padding");
-  mask_id_ = require(opt_.mask_token, "mask");
-  add_special_tokens({opt_.pad_token, opt_.unk_token, opt_.cls_token, opt_.sep_token, opt_.mask_token});
+  const int32_t cls = require(opt_.cls_token, "classifier"), sep = require(opt_.sep_token, "separator");
+  require(opt_.pad_token, "padding");
+  require(opt_.mask_token, "mask");
+  special_tokens_.unk = opt_.unk_token;
+  special_tokens_.cls = opt_.cls_token;
+  special_tokens_.sep = opt_.sep_token;
+  special_tokens_.pad = opt_.pad_token;
+  special_tokens_.mask = opt_.mask_token;
+  for (const auto& t : {opt_.pad_token, opt_.unk_token, opt_.cls_token, opt_.sep_token, opt_.mask_token}) add_special(t);
+  using T = SpecialTokenTemplate;
+  template_.single = {{cls, 0}, {T::kFirstText, 0}, {sep, 0}};
+  template_.pair = {{cls, 0}, {T::kFirstText, 0}, {sep, 0}, {T::kSecondText, 1}, {sep, 1}};
 }
 
 BertTokenizer BertTokenizer::from_file(const std::string& path, TokenizerOptions opt) {
@@ -29,21 +33,33 @@ BertTokenizer BertTokenizer::from_file(const std::string& path, TokenizerOptions
 }
 
 void BertTokenizer::add_special_tokens(const std::vector<std::string>& tokens) {
-  for (const auto& t : tokens) {
-    if (t.empty()) throw std::invalid_argument("[BertTokenizer] a special token cannot be empty");
-    const auto cps = decode_utf8(t, InvalidUtf8::Error, "special token");
-    const int32_t id = vocab_.add(t);
-    if (size_t(id) >= special_ids_.size()) special_ids_.resize(size_t(id) + 1, false);
-    if (special_ids_[size_t(id)]) continue;
-    special_ids_[size_t(id)] = true;
-    specials_.emplace_back(std::u32string(cps.begin(), cps.end()), id);
-  }
+  for (const auto& t : tokens)
+    if (add_special(t)) special_tokens_.additional.push_back(t);
+}
+
+bool BertTokenizer::add_special(const std::string& t) {
+  if (t.empty()) throw std::invalid_argument("[BertTokenizer] a special token cannot be empty");
+  const auto cps = decode_utf8(t, InvalidUtf8::Error, "special token");
+  const int32_t id = vocab_.add(t);
+  if (size_t(id) >= special_ids_.size()) special_ids_.resize(size_t(id) + 1, false);
+  if (special_ids_[size_t(id)]) return false;
+  special_ids_[size_t(id)] = true;
+  specials_.emplace_back(std::u32string(cps.begin(), cps.end()), id);
   // Longest first, so "[MASK]x" never loses to a shorter token sharing its start.
   std::stable_sort(specials_.begin(), specials_.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return true;
 }
 
 bool BertTokenizer::is_special(int32_t id) const { return id >= 0 && size_t(id) < special_ids_.size() && special_ids_[size_t(id)]; }
+
+const std::string& BertTokenizer::id_to_token(int32_t id) const {
+  if (id < 0 || size_t(id) >= vocab_.size())
+    throw std::out_of_range(fmt::format("[BertTokenizer] id {} is outside the vocabulary of {}", id, vocab_.size()));
+  return vocab_.token(id);
+}
+
+bool BertTokenizer::starts_word(int32_t id) const { return id_to_token(id).rfind("##", 0) != 0; }
 
 // Normalises cps[begin, end) and splits it into words, keeping each char's original position.
 void BertTokenizer::split_words(const std::vector<char32_t>& cps, size_t begin, size_t end, std::vector<Word>& out) const {
@@ -217,103 +233,17 @@ std::vector<std::u32string> BertTokenizer::words(std::string_view text, const st
 }
 
 namespace {
-// Hugging Face's truncation lengths for a pair with `budget` content tokens.
-std::pair<size_t, size_t> longest_first(size_t n1, size_t n2, size_t budget) {
-  if (n1 + n2 <= budget) return {n1, n2};
-  const bool swap = n1 > n2;
-  if (swap) std::swap(n1, n2);
-  n2 = n1 > budget ? n1 : std::max(n1, budget - n1);
-  if (n1 + n2 > budget) {
-    n1 = budget / 2;
-    n2 = n1 + budget % 2;
-  }
-  if (swap) std::swap(n1, n2);
-  return {n1, n2};
-}
-}  // namespace
-
-Encoding BertTokenizer::assemble(std::vector<Token> a, std::vector<Token>* b, const EncodeOptions& opt) const {
-  const size_t added = opt.add_special_tokens ? (b ? 3 : 2) : 0;
-  if (opt.max_length > 0) {
-    if (opt.max_length < added)
-      throw std::invalid_argument(fmt::format("[encode] max_length {} leaves no room for {} special tokens", opt.max_length, added));
-    const size_t budget = opt.max_length - added;
-    const size_t nb = b ? b->size() : 0;
-    if (a.size() + nb > budget) {
-      if (!b || opt.truncation == Truncation::LongestFirst) {
-        auto [n1, n2] = b ? longest_first(a.size(), nb, budget) : std::pair<size_t, size_t>{budget, 0};
-        a.resize(std::min(a.size(), n1));
-        if (b) b->resize(std::min(nb, n2));
-      } else if (opt.truncation == Truncation::OnlyFirst) {
-        if (nb >= budget)
-          throw std::invalid_argument(fmt::format("[encode] only_first truncation: the second text alone has {} tokens, max_length {}", nb, opt.max_length));
-        a.resize(budget - nb);
-      } else {
-        if (a.size() >= budget)
-          throw std::invalid_argument(fmt::format("[encode] only_second truncation: the first text alone has {} tokens, max_length {}", a.size(), opt.max_length));
-        b->resize(budget - a.size());
-      }
-    }
-  }
-  Encoding e;
-  auto push = [&](int32_t id, int32_t type, std::pair<size_t, size_t> off, bool special) {
-    e.ids.push_back(id);
-    e.type_ids.push_back(type);
-    e.attention_mask.push_back(1);
-    e.special_tokens_mask.push_back(special);
-    e.offsets.push_back(off);
-  };
-  if (opt.add_special_tokens) push(cls_id_, 0, {0, 0}, true);
-  for (const auto& t : a) push(t.id, 0, {t.start, t.end}, false);
-  if (opt.add_special_tokens) push(sep_id_, 0, {0, 0}, true);
-  if (b) {
-    for (const auto& t : *b) push(t.id, 1, {t.start, t.end}, false);
-    if (opt.add_special_tokens) push(sep_id_, 1, {0, 0}, true);
-  }
-  while (e.size() < opt.pad_to) {
-    push(pad_id_, 0, {0, 0}, true);
-    e.attention_mask.back() = 0;
-  }
-  return e;
-}
-
-Encoding BertTokenizer::encode(std::string_view a, const EncodeOptions& opt) const {
-  return assemble(tokenize(a), nullptr, opt);
-}
-
-Encoding BertTokenizer::encode_pair(std::string_view a, std::string_view b, const EncodeOptions& opt) const {
-  std::vector<Token> tb = tokenize(b, "second text");
-  return assemble(tokenize(a, "first text"), &tb, opt);
-}
-
-std::vector<Encoding> BertTokenizer::encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt,
-                                                  size_t threads) const {
-  std::vector<Encoding> out(texts.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max<size_t>(1, texts.size()));
-  EncodeOptions unpadded = opt;
-  unpadded.pad_to = 0;
-  run_on_threads(threads, [&](size_t t) {
-    for (size_t i = t * texts.size() / threads; i < (t + 1) * texts.size() / threads; ++i)
-      out[i] = assemble(tokenize(texts[i], fmt::format("batch item {}", i)), nullptr, unpadded);
-  });
-  size_t target = opt.pad_to;
-  if (opt.pad_to_longest)
-    for (const auto& e : out) target = std::max(target, e.size());
-  for (auto& e : out)
-    while (e.size() < target) {
-      e.ids.push_back(pad_id_);
-      e.type_ids.push_back(0);
-      e.attention_mask.push_back(0);
-      e.special_tokens_mask.push_back(1);
-      e.offsets.emplace_back(0, 0);
-    }
-  return out;
-}
-
-namespace {
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+}
+
+// Spaces before punctuation and inside contractions: the clean-up of the `tokenizers` WordPiece
+// decoder (on each piece, with "do not") and of transformers' clean_up_tokenization (on the whole
+// text, without it).
+void clean_up(std::string& s, bool do_not) {
+  for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+                          {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
+    if (do_not || std::string_view(from) != " do not") replace_all(s, from, to);
 }
 }  // namespace
 
@@ -330,12 +260,10 @@ std::string BertTokenizer::decode(const std::vector<int32_t>& ids, bool skip_spe
       else piece.insert(0, " ");
     }
     first = false;
-    // Hugging Face cleans each piece up on its own
-    for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-                            {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}})
-      replace_all(piece, from, to);
+    clean_up(piece, /*do_not=*/true);  // the WordPiece decoder cleans each piece up on its own
     out += piece;
   }
+  if (opt_.clean_up_tokenization_spaces) clean_up(out, /*do_not=*/false);
   return out;
 }
 

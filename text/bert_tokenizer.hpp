@@ -8,12 +8,14 @@
 //   WordPiece: greedy longest-match-first with "##" continuations; a word longer than
 //   max_input_chars_per_word, or with no complete match, becomes [UNK].
 // Offsets are code-point positions [start, end) in the original text.
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "text/tokenizer.hpp"
 #include "text/unicode.hpp"
 #include "text/vocab.hpp"
 
@@ -25,62 +27,53 @@ struct TokenizerOptions {
   bool clean_text = true;
   bool handle_chinese_chars = true;
   size_t max_input_chars_per_word = 100;
+  size_t model_max_length = 0;  // tokenizer_config.json's model_max_length; 0: unknown
+  // decode() also applies transformers' clean_up_tokenization to the whole text ("isn ' t" ->
+  // "isn't"); off, decode() is the `tokenizers` WordPiece decoder alone.
+  bool clean_up_tokenization_spaces = false;
   InvalidUtf8 invalid_utf8 = InvalidUtf8::Error;
   std::string unk_token = "[UNK]", cls_token = "[CLS]", sep_token = "[SEP]", pad_token = "[PAD]",
               mask_token = "[MASK]";
 };
 
-enum class Truncation { LongestFirst, OnlyFirst, OnlySecond };
-
-struct EncodeOptions {
-  bool add_special_tokens = true;
-  size_t max_length = 0;  // 0: no truncation
-  Truncation truncation = Truncation::LongestFirst;
-  size_t pad_to = 0;      // pad on the right up to this length (0: no padding)
-  bool pad_to_longest = false;  // encode_batch: pad every encoding to the batch's longest
-};
-
-struct Token {
-  int32_t id;
-  size_t start, end;  // code points in the original text
-};
-
-struct Encoding {
-  std::vector<int32_t> ids, type_ids, attention_mask, special_tokens_mask;
-  std::vector<std::pair<size_t, size_t>> offsets;
-  size_t size() const { return ids.size(); }
-};
-
-class BertTokenizer {
+class BertTokenizer : public Tokenizer {
  public:
   explicit BertTokenizer(Vocab vocab, TokenizerOptions opt = {});
   static BertTokenizer from_file(const std::string& vocab_path, TokenizerOptions opt = {});
+  // Reads a Hugging Face tokenizer directory: vocab.txt, tokenizer_config.json (do_lower_case,
+  // strip_accents, tokenize_chinese_chars, model_max_length, special tokens) and
+  // special_tokens_map.json, either JSON file optional. Throws naming the file and field.
+  static BertTokenizer from_pretrained(const std::string& dir);
 
+  std::string tokenizer_class() const override { return "BertTokenizer"; }
   // Word pieces of one text (no [CLS]/[SEP]). `where` names the text in errors ("line 12").
-  std::vector<Token> tokenize(std::string_view text, const std::string& where = "input") const;
-  // [CLS] a [SEP] (b [SEP]) with type ids, truncation and padding per `opt`.
-  Encoding encode(std::string_view a, const EncodeOptions& opt = {}) const;
-  Encoding encode_pair(std::string_view a, std::string_view b, const EncodeOptions& opt = {}) const;
-  // Encodes texts on `threads` threads (0: all cores); pads per pad_to / pad_to_longest.
-  std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt = {},
-                                     size_t threads = 0) const;
+  std::vector<Token> tokenize(std::string_view text, const std::string& where = "input") const override;
   // Hugging Face's WordPiece decoder: joins pieces, glues "##" continuations, cleans up spaces
-  // before punctuation and contractions.
-  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const;
+  // before punctuation and contractions (then the whole text, per clean_up_tokenization_spaces).
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = true) const override;
+
+  size_t vocab_size() const override { return vocab_.size(); }
+  const std::string& id_to_token(int32_t id) const override;
+  int32_t token_to_id(std::string_view token) const override { return vocab_.id(token); }
+  const SpecialTokens& special_tokens() const override { return special_tokens_; }
+  bool is_special(int32_t id) const override;
+  // Every piece but a "##" continuation starts a word.
+  bool starts_word(int32_t id) const override;
+  size_t model_max_length() const override { return opt_.model_max_length; }
+  // vocab.txt (added tokens included), tokenizer_config.json and special_tokens_map.json, as
+  // transformers' BertTokenizerFast.save_pretrained writes them.
+  void save_pretrained(const std::string& dir) const override;
 
   // Tokens matched whole in the raw text before normalisation (added to the vocabulary if new).
   void add_special_tokens(const std::vector<std::string>& tokens);
-  bool is_special(int32_t id) const;
   // The normalised, pre-tokenised words of a text (what the WordPiece model sees).
   std::vector<std::u32string> words(std::string_view text, const std::string& where = "input") const;
 
   const Vocab& vocab() const { return vocab_; }
   const TokenizerOptions& options() const { return opt_; }
-  int32_t unk_id() const { return unk_id_; }
-  int32_t cls_id() const { return cls_id_; }
-  int32_t sep_id() const { return sep_id_; }
-  int32_t pad_id() const { return pad_id_; }
-  int32_t mask_id() const { return mask_id_; }
+
+ protected:
+  const SpecialTokenTemplate& special_token_template() const override { return template_; }
 
  private:
   struct Word {
@@ -89,13 +82,16 @@ class BertTokenizer {
   };
   void split_words(const std::vector<char32_t>& cps, size_t begin, size_t end, std::vector<Word>& out) const;
   void wordpiece(const Word& w, std::vector<Token>& out) const;
-  Encoding assemble(std::vector<Token> a, std::vector<Token>* b, const EncodeOptions& opt) const;
+  // Makes `token` match whole; returns false when it already did.
+  bool add_special(const std::string& token);
 
   Vocab vocab_;
   TokenizerOptions opt_;
+  SpecialTokens special_tokens_;
+  SpecialTokenTemplate template_;
   std::vector<std::pair<std::u32string, int32_t>> specials_;  // longest first
   std::vector<bool> special_ids_;
-  int32_t unk_id_, cls_id_, sep_id_, pad_id_, mask_id_;
+  int32_t unk_id_;
 };
 
 }  // namespace xg::text

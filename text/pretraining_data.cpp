@@ -45,27 +45,27 @@ void truncate_pair(std::vector<int32_t>& a, std::vector<int32_t>& b, size_t max_
 }
 }  // namespace
 
-MaskingVocab MaskingVocab::from(const BertTokenizer& tok) {
+MaskingVocab MaskingVocab::from(const Tokenizer& tok) {
   MaskingVocab v;
-  const Vocab& vocab = tok.vocab();
   v.mask_id = tok.mask_id();
   v.cls_id = tok.cls_id();
   v.sep_id = tok.sep_id();
-  v.size = vocab.size();
-  v.never_mask.resize(vocab.size());
-  v.continuation.resize(vocab.size());
-  for (size_t i = 0; i < vocab.size(); ++i) {
-    const std::string& t = vocab.token(int32_t(i));
-    v.never_mask[i] = tok.is_special(int32_t(i));
-    v.continuation[i] = t.rfind("##", 0) == 0;
+  v.size = tok.vocab_size();
+  v.never_mask.resize(v.size);
+  v.continuation.resize(v.size);
+  for (size_t i = 0; i < v.size; ++i) {
+    const int32_t id = int32_t(i);
+    const std::string& t = tok.id_to_token(id);
+    v.never_mask[i] = tok.is_special(id);
+    v.continuation[i] = !tok.starts_word(id);
     const bool placeholder = t.size() > 2 && t.front() == '[' && t.back() == ']';  // [unused12], [CLS], ...
-    if (!v.never_mask[i] && !placeholder) v.random_choices.push_back(int32_t(i));
+    if (!v.never_mask[i] && !placeholder) v.random_choices.push_back(id);
   }
   if (v.random_choices.empty()) throw std::invalid_argument("[pretraining data] the vocabulary has no ordinary tokens");
   return v;
 }
 
-std::vector<Document> load_documents(const std::string& path, const BertTokenizer& tok,
+std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
                                      const std::function<void(size_t, size_t)>& progress) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "text/bert_tokenizer.hpp"
+#include "text/tokenizer.hpp"
 #include "util/random.hpp"
 
 namespace xg::text {
@@ -29,7 +29,7 @@ using Document = std::vector<Sentence>;
 // Reads and tokenises a corpus in the BERT format on all cores. Sentences that tokenise to
 // nothing are dropped, then empty documents. Throws naming the file (and line, for invalid
 // UTF-8) when it is missing or yields no document.
-std::vector<Document> load_documents(const std::string& path, const BertTokenizer& tok,
+std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
                                      const std::function<void(size_t, size_t)>& progress = nullptr);
 
 struct Instance {
@@ -40,14 +40,14 @@ struct Instance {
   int32_t segment_id(size_t i) const { return i <= a_end ? 0 : 1; }
 };
 
-// What masking needs from the vocabulary.
+// What masking needs from the tokenizer, looked up once.
 struct MaskingVocab {
   int32_t mask_id, cls_id, sep_id;
   size_t size = 0;
   std::vector<bool> never_mask;         // special tokens ([CLS], [SEP], [PAD], [UNK], [MASK], ...)
-  std::vector<bool> continuation;       // "##" pieces, for whole-word masking
+  std::vector<bool> continuation;       // tokens that do not start a word ("##" pieces), for whole-word masking
   std::vector<int32_t> random_choices;  // replacement tokens: the vocabulary minus specials and [unused*]
-  static MaskingVocab from(const BertTokenizer& tok);
+  static MaskingVocab from(const Tokenizer& tok);
 };
 
 // Google's create_instances_from_document: fills sequences to max_seq_length from document

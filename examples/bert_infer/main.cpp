@@ -1,23 +1,22 @@
-// Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors):
+// Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors, and
+// the tokenizer's files: vocab.txt, tokenizer_config.json, special_tokens_map.json):
 //   bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]
-//   bert_infer tokenize --vocab FILE [--cased]                < lines   (ids of [CLS] line [SEP])
-//   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5] [--cased]
-//   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] [--cased] < lines   (a vector per line)
-// Each subcommand takes --help.
+//   bert_infer tokenize --model DIR | --vocab FILE [--cased]   < lines   (ids of [CLS] line [SEP])
+//   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
+//   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] < lines   (one vector per line)
+// --vocab FILE [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "models/checkpoint.hpp"
-#include "text/bert_tokenizer.hpp"
+#include "text/load_tokenizer.hpp"
 #include "util/cli.hpp"
 
 using namespace xg;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -26,27 +25,43 @@ struct DumpArgs {
   std::string model, inputs, out;
   bool grads = false;
 };
-struct TokenizeArgs {
-  std::string vocab;
+// Where a subcommand's tokenizer comes from: --vocab [--cased] when given, else --model's files.
+struct TokenizerArgs {
+  std::string model, vocab;
   bool cased = false;
+};
+struct TokenizeArgs {
+  TokenizerArgs tok;
 };
 struct FillMaskArgs {
-  std::string model, text;
+  TokenizerArgs tok;  // tok.model is the checkpoint too
+  std::string text;
   size_t top_k = 5;
-  bool cased = false;
 };
 struct EmbedArgs {
-  std::string model, pooling = "cls";
+  TokenizerArgs tok;  // tok.model is the checkpoint too
+  std::string pooling = "cls";
   size_t batch = 32;
-  bool cased = false;
 };
 
-text::BertTokenizer tokenizer_for(const std::string& dir, bool cased) {
-  const std::string vocab = (fs::path(dir) / "vocab.txt").string();
-  if (!fs::exists(vocab)) throw std::runtime_error(fmt::format("{}: no vocab.txt in the model directory", dir));
-  text::TokenizerOptions o;
-  o.lowercase = !cased;
-  return text::BertTokenizer::from_file(vocab, o);
+// --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
+std::unique_ptr<text::Tokenizer> tokenizer_for(const TokenizerArgs& a, const char* command) {
+  if (!a.vocab.empty()) {
+    text::TokenizerOptions o;
+    o.lowercase = !a.cased;
+    return text::open_tokenizer(a.vocab, o);
+  }
+  if (a.cased)
+    throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
+                                            "tokenizer_config.json (do_lower_case) decides", command));
+  return text::load_tokenizer(a.model);
+}
+
+void add_tokenizer_options(CLI::App* cmd, TokenizerArgs& a, bool model_required) {
+  auto* model = cmd->add_option("--model", a.model, "checkpoint directory (its tokenizer files are used)")->type_name("DIR");
+  if (model_required) model->required();
+  cmd->add_option("--vocab", a.vocab, "WordPiece vocab.txt or tokenizer directory, instead of the model's")->type_name("FILE|DIR");
+  cmd->add_flag("--cased", a.cased, "with --vocab: keep case and accents");
 }
 
 models::LoadedModel load_model(const std::string& dir) {
@@ -103,12 +118,11 @@ int dump(const DumpArgs& a) {
 }
 
 int tokenize(const TokenizeArgs& a) {
-  text::TokenizerOptions o;
-  o.lowercase = !a.cased;
-  const auto tok = text::BertTokenizer::from_file(a.vocab, o);
+  if (a.tok.vocab.empty() && a.tok.model.empty()) throw std::invalid_argument("tokenize needs --model DIR or --vocab FILE");
+  const auto tok = tokenizer_for(a.tok, "tokenize");
   std::string line;
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
-    const auto e = tok.encode(line);
+    const auto e = tok->encode(line);
     std::string s;
     for (size_t i = 0; i < e.ids.size(); ++i) s += (i ? " " : "") + std::to_string(e.ids[i]);
     fmt::print("{}\n", s);
@@ -124,38 +138,38 @@ Tensor vocabulary_logits(const models::NamedOutputs& out, const std::string& arc
 }
 
 int fill_mask(const FillMaskArgs& a) {
-  const auto tok = tokenizer_for(a.model, a.cased);
-  auto loaded = load_model(a.model);
+  const auto tok = tokenizer_for(a.tok, "fill-mask");
+  auto loaded = load_model(a.tok.model);
   const size_t k = a.top_k;
-  const auto e = tok.encode(a.text);
-  const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok.pad_id());
+  const auto e = tok->encode(a.text);
+  const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok->pad_id());
   NoGradGuard no_grad;
   const Tensor logits = vocabulary_logits(loaded.model->forward_named(in), loaded.model->architecture());
   const size_t V = logits.size(-1);
   size_t masks = 0;
   for (size_t t = 0; t < e.ids.size(); ++t) {
-    if (e.ids[t] != tok.mask_id()) continue;
+    if (e.ids[t] != tok->mask_id()) continue;
     ++masks;
     const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len), long(V)}), 0, long(t), long(t) + 1));
     std::vector<int32_t> order(V);
     for (size_t i = 0; i < V; ++i) order[i] = int32_t(i);
     std::partial_sort(order.begin(), order.begin() + long(std::min(k, V)), order.end(),
                       [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
-    fmt::print("[MASK] at token {}:\n", t);
+    fmt::print("{} at token {}:\n", tok->special_tokens().mask, t);
     for (size_t i = 0; i < std::min(k, V); ++i) {
       std::vector<int32_t> filled(e.ids.begin(), e.ids.end());
       filled[t] = order[i];
-      fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok.vocab().token(order[i]), tok.decode(filled));
+      fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok->id_to_token(order[i]), tok->decode(filled));
     }
   }
-  if (masks == 0) throw std::invalid_argument("fill-mask: the text has no [MASK]");
+  if (masks == 0) throw std::invalid_argument(fmt::format("fill-mask: the text has no {}", tok->special_tokens().mask));
   return 0;
 }
 
 int embed(const EmbedArgs& a) {
   const std::string& pooling = a.pooling;
-  const auto tok = tokenizer_for(a.model, a.cased);
-  auto loaded = load_model(a.model);
+  const auto tok = tokenizer_for(a.tok, "embed");
+  auto loaded = load_model(a.tok.model);
   const size_t batch = a.batch;
   text::EncodeOptions eo;
   eo.max_length = size_t(loaded.model->config_json().at("max_position_embeddings"));
@@ -163,8 +177,8 @@ int embed(const EmbedArgs& a) {
   auto flush = [&] {
     if (lines.empty()) return;
     std::vector<models::Sequence> sequences;
-    for (const auto& e : tok.encode_batch(lines, eo)) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
-    const models::ModelInputs in = models::pad_sequences(sequences, tok.pad_id());
+    for (const auto& e : tok->encode_batch(lines, eo)) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
+    const models::ModelInputs in = models::pad_sequences(sequences, tok->pad_id());
     NoGradGuard no_grad;
     const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
     const size_t H = h.size(2);
@@ -213,23 +227,20 @@ int main(int argc, char** argv) {
 
   TokenizeArgs t;
   auto* tokenize_cmd = app.add_subcommand("tokenize", "Each stdin line -> ids of [CLS] line [SEP]");
-  tokenize_cmd->add_option("--vocab", t.vocab, "WordPiece vocab.txt")->required()->type_name("FILE");
-  tokenize_cmd->add_flag("--cased", t.cased, "keep case and accents");
+  add_tokenizer_options(tokenize_cmd, t.tok, /*model_required=*/false);
 
   FillMaskArgs f;
   auto* fill_mask_cmd = app.add_subcommand("fill-mask", "The most likely tokens for each [MASK] in the text");
-  fill_mask_cmd->add_option("--model", f.model, "checkpoint directory (with vocab.txt)")->required()->type_name("DIR");
+  add_tokenizer_options(fill_mask_cmd, f.tok, /*model_required=*/true);
   fill_mask_cmd->add_option("--text", f.text, "text with one or more [MASK]")->required();
   xg::cli::add_number(*fill_mask_cmd, "--top-k", f.top_k, "candidates shown per [MASK]")->check(xg::cli::positive());
-  fill_mask_cmd->add_flag("--cased", f.cased, "keep case and accents");
 
   EmbedArgs e;
   auto* embed_cmd = app.add_subcommand("embed", "Each stdin line -> one vector (the last hidden layer, pooled)");
-  embed_cmd->add_option("--model", e.model, "checkpoint directory (with vocab.txt)")->required()->type_name("DIR");
+  add_tokenizer_options(embed_cmd, e.tok, /*model_required=*/true);
   embed_cmd->add_option("--pooling", e.pooling, "the [CLS] vector or the mean over tokens")
       ->check(CLI::IsMember({"cls", "mean"}));
   xg::cli::add_number(*embed_cmd, "--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
-  embed_cmd->add_flag("--cased", e.cased, "keep case and accents");
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {

@@ -1,11 +1,13 @@
 // Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format (one
-// sentence per line, a blank line between documents) and a WordPiece vocabulary.
-//   create_pretraining_data --input FILE --vocab FILE --output DIR [options]
+// sentence per line, a blank line between documents) and a tokenizer (a WordPiece vocabulary or a
+// Hugging Face tokenizer directory).
+//   create_pretraining_data --input FILE --vocab FILE|DIR --output DIR [options]
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "text/load_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "util/cli.hpp"
 #include "util/progress.hpp"
@@ -19,7 +21,7 @@ int main(int argc, char** argv) {
                "create_pretraining_data"};
   xg::cli::show_defaults(app);
   app.add_option("--input", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
-  app.add_option("--vocab", vocab, "WordPiece vocab.txt")->required()->type_name("FILE");
+  app.add_option("--vocab", vocab, "WordPiece vocab.txt, or a tokenizer directory (tokenizer_config.json decides casing)")->required()->type_name("FILE|DIR");
   app.add_option("--output", output, "directory for shard_NNNNN.bin files")->required()->type_name("DIR");
   xg::cli::add_number(app, "--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
   xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
@@ -35,15 +37,15 @@ int main(int argc, char** argv) {
     opt.validate();
     xg::text::TokenizerOptions topt;
     topt.lowercase = !cased;
-    const auto tok = xg::text::BertTokenizer::from_file(vocab, topt);
+    const auto tok = xg::text::open_tokenizer(vocab, topt);
     xg::Progress read_progress("tokenizing", 0, "lines");
-    const auto docs = xg::text::load_documents(input, tok, [&](size_t done, size_t) { read_progress.update(done); });
+    const auto docs = xg::text::load_documents(input, *tok, [&](size_t done, size_t) { read_progress.update(done); });
     read_progress.finish(fmt::format("{} documents", docs.size()));
     xg::Progress make_progress("creating instances", opt.dupe_factor * docs.size(), "docs");
     const auto instances = xg::text::create_static_instances(
-        docs, opt, xg::text::MaskingVocab::from(tok), [&](size_t done, size_t) { make_progress.update(done); });
+        docs, opt, xg::text::MaskingVocab::from(*tok), [&](size_t done, size_t) { make_progress.update(done); });
     make_progress.finish(fmt::format("{} instances", instances.size()));
-    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok.vocab().size());
+    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok->vocab_size());
     fmt::print("wrote {} instances into {} shard(s) in {}\n", instances.size(), paths.size(), output);
   } catch (const std::exception& e) {
     fmt::print(stderr, "create_pretraining_data: {}\n", e.what());

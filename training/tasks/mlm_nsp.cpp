@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "models/checkpoint.hpp"
+#include "text/load_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/instance_sources.hpp"
@@ -21,7 +22,7 @@ const OptionTable<MlmNspOptions>& MlmNspOptions::table() {
   static const OptionTable<O> t = OptionTable<O>()
       .add("--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
                                    "or a directory of create_pretraining_data shards", kRestore)
-      .add("--vocab", &O::vocab, "WordPiece vocab.txt (a resumed run uses its checkpoint's)", kRestore)
+      .add("--vocab", &O::vocab, "WordPiece vocab.txt or a Hugging Face tokenizer directory (a resumed run uses its checkpoint's)", kRestore)
       .add("--train-vocab", &O::train_vocab, "train a WordPiece vocabulary of SIZE tokens from the corpus instead of --vocab (0: no)", kRestore)
       .add("--cased", &O::cased, "keep case and accents (default: uncased)", kRestore)
       .add("--model", &O::model, "preset (tiny, mini, small, medium, base, large) or a config.json", kRestore)
@@ -44,10 +45,12 @@ models::BertConfig bert_config_for(const std::string& model, size_t vocab_size, 
 namespace {
 
 // Where the tokenizer and the model are made: the checkpoint's on resume, else from the options.
-text::BertTokenizer make_tokenizer(const MlmNspOptions& o, const TaskContext& ctx) {
+std::unique_ptr<text::Tokenizer> make_tokenizer(const MlmNspOptions& o, const TaskContext& ctx) {
   std::string vocab_path = o.vocab;
   if (!ctx.checkpoint.empty()) {
-    vocab_path = (fs::path(ctx.checkpoint) / "vocab.txt").string();
+    // the checkpoint's tokenizer; checkpoints from before tokenizer files carry vocab.txt only
+    const bool has_tokenizer_files = fs::exists(fs::path(ctx.checkpoint) / "tokenizer_config.json");
+    vocab_path = has_tokenizer_files ? ctx.checkpoint : (fs::path(ctx.checkpoint) / "vocab.txt").string();
   } else if (o.train_vocab > 0) {
     if (fs::is_directory(o.corpus)) throw std::invalid_argument("[mlm_nsp] --train-vocab needs a text corpus, not shards");
     text::WordPieceTrainerOptions to;
@@ -63,7 +66,7 @@ text::BertTokenizer make_tokenizer(const MlmNspOptions& o, const TaskContext& ct
   }
   text::TokenizerOptions topt;
   topt.lowercase = !o.cased;
-  return text::BertTokenizer::from_file(vocab_path, topt);
+  return text::open_tokenizer(vocab_path, topt);
 }
 
 std::unique_ptr<models::BertForPreTraining> make_model(const MlmNspOptions& o, const TaskContext& ctx, size_t vocab_size) {
@@ -85,7 +88,7 @@ class MlmNspTask : public Task {
  public:
   MlmNspTask(const MlmNspOptions& o, const TaskContext& ctx) : opt_(o), tok_(make_tokenizer(o, ctx)) {
     load_data(ctx);
-    model_ = make_model(o, ctx, tok_.vocab().size());
+    model_ = make_model(o, ctx, tok_->vocab_size());
   }
 
   std::string name() const override { return "mlm_nsp"; }
@@ -94,13 +97,13 @@ class MlmNspTask : public Task {
     return fmt::format("model: {} layers, hidden {}, {} heads, {:.1f}M parameters; vocabulary {}; {} training instances per "
                        "epoch, {} held out; sequences of {} tokens",
                        c.num_hidden_layers, c.hidden_size, c.num_attention_heads, double(model_->num_parameters()) / 1e6,
-                       tok_.vocab().size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
+                       tok_->vocab_size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
   }
   nn::Module& model() override { return *model_; }
   size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
-    const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_.pad_id());
+    const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_->pad_id());
     const auto out = model_->forward(b.inputs, b.targets);
     return {out.loss,
             {{"mlm", out.mlm_loss.item()}, {"nsp", out.nsp_loss.item()}},
@@ -121,7 +124,7 @@ class MlmNspTask : public Task {
     double mlm_loss_sum = 0, nsp_loss_sum = 0;
     for (size_t s = 0; s < eval_.size(); s += batch_size) {
       const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
-      const Batch b = make_batch(part, opt_.seq_len, tok_.pad_id());
+      const Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
       const auto out = model_->forward(b.inputs, b.targets);
       const size_t m = b.targets.masked_labels.size();
       masked += m;
@@ -148,10 +151,10 @@ class MlmNspTask : public Task {
   }
 
   void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override {
-    // The vocabulary is written from memory: the file it came from may be a checkpoint that
-    // --keep has since removed.
-    models::save_pretrained(*model_, dir, "", [&](const std::string& tmp) {
-      tok_.vocab().save((fs::path(tmp) / "vocab.txt").string());
+    // The tokenizer files are written from memory: the files it came from may be a checkpoint
+    // that --keep has since removed.
+    models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
+      tok_->save_pretrained(tmp);
       extra(tmp);
     });
   }
@@ -175,7 +178,7 @@ class MlmNspTask : public Task {
       return;
     }
     Progress p("reading corpus", 0, "lines");
-    auto docs = text::load_documents(opt_.corpus, tok_, [&](size_t done, size_t) {
+    auto docs = text::load_documents(opt_.corpus, *tok_, [&](size_t done, size_t) {
       if (!ctx.quiet) p.update(done);
     });
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
@@ -186,14 +189,14 @@ class MlmNspTask : public Task {
       docs.resize(docs.size() - held);
       text::PretrainingOptions eopt = popt;
       eopt.seed = ctx.seed + 1;
-      eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(tok_));
+      eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(*tok_));
       if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
     }
-    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, text::MaskingVocab::from(tok_));
+    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, text::MaskingVocab::from(*tok_));
   }
 
   const MlmNspOptions opt_;
-  const text::BertTokenizer tok_;
+  const std::unique_ptr<text::Tokenizer> tok_;
   std::unique_ptr<InstanceSource> source_;
   std::vector<text::Instance> eval_;
   DataPosition pos_;

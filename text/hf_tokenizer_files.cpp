@@ -1,0 +1,183 @@
+#include "text/hf_tokenizer_files.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace xg::text {
+
+namespace {
+json read_json_object(const std::string& path) {
+  if (!fs::exists(path)) return json::object();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[load_tokenizer] {}: cannot open", path));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: not valid JSON: {}", path, e.what()));
+  }
+  if (!j.is_object()) throw std::runtime_error(fmt::format("[load_tokenizer] {}: expected a JSON object, got {}", path, j.type_name()));
+  return j;
+}
+
+[[noreturn]] void bad_field(const std::string& path, const char* field, const char* wanted, const json& value) {
+  throw std::runtime_error(fmt::format("[load_tokenizer] {}: field '{}' must be {}, got {}", path, field, wanted, value.dump()));
+}
+
+// A special token's text: "[CLS]" or {"content": "[CLS]", "lstrip": false, ...}.
+std::string token_content(const json& v, const std::string& path, const char* field) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  bad_field(path, field, "a string or an object with a string \"content\"", v);
+}
+
+void write_json(const std::string& path, const json& j) {
+  std::ofstream out(path, std::ios::binary);
+  out << j.dump(2) << '\n';  // transformers writes json.dumps(indent=2, sort_keys=True) + "\n"
+  if (!out.flush()) throw std::runtime_error(fmt::format("[save_pretrained] {}: write failed", path));
+}
+}  // namespace
+
+TokenizerConfig TokenizerConfig::read(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("[load_tokenizer] {}: not a directory", dir));
+  TokenizerConfig c;
+  c.dir_ = dir;
+  c.config_path_ = (fs::path(dir) / "tokenizer_config.json").string();
+  c.map_path_ = (fs::path(dir) / "special_tokens_map.json").string();
+  c.added_path_ = (fs::path(dir) / "added_tokens.json").string();
+  c.config_ = read_json_object(c.config_path_);
+  c.map_ = read_json_object(c.map_path_);
+  c.added_ = read_json_object(c.added_path_);
+  c.map_wins_ = !c.config_.contains("added_tokens_decoder");
+  return c;
+}
+
+std::string TokenizerConfig::required_file(const std::string& name, const std::string& needed_by) const {
+  const std::string path = (fs::path(dir_) / name).string();
+  if (!fs::exists(path)) throw std::runtime_error(fmt::format("[load_tokenizer] {}: missing ({} needs it)", path, needed_by));
+  return path;
+}
+
+std::optional<std::string> TokenizerConfig::get_string(const char* field) const {
+  if (!config_.contains(field) || config_[field].is_null()) return std::nullopt;
+  if (!config_[field].is_string()) bad_field(config_path_, field, "a string", config_[field]);
+  return config_[field].get<std::string>();
+}
+
+std::optional<bool> TokenizerConfig::get_bool(const char* field) const {
+  if (!config_.contains(field) || config_[field].is_null()) return std::nullopt;
+  if (!config_[field].is_boolean()) bad_field(config_path_, field, "true, false or null", config_[field]);
+  return config_[field].get<bool>();
+}
+
+std::optional<size_t> TokenizerConfig::get_size(const char* field) const {
+  if (!config_.contains(field) || config_[field].is_null()) return std::nullopt;
+  const json& v = config_[field];
+  if (v.is_number_unsigned()) return v.get<size_t>();
+  // int(1e30) does not fit 64 bits: the parser reads it as a float
+  if (v.is_number_float() && v.get<double>() >= 1e18) return size_t(0);
+  bad_field(config_path_, field, "a non-negative integer", v);
+}
+
+std::optional<std::string> TokenizerConfig::special_token(const char* key) const {
+  if (map_wins_ && map_.contains(key) && !map_[key].is_null()) return token_content(map_[key], map_path_, key);
+  if (config_.contains(key) && !config_[key].is_null()) return token_content(config_[key], config_path_, key);
+  return std::nullopt;
+}
+
+std::vector<std::string> TokenizerConfig::additional_special_tokens() const {
+  const char* key = "additional_special_tokens";
+  const bool in_map = map_wins_ && map_.contains(key) && !map_[key].is_null();
+  const json& v = in_map ? map_[key] : config_.contains(key) ? config_[key] : json();
+  const std::string& path = in_map ? map_path_ : config_path_;
+  std::vector<std::string> out;
+  if (v.is_null()) return out;
+  if (!v.is_array()) bad_field(path, key, "a list", v);
+  for (const json& t : v) out.push_back(token_content(t, path, key));
+  return out;
+}
+
+std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
+  std::vector<AddedToken> out;
+  const char* field = "added_tokens_decoder";
+  if (config_.contains(field)) {
+    const json& decoder = config_[field];
+    if (!decoder.is_object()) bad_field(config_path_, field, "an object of id: token", decoder);
+    for (const auto& [key, v] : decoder.items()) {
+      size_t used = 0;
+      int64_t id = -1;
+      try {
+        id = std::stoll(key, &used);
+      } catch (const std::exception&) {
+      }
+      if (id < 0 || used != key.size() || id > INT32_MAX) bad_field(config_path_, field, "keyed by token ids", json(key));
+      const bool special = v.is_object() && v.contains("special") && v["special"].is_boolean() && v["special"].get<bool>();
+      out.push_back({int32_t(id), token_content(v, config_path_, field), special});
+    }
+  } else {
+    std::vector<std::string> specials = additional_special_tokens();
+    for (const char* key : {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token", "bos_token", "eos_token"})
+      if (auto t = special_token(key)) specials.push_back(*t);
+    for (const auto& [token, v] : added_.items()) {
+      if (!v.is_number_unsigned() || v.get<uint64_t>() > INT32_MAX) bad_field(added_path_, token.c_str(), "a token id", v);
+      out.push_back({int32_t(v.get<uint64_t>()), token, std::find(specials.begin(), specials.end(), token) != specials.end()});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab) const {
+  const std::string& path = config_.contains("added_tokens_decoder") ? config_path_ : added_path_;
+  std::vector<std::string> specials;
+  for (const AddedToken& t : added_tokens()) {
+    if (!t.special)
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) is not special; only special "
+                                           "added tokens are supported", path, t.content, t.id));
+    if (size_t(t.id) > vocab.size())
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' has id {}, but the vocabulary ends at {}",
+                                           path, t.content, t.id, vocab.size()));
+    const int32_t at = vocab.id(t.content);
+    if (at < 0 && size_t(t.id) == vocab.size()) vocab.add(t.content);
+    else if (at != t.id)
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' has id {}, but the vocabulary {}", path,
+                                           t.content, t.id, at < 0 ? fmt::format("has '{}' there", vocab.token(t.id)) : fmt::format("has it at {}", at)));
+    specials.push_back(t.content);
+  }
+  return specials;
+}
+
+void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json fields) {
+  fs::create_directories(dir);
+  const SpecialTokens& st = tok.special_tokens();
+  json map = json::object();
+  const std::pair<const char*, const std::string*> roles[] = {{"unk_token", &st.unk}, {"cls_token", &st.cls},
+                                                              {"sep_token", &st.sep}, {"pad_token", &st.pad},
+                                                              {"mask_token", &st.mask}, {"bos_token", &st.bos},
+                                                              {"eos_token", &st.eos}};
+  for (const auto& [key, token] : roles)
+    if (!token->empty()) map[key] = *token;
+  if (!st.additional.empty()) map["additional_special_tokens"] = st.additional;
+  // added_tokens_decoder: the tokens matched whole in raw text, by id (transformers >= 4.34)
+  json added = json::object();
+  for (size_t id = 0; id < tok.vocab_size(); ++id)
+    if (tok.is_special(int32_t(id)))
+      added[std::to_string(id)] = {{"content", tok.id_to_token(int32_t(id))}, {"lstrip", false}, {"normalized", false},
+                                   {"rstrip", false}, {"single_word", false}, {"special", true}};
+  fields.update(map);
+  fields["added_tokens_decoder"] = added;
+  fields["tokenizer_class"] = tok.tokenizer_class();
+  if (tok.model_max_length() > 0) fields["model_max_length"] = tok.model_max_length();
+  write_json((fs::path(dir) / "tokenizer_config.json").string(), fields);
+  write_json((fs::path(dir) / "special_tokens_map.json").string(), map);
+}
+
+}  // namespace xg::text

@@ -1,0 +1,71 @@
+#include "text/load_tokenizer.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <utility>
+
+#include "text/hf_tokenizer_files.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::text {
+
+namespace {
+using Loader = std::function<std::unique_ptr<Tokenizer>(const std::string& dir)>;
+
+// tokenizer_class -> loader. transformers writes the slow class's name even for fast tokenizers,
+// but older files may carry the Fast name.
+const std::vector<std::pair<std::string, Loader>>& loaders() {
+  static const Loader bert = [](const std::string& dir) { return std::make_unique<BertTokenizer>(BertTokenizer::from_pretrained(dir)); };
+  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert}};
+  return all;
+}
+
+// config.json's model_type -> tokenizer_class, for directories whose tokenizer_config.json does
+// not name one (older Hugging Face checkpoints, and this project's before tokenizer files).
+const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"}};
+
+std::string class_from_model_type(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: no tokenizer_config.json with a tokenizer_class, and no "
+                                         "config.json to take the model_type from", dir));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: not valid JSON: {}", path, e.what()));
+  }
+  const std::string type = j.is_object() && j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
+  for (const auto& [t, cls] : kClassOfModelType)
+    if (t == type) return cls;
+  throw std::runtime_error(fmt::format("[load_tokenizer] {}: no tokenizer_class in tokenizer_config.json, and model_type '{}' "
+                                       "names no tokenizer this project has", path, type));
+}
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
+  const TokenizerConfig c = TokenizerConfig::read(dir);
+  const std::string cls = c.get_string("tokenizer_class").value_or("");
+  const std::string chosen = cls.empty() ? class_from_model_type(dir) : cls;
+  std::string known;
+  for (const auto& [name, load] : loaders()) {
+    if (name == chosen) return load(dir);
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  throw std::runtime_error(fmt::format("[load_tokenizer] {}: tokenizer_class '{}' is not supported (supported: {})",
+                                       (fs::path(dir) / "tokenizer_config.json").string(), chosen, known));
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
+  if (fs::is_directory(path)) return load_tokenizer(path);
+  return std::make_unique<BertTokenizer>(BertTokenizer::from_file(path, wordpiece));
+}
+
+}  // namespace xg::text
