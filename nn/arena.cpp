@@ -66,25 +66,19 @@ void ParameterArena::zero_grad() {
   for (auto& e : entries_) e.param.impl()->grad.reset();
 }
 
-float ParameterArena::grad_norm() const {
+double ParameterArena::grad_norm() const {
+  // One sequential double sum in parameter order (the padding adds exact zeros): the same value,
+  // bit for bit, as summing tensor by tensor, for any thread count.
   const float* g = static_cast<const float*>(grads_->data());
-  // Fixed chunks summed in order: the same norm for any thread count.
-  constexpr size_t kChunks = 64;
-  std::vector<double> parts(kChunks, 0.0);
-  parallel_for(kChunks, [&](size_t c) {
-    double s = 0;
-    for (size_t i = c * numel_ / kChunks, end = (c + 1) * numel_ / kChunks; i < end; ++i) s += double(g[i]) * g[i];
-    parts[c] = s;
-  });
   double total = 0;
-  for (double p : parts) total += p;
-  return float(std::sqrt(total));
+  for (size_t i = 0; i < numel_; ++i) total += double(g[i]) * g[i];
+  return std::sqrt(total);
 }
 
-void ParameterArena::scale_grads(float factor) {
+void ParameterArena::scale_grads(double factor) {
   float* g = static_cast<float*>(grads_->data());
   parallel_range(numel_, 1 << 16, [&](size_t i0, size_t i1) {
-    for (size_t i = i0; i < i1; ++i) g[i] *= factor;
+    for (size_t i = i0; i < i1; ++i) g[i] = float(g[i] * factor);
   });
 }
 

@@ -34,9 +34,9 @@ class ParameterArena {
   // backward writes it (so optimizers still skip parameters that got none).
   void zero_grad();
   // L2 norm of all gradients, one pass over the block.
-  float grad_norm() const;
-  // Scales every gradient in one pass.
-  void scale_grads(float factor);
+  double grad_norm() const;
+  // Scales every gradient in one pass (in double, then rounded, as clip_grad_norm does).
+  void scale_grads(double factor);
 
  private:
   std::vector<Entry> entries_;

@@ -255,7 +255,7 @@ float clip_grad_norm(nn::ParameterArena& arena, float max_norm) {
   check_max_norm(max_norm);
   const double norm = arena.grad_norm();
   const double coef = clip_coefficient(norm, max_norm);
-  if (coef < 1.0) arena.scale_grads(float(coef));
+  if (coef < 1.0) arena.scale_grads(coef);
   return float(norm);
 }
 

@@ -96,8 +96,14 @@ TEST_CASE("batches from instances: padding, segments, flattened masked positions
 }
 
 TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]") {
-  const Run r = tiny_run("xgrad_pretrain_smoke");
+  Run r = tiny_run("xgrad_pretrain_smoke");
+  r.trainer.tensorboard = r.trainer.out + "/tb";
   CHECK(r.go() == 40);
+  // TensorBoard event files next to metrics.jsonl (their format is checked in test_tensorboard.cpp)
+  size_t event_bytes = 0;
+  for (const auto& f : fs::directory_iterator(r.trainer.tensorboard))
+    if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0) event_bytes += fs::file_size(f.path());
+  CHECK(event_bytes > 40 * 100);  // 40 logged steps of several scalars
   const auto rows = metrics(r.trainer.out);
   std::vector<double> losses;
   size_t evals = 0;
@@ -261,8 +267,8 @@ TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][err
   r.task.masked_lm_prob = 1.5f;
   CHECK_THROWS_WITH(r.go(), Contains("--masked-lm-prob '1.5': must be in [0, 1]"));
   r = tiny_run("xgrad_pretrain_bad");
-  r.trainer.tensorboard = "/tmp/xgrad_tb";
-  CHECK_THROWS_WITH(r.go(), Contains("--tensorboard /tmp/xgrad_tb"));
+  r.trainer.tensorboard = "/proc/xgrad_tb";  // cannot be created
+  CHECK_THROWS_WITH(r.go(), Contains("[tensorboard] /proc/xgrad_tb"));
   const std::string empty = temp_path("xgrad_empty_corpus.txt");
   std::ofstream(empty) << "\n\n";
   r = tiny_run("xgrad_pretrain_bad");

@@ -24,11 +24,13 @@ BenchmarkResult run_benchmark(const TrainerOptions& opt, const MlmNspOptions& ta
   Generator gen(opt.seed);
   model.init_weights(gen);
   model.train();
+  model.bert->encoder->checkpoint_activations = task.checkpoint_activations;
+  model.flatten_parameters();
   optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, gen));
   auto step = [&](size_t i) {
-    adamw.zero_grad();
+    model.zero_grad();
     const auto out = model.forward(batches[i % batches.size()].inputs, batches[i % batches.size()].targets);
     out.loss.backward();
     adamw.step();

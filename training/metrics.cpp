@@ -19,14 +19,17 @@ void JsonlSink::write(int64_t step, const Scalars& scalars) {
   if (!out_) throw std::runtime_error(fmt::format("[metrics] {}: write failed", path_));
 }
 
+TensorBoardSink::TensorBoardSink(const std::string& log_dir) : writer_(log_dir) {}
+
+void TensorBoardSink::write(int64_t step, const Scalars& scalars) {
+  for (const auto& [name, value] : scalars) writer_.add_scalar(name, value, step);
+  writer_.flush();
+}
+
 std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir) {
   std::vector<std::unique_ptr<MetricsSink>> sinks;
   sinks.push_back(std::make_unique<JsonlSink>((std::filesystem::path(out_dir) / "metrics.jsonl").string()));
-  // The TensorBoard event writer lives on another branch; until it is merged the flag is refused
-  // rather than silently ignored.
-  if (!tensorboard_dir.empty())
-    throw std::invalid_argument(fmt::format("[metrics] --tensorboard {}: TensorBoard event files are not in this build yet",
-                                            tensorboard_dir));
+  if (!tensorboard_dir.empty()) sinks.push_back(std::make_unique<TensorBoardSink>(tensorboard_dir));
   return sinks;
 }
 

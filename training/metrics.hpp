@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/tensorboard.hpp"
+
 namespace xg::training {
 
 // Named values in the order they were produced ("loss", "mlm_loss", "lr", "eval_mlm_acc", ...).
@@ -28,6 +30,16 @@ class JsonlSink : public MetricsSink {
  private:
   std::string path_;
   std::ofstream out_;
+};
+
+// TensorBoard event files in log_dir (util/tensorboard): each scalar under its own name as tag.
+class TensorBoardSink : public MetricsSink {
+ public:
+  explicit TensorBoardSink(const std::string& log_dir);
+  void write(int64_t step, const Scalars& scalars) override;
+
+ private:
+  TensorBoardWriter writer_;
 };
 
 // The sinks a run asks for: `out_dir`/metrics.jsonl always; TensorBoard event files in

@@ -141,6 +141,8 @@ int64_t Trainer::run() {
   }
   nn::Module& model = task->model();
   model.train();
+  // One block for the weights, one for the gradients: zeroing and clipping are single passes.
+  if (!model.arena()) model.flatten_parameters();
   auto optimizer = make_optimizer(opt.optimizer, model, opt.lr, opt.weight_decay);
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
   if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
@@ -185,13 +187,13 @@ int64_t Trainer::run() {
   Window window;
   std::string last_dir;
   while (step < opt.steps) {
-    optimizer->zero_grad();
+    model.zero_grad();
     for (size_t micro = 0; micro < opt.grad_accum; ++micro) {
       const BatchLoss b = task->next_batch_loss(opt.batch);
       mul(b.loss, Tensor::scalar(1.f / float(opt.grad_accum))).backward();
       window.add(b, opt.grad_accum);
     }
-    if (opt.clip > 0) optim::clip_grad_norm(model.parameters(), opt.clip);
+    if (opt.clip > 0) optim::clip_grad_norm(*model.arena(), opt.clip);
     const float lr = schedule.at(step);
     optimizer->set_lr(lr);
     optimizer->step();

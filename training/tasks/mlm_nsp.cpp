@@ -30,7 +30,10 @@ const OptionTable<MlmNspOptions>& MlmNspOptions::table() {
       .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most", kRestore)
       .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
       .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
-      .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore);
+      .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore)
+      .add("--checkpoint-activations", &O::checkpoint_activations,
+           "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
+           "backward pass (less memory, one more forward)");
   return t;
 }
 
@@ -78,6 +81,7 @@ std::unique_ptr<models::BertForPreTraining> make_model(const MlmNspOptions& o, c
     Generator init_gen(ctx.seed);
     model->init_weights(init_gen);
   }
+  model->bert->encoder->checkpoint_activations = o.checkpoint_activations;
   if (model->config.vocab_size != vocab_size)
     throw std::invalid_argument(fmt::format("[mlm_nsp] the model's vocab_size {} differs from the vocabulary's {} tokens",
                                             model->config.vocab_size, vocab_size));

@@ -24,6 +24,7 @@ struct MlmNspOptions {
   float masked_lm_prob = 0.15f;
   bool whole_word_mask = false;
   size_t eval_instances = 256;  // held out for evaluation
+  bool checkpoint_activations = false;  // recompute each encoder layer in the backward pass
 
   static const OptionTable<MlmNspOptions>& table();
 };
