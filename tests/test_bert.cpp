@@ -199,7 +199,7 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   const std::string model = " --model " + dir_of("b");
   Run r = bert_infer("fill-mask" + model + " --text x --top-k -1");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Contains("bert_infer: --top-k: '-1' is not a whole number"));
+  CHECK_THAT(r.err, Contains("bert_infer: --top-k: '-1': must be a whole number >= 0"));
   r = bert_infer("fill-mask" + model + " --text x --top-k 0");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("--top-k"));

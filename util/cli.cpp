@@ -7,45 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace xg::cli::detail {
-
-namespace {
-// Strict base-10 parse of the whole text (an optional sign, then digits) into [min, max].
-std::optional<std::string> canonical_integer(const std::string& text, int64_t min, uint64_t max) {
-  const char* first = text.data();
-  const char* last = first + text.size();
-  if (first != last && *first == '+') ++first;  // from_chars takes '-' but not '+'
-  if (first != last && *first == '-') {
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(first, last, v);
-    if (ec != std::errc() || end != last || v < min) return std::nullopt;
-    return std::to_string(v);
-  }
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last || v > max) return std::nullopt;
-  return std::to_string(v);
-}
-}  // namespace
-
-std::string check_integer(std::string& text, int64_t min, uint64_t max) {
-  const auto canonical = canonical_integer(text, min, max);
-  if (!canonical) return fmt::format("'{}' is not a whole number from {} to {}", text, min, max);
-  text = *canonical;
-  return "";
-}
-
-std::string check_finite(std::string& text, double max, const char* type_name) {
-  // strtod, not from_chars: it tells an overflow (inf) from an underflow (as good as zero).
-  char* end = nullptr;
-  const double v = text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ? NAN : std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size() || !std::isfinite(v) || std::abs(v) > max)
-    return fmt::format("'{}' is not a finite number that {} can hold (|x| <= {:g})", text, type_name, max);
-  text = fmt::format("{}", v);
-  return "";
-}
-
-}  // namespace xg::cli::detail
 
 namespace xg::cli {
 

@@ -2,6 +2,7 @@
 // Command lines of the example programs, on CLI11: numeric options that refuse what CLI11 alone
 // would narrow silently, defaults shown in --help, and one parse-or-exit for main().
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <iostream>
 #include <limits>
@@ -9,15 +10,9 @@
 #include <string>
 #include <type_traits>
 
-namespace xg::cli {
+#include "util/options.hpp"
 
-namespace detail {
-// Rewrite `text` as canonical decimal, or return why it is not an integer in [min, max].
-std::string check_integer(std::string& text, int64_t min, uint64_t max);
-// Rewrite `text` in shortest round-trip form, or return why it is not a finite number in
-// [-max, max].
-std::string check_finite(std::string& text, double max, const char* type_name);
-}  // namespace detail
+namespace xg::cli {
 
 // Options added to `app` afterwards (and to subcommands created afterwards) show their current
 // value as the default in --help.
@@ -30,16 +25,16 @@ void show_defaults(CLI::App& app);
 template <class T>
 CLI::Option* add_number(CLI::App& app, const std::string& name, T& field, const std::string& help) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, "add_number takes integers and floats");
-  CLI::Validator check;
-  if constexpr (std::is_integral_v<T>) {
-    check = CLI::Validator([](std::string& s) {
-      return detail::check_integer(s, int64_t(std::numeric_limits<T>::min()), uint64_t(std::numeric_limits<T>::max()));
-    }, "");
-  } else {
-    check = CLI::Validator([](std::string& s) {
-      return detail::check_finite(s, double(std::numeric_limits<T>::max()), sizeof(T) == 4 ? "a float" : "a double");
-    }, "");
-  }
+  // The same strict parse as every declared option (util/options.hpp); the text is then
+  // rewritten in canonical form for CLI11's own conversion.
+  CLI::Validator check([](std::string& s) {
+    try {
+      s = fmt::format("{}", option_detail::parse<T>(s, ""));
+      return std::string();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+  }, "");
   // transform(), not check(): it runs first and may rewrite the text CLI11 then converts.
   return app.add_option(name, field, help)->transform(check);
 }

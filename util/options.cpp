@@ -1,5 +1,6 @@
 #include "util/options.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -9,7 +10,8 @@ namespace xg::option_detail {
 
 namespace {
 [[noreturn]] void bad(const std::string& flag, const std::string& text, const std::string& why) {
-  throw std::invalid_argument(fmt::format("{} '{}': {}", flag, text, why));
+  // Without a flag the caller (CLI11) names it.
+  throw std::invalid_argument(flag.empty() ? fmt::format("'{}': {}", text, why) : fmt::format("{} '{}': {}", flag, text, why));
 }
 
 // The whole of `text` as a decimal integer (no octal or hex surprises, no silent wrap-around).
@@ -32,7 +34,8 @@ T parse(const std::string& text, const std::string& flag) {
     errno = 0;
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size()) bad(flag, text, "not a number");
+    if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) || end != text.c_str() + text.size())
+      bad(flag, text, "not a number");
     if (!std::isfinite(v) || errno == ERANGE || std::fabs(v) > double(std::numeric_limits<T>::max()))
       bad(flag, text, "not a finite number in range");
     return T(v);
