@@ -226,7 +226,7 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   CHECK_THAT(r.out, Contains("=32") && Contains("=cls"));
 }
 
-TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files; --vocab overrides them", "[bert][cli]") {
+TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files, --vocab overrides them", "[bert][cli]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "xgrad_infer_tokenizer";
   fs::remove_all(dir);

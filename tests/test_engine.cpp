@@ -5,7 +5,7 @@
 using namespace xg;
 using Catch::Matchers::Contains;
 
-TEST_CASE("backward accumulates into leaves across calls; zero_grad resets", "[engine]") {
+TEST_CASE("backward accumulates into leaves across calls, zero_grad resets", "[engine]") {
   Tensor x = Tensor::from_vector({1, 2, 3}, {3}, true);
   sum(x * x).backward();
   CHECK(x.grad().to_vector() == std::vector<float>{2, 4, 6});

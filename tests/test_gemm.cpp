@@ -65,7 +65,7 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   set_num_threads(before);
 }
 
-TEST_CASE("gemm with K == 0 scales C by beta; empty M or N is a no-op", "[gemm]") {
+TEST_CASE("gemm with K == 0 scales C by beta, empty M or N is a no-op", "[gemm]") {
   std::vector<float> C = {1, 2, 3, 4};
   gemm::sgemm(false, false, 2, 2, 0, 1.f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2);
   CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2});

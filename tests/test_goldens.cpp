@@ -66,7 +66,7 @@ TEST_CASE("golden: masked attention + GELU + residual + MSE", "[golden]") {
   CHECK(max_scaled_error(w1.grad(), golden_tensor(c.at("grad_w1"))) < 1e-5);
 }
 
-TEST_CASE("golden: bce_with_logits at extreme logits; log_softmax on an inner axis", "[golden]") {
+TEST_CASE("golden: bce_with_logits at extreme logits, log_softmax on an inner axis", "[golden]") {
   const auto& c = cases().at("bce_with_logits");
   Tensor x = golden_tensor(c.at("x"), true);
   Tensor loss = bce_with_logits(x, golden_tensor(c.at("y")));

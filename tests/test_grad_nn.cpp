@@ -27,7 +27,7 @@ TEST_CASE("grad: layer_norm with and without affine parameters", "[grad][nn]") {
   check_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-12f); }, {big, w2, b2});
 }
 
-TEST_CASE("grad: dropout with a fixed mask; identity in eval", "[grad][nn]") {
+TEST_CASE("grad: dropout with a fixed mask, identity in eval", "[grad][nn]") {
   const Tensor x = randn({8, 16}, 67);
   check_gradients(
       [](const V& v) {

@@ -40,7 +40,7 @@ TEST_CASE("named_parameters: Hugging Face names in registration order", "[nn][mo
   CHECK(enc.parameters().size() == 32);
 }
 
-TEST_CASE("train/eval propagate; dropout follows the mode", "[nn][module]") {
+TEST_CASE("train/eval propagate, dropout follows the mode", "[nn][module]") {
   Sequential seq({std::make_shared<Linear>(4, 4), GELU(), std::make_shared<Dropout>(0.5f)});
   CHECK(seq.is_training());
   seq.eval();

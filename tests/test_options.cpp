@@ -100,7 +100,7 @@ TEST_CASE("options: values set in code are checked the same way", "[options][err
   CHECK_NOTHROW(Demo::table().check(Demo{}));
 }
 
-TEST_CASE("options: saved JSON holds the Restore options; restore keeps the saved values", "[options]") {
+TEST_CASE("options: saved JSON holds the Restore options, restore keeps the saved values", "[options]") {
   Demo d;
   d.size = 9;
   d.rate = 0.125f;

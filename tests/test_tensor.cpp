@@ -46,7 +46,7 @@ TEST_CASE("seeded random tensors are reproducible and have the right moments", "
   CHECK(g.normal() == next);
 }
 
-TEST_CASE("reshape shares data; clone and detach", "[tensor]") {
+TEST_CASE("reshape shares data, clone and detach", "[tensor]") {
   Tensor x = Tensor::arange(6);
   Tensor r = x.reshape({2, -1});
   CHECK(r.shape() == Shape{2, 3});

@@ -143,7 +143,7 @@ TEST_CASE("the Trainer trains a task it knows nothing of, with its metrics", "[t
   fs::remove_all(t.out);
 }
 
-TEST_CASE("Ctrl-C saves a checkpoint and stops; resuming from it equals an uninterrupted run", "[trainer]") {
+TEST_CASE("Ctrl-C saves a checkpoint and stops, and resuming from it equals an uninterrupted run", "[trainer]") {
   const TrainerOptions full = line_trainer("xgrad_trainer_full");
   REQUIRE(train_line(full) == 12);
   const TrainerOptions part = line_trainer("xgrad_trainer_interrupted");
