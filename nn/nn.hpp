@@ -1,5 +1,7 @@
 #pragma once
 // Everything the nn layer offers.
+#include "nn/arena.hpp"
+#include "nn/grad_buckets.hpp"
 #include "nn/init.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"

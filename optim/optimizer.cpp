@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -52,14 +53,58 @@ void Optimizer::set_lr(float lr) {
   lr_ = lr;
 }
 
+void Optimizer::bind(const nn::ParameterArena& arena) {
+  if (step_ != 0 || !state_.empty())
+    throw std::logic_error("[optimizer] bind() must come before the first step or load_state");
+  std::unordered_map<const TensorImpl*, size_t> offsets;
+  for (const auto& e : arena.entries()) offsets[e.param.impl().get()] = e.offset;
+  for (const auto& g : groups_)
+    for (const auto& [n, p] : g.params)
+      if (!offsets.count(p.impl().get()))
+        throw std::invalid_argument(fmt::format("[optimizer] bind: parameter '{}' is not in the arena", n));
+  arena_offsets_ = std::move(offsets);
+  arena_numel_ = arena.numel();
+}
+
 void Optimizer::step() {
   ++step_;
+  const std::vector<std::string> names = slot_names();
+  std::vector<Span> spans;
   for (auto& g : groups_)
     for (auto& [name, p] : g.params) {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      update(p, grad, g.weight_decay, state_[name]);
+      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, false};
+      auto& slots = state_[name];
+      for (size_t k = 0; k < names.size(); ++k) {
+        s.fresh |= !slots.count(names[k]);
+        s.slot[k] = slot(slots, names[k], p).data();
+      }
+      spans.push_back(s);
     }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.w < b.w; });
+  apply(spans);
+}
+
+void ElementwiseOptimizer::apply(const std::vector<Span>& spans) {
+  begin_pass();
+  std::vector<size_t> starts(spans.size() + 1, 0);  // element index where each span begins
+  for (size_t i = 0; i < spans.size(); ++i) starts[i + 1] = starts[i] + spans[i].n;
+  // Memory-bound: even chunks of the concatenated spans, each chunk's inner loops vectorise.
+  parallel_range(starts.back(), 1 << 15, [&](size_t begin, size_t end) {
+    size_t i = size_t(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin()) - 1;
+    for (; begin < end; ++i) {
+      const size_t lo = begin - starts[i], hi = std::min(end, starts[i + 1]) - starts[i];
+      Span part = spans[i];
+      part.w += lo;
+      part.g += lo;
+      for (auto& p : part.slot)
+        if (p) p += lo;
+      part.n = hi - lo;
+      update_elements(part);
+      begin = starts[i] + hi;
+    }
+  });
 }
 
 void Optimizer::zero_grad() {
@@ -67,10 +112,16 @@ void Optimizer::zero_grad() {
     for (auto& [_, p] : g.params) p.zero_grad();
 }
 
-Tensor& Optimizer::slot(std::map<std::string, Tensor>& slots, const std::string& name, const Tensor& like) {
+Tensor& Optimizer::slot(std::map<std::string, Tensor>& slots, const std::string& name, const Tensor& p) {
   auto it = slots.find(name);
-  if (it == slots.end()) it = slots.emplace(name, Tensor::zeros(like.shape())).first;
-  return it->second;
+  if (it != slots.end()) return it->second;
+  if (arena_offsets_.empty()) return slots.emplace(name, Tensor::zeros(p.shape())).first->second;
+  auto& block = flat_slots_[name];
+  if (!block) block = std::make_shared<Storage>(arena_numel_ * sizeof(float));
+  Tensor view = Tensor::view_of(block, Dtype::Float32, p.shape(), contiguous_strides(p.shape()),
+                                arena_offsets_.at(p.impl().get()));
+  std::fill_n(view.data(), view.numel(), 0.f);  // the block may hold state dropped by load_state
+  return slots.emplace(name, view).first->second;
 }
 
 nn::StateDict Optimizer::state_tensors() const {
@@ -106,123 +157,26 @@ void Optimizer::load_state(const std::string& prefix) {
   }
   const std::string tensors_path = prefix + ".safetensors";
   const nn::StateDict saved = nn::safetensors::read_float_tensors(tensors_path);
-  std::map<std::string, Shape> params;
+  std::map<std::string, Tensor> params;
   for (const auto& g : groups_)
-    for (const auto& [n, t] : g.params) params[n] = t.shape();
-  std::map<std::string, std::map<std::string, Tensor>> state;
-  for (const auto& [key, t] : saved) {
+    for (const auto& [n, t] : g.params) params[n] = t;
+  for (const auto& [key, t] : saved) {  // check everything before changing anything
     const size_t dot = key.rfind('.');
-    const std::string param = dot == std::string::npos ? key : key.substr(0, dot);
-    auto it = params.find(param);
-    if (dot == std::string::npos || it == params.end())
+    auto it = dot == std::string::npos ? params.end() : params.find(key.substr(0, dot));
+    if (it == params.end())
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' belongs to no parameter of this optimizer",
                                            tensors_path, key));
-    if (it->second != t.shape())
+    if (it->second.shape() != t.shape())
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' has shape {}, parameter has {}",
-                                           tensors_path, key, shape_str(t.shape()), shape_str(it->second)));
-    state[param][key.substr(dot + 1)] = t;
+                                           tensors_path, key, shape_str(t.shape()), shape_str(it->second.shape())));
   }
-  state_ = std::move(state);
-}
-
-// ---- SGD ----
-Sgd::Sgd(std::vector<ParamGroup> groups, float lr, SgdOptions opt) : Optimizer(std::move(groups), lr), opt_(opt) {
-  if (opt_.nesterov && (opt_.momentum <= 0.f || opt_.dampening != 0.f))
-    throw std::invalid_argument("[sgd] nesterov needs momentum > 0 and dampening 0");
-}
-
-void Sgd::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
-  const size_t n = p.numel();
-  float* w = p.data();
-  const float* gr = g.data();
-  std::vector<float> d(gr, gr + n);
-  if (wd != 0.f)
-    for (size_t i = 0; i < n; ++i) d[i] += wd * w[i];
-  if (opt_.momentum != 0.f) {
-    const bool first = !slots.count("momentum_buffer");
-    float* buf = slot(slots, "momentum_buffer", p).data();
-    for (size_t i = 0; i < n; ++i) buf[i] = first ? d[i] : opt_.momentum * buf[i] + (1.f - opt_.dampening) * d[i];
-    for (size_t i = 0; i < n; ++i) d[i] = opt_.nesterov ? d[i] + opt_.momentum * buf[i] : buf[i];
+  state_.clear();
+  for (const auto& [key, t] : saved) {
+    const size_t dot = key.rfind('.');
+    const std::string param = key.substr(0, dot);
+    Tensor& dst = slot(state_[param], key.substr(dot + 1), params.at(param));
+    std::copy_n(t.data(), t.numel(), dst.data());
   }
-  for (size_t i = 0; i < n; ++i) w[i] -= lr_ * d[i];
-}
-
-nlohmann::json Sgd::settings() const {
-  return {{"momentum", opt_.momentum}, {"dampening", opt_.dampening}, {"nesterov", opt_.nesterov}};
-}
-
-// ---- Adam / AdamW ----
-Adam::Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt) : Optimizer(std::move(groups), lr), opt_(opt) {
-  if (!(opt_.beta1 >= 0.f && opt_.beta1 < 1.f && opt_.beta2 >= 0.f && opt_.beta2 < 1.f && opt_.eps > 0.f))
-    throw std::invalid_argument(fmt::format("[adam] betas ({}, {}) must be in [0, 1) and eps {} > 0", opt_.beta1,
-                                            opt_.beta2, opt_.eps));
-}
-
-void Adam::adam_step(float* w, const float* g, float* m, float* v, size_t n, float l2) const {
-  const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
-  const double bc1 = 1.0 - std::pow(double(b1), double(step_));
-  const double bc2 = 1.0 - std::pow(double(b2), double(step_));
-  const float step_size = float(lr_ / bc1), inv_sqrt_bc2 = float(1.0 / std::sqrt(bc2));
-  // Memory-bound: split large tensors across the threads; each chunk's loop vectorises.
-  parallel_range(n, 1 << 16, [=](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      const float gi = g[i] + l2 * w[i];
-      m[i] = b1 * m[i] + (1.f - b1) * gi;
-      v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
-      w[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
-    }
-  });
-}
-
-void Adam::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
-  adam_step(p.data(), g.data(), slot(slots, "exp_avg", p).data(), slot(slots, "exp_avg_sq", p).data(), p.numel(), wd);
-}
-
-nlohmann::json Adam::settings() const {
-  return {{"beta1", opt_.beta1}, {"beta2", opt_.beta2}, {"eps", opt_.eps}};
-}
-
-void AdamW::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
-  float* w = p.data();
-  if (wd != 0.f) {
-    const float keep = 1.f - lr_ * wd;
-    parallel_range(p.numel(), 1 << 15, [&](size_t i0, size_t i1) {
-      for (size_t i = i0; i < i1; ++i) w[i] *= keep;
-    });
-  }
-  adam_step(w, g.data(), slot(slots, "exp_avg", p).data(), slot(slots, "exp_avg_sq", p).data(), p.numel(), 0.f);
-}
-
-// ---- LAMB ----
-Lamb::Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt) : Optimizer(std::move(groups), lr), opt_(opt) {
-  if (!(opt_.beta1 >= 0.f && opt_.beta1 < 1.f && opt_.beta2 >= 0.f && opt_.beta2 < 1.f && opt_.eps > 0.f))
-    throw std::invalid_argument(fmt::format("[lamb] betas ({}, {}) must be in [0, 1) and eps {} > 0", opt_.beta1,
-                                            opt_.beta2, opt_.eps));
-}
-
-void Lamb::update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) {
-  const size_t n = p.numel();
-  float *w = p.data(), *m = slot(slots, "exp_avg", p).data(), *v = slot(slots, "exp_avg_sq", p).data();
-  const float b1 = opt_.beta1, b2 = opt_.beta2;
-  const double bc1 = opt_.bias_correction ? 1.0 - std::pow(double(b1), double(step_)) : 1.0;
-  const double bc2 = opt_.bias_correction ? 1.0 - std::pow(double(b2), double(step_)) : 1.0;
-  std::vector<float> r(n);
-  double w_norm = 0, r_norm = 0;
-  for (size_t i = 0; i < n; ++i) {
-    m[i] = b1 * m[i] + (1.f - b1) * g.data()[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g.data()[i] * g.data()[i];
-    r[i] = float((m[i] / bc1) / (std::sqrt(v[i] / bc2) + opt_.eps)) + wd * w[i];
-    w_norm += double(w[i]) * w[i];
-    r_norm += double(r[i]) * r[i];
-  }
-  w_norm = std::sqrt(w_norm);
-  r_norm = std::sqrt(r_norm);
-  const float trust = (w_norm > 0 && r_norm > 0) ? float(w_norm / r_norm) : 1.f;
-  for (size_t i = 0; i < n; ++i) w[i] -= lr_ * trust * r[i];
-}
-
-nlohmann::json Lamb::settings() const {
-  return {{"beta1", opt_.beta1}, {"beta2", opt_.beta2}, {"eps", opt_.eps}, {"bias_correction", opt_.bias_correction}};
 }
 
 // ---- clipping and accumulation ----

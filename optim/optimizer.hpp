@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,12 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
 
+  // Keeps the state in flat blocks laid out as the arena's parameter block (one per state slot,
+  // each parameter's slot a view at its arena offset), so one update pass walks parameters,
+  // gradients and state in memory order, and the state is one buffer to shard or cast later.
+  // Call before the first step() or load_state(); every parameter must live in `arena`.
+  void bind(const nn::ParameterArena& arena);
+
   // One update from the current gradients, at the current lr; parameters without a gradient
   // are skipped. Counts the step.
   void step();
@@ -43,19 +50,54 @@ class Optimizer {
   // Writes <prefix>.safetensors and <prefix>.json, each atomically.
   void save_state(const std::string& prefix) const;
   // Reads them back; throws naming the file when the optimizer kind, a parameter or a shape
-  // differs from this optimizer's.
+  // differs from this optimizer's (and then leaves the state as it was).
   void load_state(const std::string& prefix);
 
  protected:
-  // Updates p in place from g; `slots` is this parameter's state (created on first use).
-  virtual void update(Tensor& p, const Tensor& g, float weight_decay, std::map<std::string, Tensor>& slots) = 0;
+  static constexpr size_t kMaxSlots = 2;
+  // One parameter's share of an update: raw pointers to its weights, gradient and state slots
+  // (in slot_names() order).
+  struct Span {
+    float* w;
+    const float* g;
+    float* slot[kMaxSlots];
+    size_t n;
+    float weight_decay;
+    bool fresh;  // its state was created for this step (zeros)
+  };
+  // The state each parameter keeps, e.g. {"exp_avg", "exp_avg_sq"}.
+  virtual std::vector<std::string> slot_names() const = 0;
+  // Applies the update to every span of this step (ordered by address, so a bound optimizer
+  // walks its flat blocks front to back).
+  virtual void apply(const std::vector<Span>& spans) = 0;
   virtual nlohmann::json settings() const = 0;
-  Tensor& slot(std::map<std::string, Tensor>& slots, const std::string& name, const Tensor& like);
 
   std::vector<ParamGroup> groups_;
   std::map<std::string, std::map<std::string, Tensor>> state_;  // param name -> slot -> tensor
   float lr_;
   int64_t step_ = 0;
+
+ private:
+  // The slot's tensor for parameter p, created as zeros (in the flat block when bound).
+  Tensor& slot(std::map<std::string, Tensor>& slots, const std::string& name, const Tensor& p);
+
+  std::unordered_map<const TensorImpl*, size_t> arena_offsets_;  // empty unless bound
+  size_t arena_numel_ = 0;
+  std::map<std::string, std::shared_ptr<Storage>> flat_slots_;  // slot name -> block
+};
+
+// An optimizer whose update of each element reads only that element: the whole step is one
+// parallel pass over all spans together, split evenly across threads whatever the tensor sizes.
+class ElementwiseOptimizer : public Optimizer {
+ public:
+  using Optimizer::Optimizer;
+
+ protected:
+  void apply(const std::vector<Span>& spans) final;
+  // Per-step scalars (bias corrections) before the pass.
+  virtual void begin_pass() {}
+  // Updates n elements; `s` is the span advanced to the chunk's first element.
+  virtual void update_elements(const Span& s) const = 0;
 };
 
 struct SgdOptions {
@@ -65,13 +107,14 @@ struct SgdOptions {
 };
 // PyTorch's SGD: weight decay adds wd * p to the gradient; momentum buffers start at the first
 // gradient.
-class Sgd : public Optimizer {
+class Sgd : public ElementwiseOptimizer {
  public:
   Sgd(std::vector<ParamGroup> groups, float lr, SgdOptions opt = {});
   std::string name() const override { return "sgd"; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) override;
+  std::vector<std::string> slot_names() const override;
+  void update_elements(const Span& s) const override;
   nlohmann::json settings() const override;
   SgdOptions opt_;
 };
@@ -82,17 +125,21 @@ struct AdamOptions {
   float eps = 1e-8f;
 };
 // Adam with L2 weight decay (added to the gradient), as torch.optim.Adam.
-class Adam : public Optimizer {
+class Adam : public ElementwiseOptimizer {
  public:
   Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt = {});
   std::string name() const override { return "adam"; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) override;
+  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  void begin_pass() override;
+  void update_elements(const Span& s) const override;
   nlohmann::json settings() const override;
-  // The bias-corrected Adam step on raw buffers; AdamW shares it.
-  void adam_step(float* p, const float* g, float* m, float* v, size_t n, float l2) const;
+  // The bias-corrected Adam step on n elements, weight decay added to the gradient as L2 (AdamW
+  // passes 0 after decaying the weights itself).
+  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2) const;
   AdamOptions opt_;
+  float step_size_ = 0.f, inv_sqrt_bc2_ = 0.f;  // this step's bias corrections
 };
 
 // Adam with decoupled weight decay (p -= lr * wd * p before the Adam step), as torch.optim.AdamW.
@@ -102,7 +149,7 @@ class AdamW : public Adam {
   std::string name() const override { return "adamw"; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) override;
+  void update_elements(const Span& s) const override;
 };
 
 struct LambOptions {
@@ -113,14 +160,15 @@ struct LambOptions {
 };
 // LAMB (You et al. 2019), the large-batch BERT optimizer: the Adam direction plus decoupled
 // weight decay, scaled per parameter tensor by the trust ratio ||p|| / ||update|| (1 when
-// either norm is 0).
+// either norm is 0). Not elementwise: each tensor needs its norms first.
 class Lamb : public Optimizer {
  public:
   Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt = {});
   std::string name() const override { return "lamb"; }
 
  protected:
-  void update(Tensor& p, const Tensor& g, float wd, std::map<std::string, Tensor>& slots) override;
+  std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  void apply(const std::vector<Span>& spans) override;
   nlohmann::json settings() const override;
   LambOptions opt_;
 };

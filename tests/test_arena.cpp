@@ -4,6 +4,7 @@
 
 #include "nn/nn.hpp"
 #include "optim/optimizer.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::nn;
@@ -115,4 +116,76 @@ TEST_CASE("arena: frozen parameters get no gradient and are not stepped", "[nn][
   CHECK(net.a->weight.grad().defined());
   opt.step();
   CHECK(net.b->weight.to_vector() == b0);
+}
+
+namespace {
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& kind, const NamedTensors& params) {
+  // Two groups with different weight decay, as BERT's grouping makes them.
+  std::vector<optim::ParamGroup> groups{{{}, 0.1f}, {{}, 0.f}};
+  for (const auto& np : params) groups[np.first.find("bias") == std::string::npos ? 0 : 1].params.push_back(np);
+  if (kind == "sgd") return std::make_unique<optim::Sgd>(groups, 0.05f, optim::SgdOptions{0.9f, 0.f, true});
+  if (kind == "adam") return std::make_unique<optim::Adam>(groups, 0.05f);
+  if (kind == "adamw") return std::make_unique<optim::AdamW>(groups, 0.05f);
+  return std::make_unique<optim::Lamb>(groups, 0.05f);
+}
+}  // namespace
+
+TEST_CASE("arena: a bound optimizer keeps its state in flat blocks and steps bit-identically", "[nn][arena][optim]") {
+  for (const std::string kind : {"sgd", "adam", "adamw", "lamb"}) {
+    SECTION(kind) {
+      TiedNet plain, flat;
+      randomize(plain, 8);
+      randomize(flat, 8);
+      flat.b->bias.requires_grad_(false);  // a frozen parameter inside the arena
+      plain.b->bias.requires_grad_(false);
+      flat.flatten_parameters();
+      auto ref = make_optimizer(kind, plain.named_parameters());
+      auto opt = make_optimizer(kind, flat.named_parameters());
+      opt->bind(*flat.arena());
+      for (uint64_t step = 0; step < 3; ++step) {
+        plain.zero_grad();
+        flat.zero_grad();
+        loss_of(plain, 10 + step).backward();
+        loss_of(flat, 10 + step).backward();
+        ref->step();
+        opt->step();
+      }
+      for (const auto& [name, t] : flat.named_parameters()) REQUIRE(t.to_vector() == plain.state_dict().at(name).to_vector());
+      const StateDict a = opt->state_tensors(), b = ref->state_tensors();
+      REQUIRE(a.size() == b.size());
+      for (const auto& [key, t] : a) {
+        REQUIRE(b.count(key));
+        CHECK(t.to_vector() == b.at(key).to_vector());
+        CHECK(t.impl()->storage != flat.arena()->flat_params().impl()->storage);
+      }
+    }
+  }
+}
+
+TEST_CASE("arena: a bound optimizer's state saves and loads into its flat blocks", "[nn][arena][optim]") {
+  TiedNet net, copy;
+  randomize(net, 11);
+  randomize(copy, 11);
+  net.flatten_parameters();
+  copy.flatten_parameters();
+  optim::AdamW opt({{net.named_parameters(), 0.01f}}, 0.01f), restored({{copy.named_parameters(), 0.01f}}, 0.01f);
+  opt.bind(*net.arena());
+  restored.bind(*copy.arena());
+  loss_of(net, 12).backward();
+  opt.step();
+  const std::string prefix = temp_path("xgrad_bound_optimizer");
+  opt.save_state(prefix);
+  restored.load_state(prefix);
+  CHECK_THROWS_WITH(restored.bind(*copy.arena()), Catch::Matchers::Contains("before the first step"));
+  // Both continue identically from the same weights and state.
+  for (auto [name, t] : copy.named_parameters()) t.copy_(net.state_dict().at(name).detach());
+  net.zero_grad();
+  loss_of(net, 13).backward();
+  loss_of(copy, 13).backward();
+  opt.step();
+  restored.step();
+  for (const auto& [name, t] : copy.named_parameters()) REQUIRE(t.to_vector() == net.state_dict().at(name).to_vector());
+  TiedNet other;
+  optim::Sgd sgd({{other.named_parameters(), 0.f}}, 0.1f);
+  CHECK_THROWS_WITH(sgd.bind(*net.arena()), Catch::Matchers::Contains("not in the arena"));
 }

@@ -27,6 +27,7 @@ BenchmarkResult run_benchmark(const TrainerOptions& opt, const MlmNspOptions& ta
   model.bert->encoder->checkpoint_activations = task.checkpoint_activations;
   model.flatten_parameters();
   optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);
+  adamw.bind(*model.arena());
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, gen));
   auto step = [&](size_t i) {

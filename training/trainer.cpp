@@ -141,9 +141,10 @@ int64_t Trainer::run() {
   }
   nn::Module& model = task->model();
   model.train();
-  // One block for the weights, one for the gradients: zeroing and clipping are single passes.
+  // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
   if (!model.arena()) model.flatten_parameters();
   auto optimizer = make_optimizer(opt.optimizer, model, opt.lr, opt.weight_decay);
+  optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
   if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
   schedule.validate();
