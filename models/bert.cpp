@@ -59,10 +59,11 @@ BertForPreTraining::BertForPreTraining(const BertConfig& c) : BertPreTrainedMode
 }
 
 namespace {
-size_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+size_t count_correct(const Tensor& logits, const Tensor& label_tensor) {
   const size_t C = logits.size(-1);
+  const int64_t* labels = label_tensor.data_as<int64_t>();
   size_t correct = 0;
-  for (size_t i = 0; i < labels.size(); ++i) {
+  for (size_t i = 0; i < label_tensor.numel(); ++i) {
     const float* row = logits.data() + i * C;
     correct += int64_t(std::max_element(row, row + C) - row) == labels[i];
   }
@@ -70,17 +71,30 @@ size_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
 }
 }  // namespace
 
+PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,
+                                            const std::vector<int64_t>& masked_labels,
+                                            const std::vector<int64_t>& next_sentence_labels) {
+  return {Tensor::from_ints(masked_positions, {masked_positions.size()}),
+          Tensor::from_ints(masked_labels, {masked_labels.size()}),
+          Tensor::from_ints(next_sentence_labels, {next_sentence_labels.size()})};
+}
+
 BertForPreTraining::Output BertForPreTraining::forward(const ModelInputs& in, const PretrainingTargets& t) {
-  const size_t n = in.batch * in.seq_len;
-  if (t.masked_positions.size() != t.masked_labels.size())
-    throw std::invalid_argument(fmt::format("[bert] {} masked positions but {} labels", t.masked_positions.size(), t.masked_labels.size()));
-  if (t.next_sentence_labels.size() != in.batch)
-    throw std::invalid_argument(fmt::format("[bert] {} next-sentence labels for a batch of {}", t.next_sentence_labels.size(), in.batch));
-  for (int64_t p : t.masked_positions)
+  const size_t n = in.batch() * in.seq_len();
+  for (const auto& [name, tensor] : {std::pair{"masked_positions", &t.masked_positions}, {"masked_labels", &t.masked_labels},
+                                     {"next_sentence_labels", &t.next_sentence_labels}})
+    if (!tensor->defined() || tensor->dtype() != Dtype::Int64 || tensor->dim() != 1)
+      throw std::invalid_argument(fmt::format("[bert] {} must be a 1-D int64 tensor", name));
+  if (t.masked_positions.numel() != t.masked_labels.numel())
+    throw std::invalid_argument(fmt::format("[bert] {} masked positions but {} labels", t.masked_positions.numel(), t.masked_labels.numel()));
+  if (t.next_sentence_labels.numel() != in.batch())
+    throw std::invalid_argument(fmt::format("[bert] {} next-sentence labels for a batch of {}", t.next_sentence_labels.numel(), in.batch()));
+  const std::vector<int64_t> positions = t.masked_positions.to_ints();
+  for (int64_t p : positions)
     if (p < 0 || size_t(p) >= n) throw std::out_of_range(fmt::format("[bert] masked position {} outside the {} tokens", p, n));
   const auto base = bert->forward(in);
   Output out;
-  const Tensor rows = index_select(reshape(base.last_hidden_state, {long(n), -1}), 0, t.masked_positions);
+  const Tensor rows = index_select(reshape(base.last_hidden_state, {long(n), -1}), 0, positions);
   out.mlm_logits = cls->predictions->forward(rows);
   out.nsp_logits = cls->seq_relationship->forward(base.pooler_output);
   out.mlm_loss = cross_entropy(out.mlm_logits, t.masked_labels);

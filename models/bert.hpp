@@ -22,7 +22,8 @@ class BertEmbeddings : public nn::Module {
   Tensor forward(const ModelInputs& in);
   // BERT counts 0..T-1 in every row. A family with other positions overrides this one function
   // (RoBERTa: padding_idx + 1 onwards over non-padding tokens, padding at padding_idx).
-  virtual std::vector<int64_t> default_position_ids(const ModelInputs& in) const;
+  // Returns (B, T) int64.
+  virtual Tensor default_position_ids(const ModelInputs& in) const;
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
   std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
   float dropout_p;
@@ -96,11 +97,16 @@ class BertModel : public BertPreTrainedModel {
 };
 
 // What a pre-training step needs besides the inputs.
+// int64 tensors, as the model's inputs.
 struct PretrainingTargets {
-  std::vector<int64_t> masked_positions;  // flat indices b*T + t of the predicted tokens
-  std::vector<int64_t> masked_labels;     // their original ids
-  std::vector<int64_t> next_sentence_labels;  // B: 0 = B follows A, 1 = random
+  Tensor masked_positions;      // (M): flat indices b*T + t of the predicted tokens
+  Tensor masked_labels;         // (M): their original ids
+  Tensor next_sentence_labels;  // (B): 0 = B follows A, 1 = random
 };
+// Targets from the data pipeline's plain vectors.
+PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,
+                                            const std::vector<int64_t>& masked_labels,
+                                            const std::vector<int64_t>& next_sentence_labels);
 
 class BertForPreTraining : public BertPreTrainedModel {
  public:

@@ -10,19 +10,20 @@ BertEmbeddings::BertEmbeddings(const BertConfig& c) : dropout_p(c.hidden_dropout
   layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(c.hidden_size, c.layer_norm_eps));
 }
 
-std::vector<int64_t> BertEmbeddings::default_position_ids(const ModelInputs& in) const {
-  std::vector<int64_t> positions(in.batch * in.seq_len);
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int64_t(i % in.seq_len);
+Tensor BertEmbeddings::default_position_ids(const ModelInputs& in) const {
+  Tensor positions = Tensor::empty(in.input_ids.shape(), Dtype::Int64);
+  int64_t* p = positions.data_as<int64_t>();
+  const size_t T = in.seq_len();
+  for (size_t i = 0; i < positions.numel(); ++i) p[i] = int64_t(i % T);
   return positions;
 }
 
 Tensor BertEmbeddings::forward(const ModelInputs& in) {
-  const Shape bt{in.batch, in.seq_len};
-  const std::vector<int64_t> positions = in.position_ids.empty() ? default_position_ids(in) : in.position_ids;
-  std::vector<int64_t> types = in.token_type_ids;
-  if (types.empty()) types.assign(positions.size(), 0);
-  Tensor h = add(add(word_embeddings->forward(in.input_ids, bt), position_embeddings->forward(positions, bt)),
-                 token_type_embeddings->forward(types, bt));
+  const Tensor positions = in.position_ids.defined() ? in.position_ids : default_position_ids(in);
+  Tensor types = in.token_type_ids;
+  if (!types.defined()) types = Tensor::from_ints(std::vector<int64_t>(in.input_ids.numel(), 0), in.input_ids.shape());
+  Tensor h = add(add(word_embeddings->forward(in.input_ids), position_embeddings->forward(positions)),
+                 token_type_embeddings->forward(types));
   return dropout(layer_norm->forward(h), dropout_p, is_training());
 }
 

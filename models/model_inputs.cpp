@@ -13,40 +13,57 @@ void check_size(const char* field, size_t size, size_t batch, size_t seq_len, bo
   throw std::invalid_argument(fmt::format("[inputs] {} {} for a {} x {} batch", size, field, batch, seq_len));
 }
 
-void check_range(const char* what, const std::vector<int64_t>& ids, size_t limit, const char* limit_name) {
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || size_t(ids[i]) >= limit)
-      throw std::out_of_range(fmt::format("[inputs] {} {} at position {} is outside {} {}", what, ids[i], i, limit_name, limit));
+// An optional (B, T) field: undefined, or of `dtype` and input_ids' shape.
+bool check_field(const char* field, const Tensor& t, Dtype dtype, const Shape& bt) {
+  if (!t.defined()) return false;
+  if (t.dtype() != dtype)
+    throw std::invalid_argument(fmt::format("[inputs] {} is {}, expected {}", field, dtype_name(t.dtype()), dtype_name(dtype)));
+  if (t.shape() != bt)
+    throw std::invalid_argument(fmt::format("[inputs] {} has shape {}, expected {}", field, shape_str(t.shape()), shape_str(bt)));
+  return true;
+}
+
+void check_range(const char* what, const Tensor& ids, size_t limit, const char* limit_name) {
+  const std::vector<int64_t> v = ids.to_ints();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < 0 || size_t(v[i]) >= limit)
+      throw std::out_of_range(fmt::format("[inputs] {} {} at position {} is outside {} {}", what, v[i], i, limit_name, limit));
 }
 }  // namespace
 
+size_t ModelInputs::batch() const { return input_ids.defined() ? input_ids.size(0) : 0; }
+size_t ModelInputs::seq_len() const { return input_ids.defined() ? input_ids.size(1) : 0; }
+
 void ModelInputs::validate(const InputLimits& limits) const {
-  if (batch == 0 || seq_len == 0) throw std::invalid_argument(fmt::format("[inputs] empty batch ({} x {})", batch, seq_len));
-  if (position_ids.empty() && seq_len > limits.max_positions)
+  if (!input_ids.defined() || input_ids.dim() != 2 || input_ids.numel() == 0)
+    throw std::invalid_argument(fmt::format("[inputs] input_ids must be a non-empty (batch, length) tensor, got {}",
+                                            input_ids.defined() ? shape_str(input_ids.shape()) : "none"));
+  const Shape bt = input_ids.shape();
+  check_field("input_ids", input_ids, Dtype::Int64, bt);
+  const bool types = check_field("token_type_ids", token_type_ids, Dtype::Int64, bt);
+  const bool positions = check_field("position_ids", position_ids, Dtype::Int64, bt);
+  check_field("attention_mask", attention_mask, Dtype::Float32, bt);
+  if (!positions && seq_len() > limits.max_positions)
     throw std::invalid_argument(
-        fmt::format("[inputs] sequence length {} exceeds max_position_embeddings {}", seq_len, limits.max_positions));
-  check_size("input_ids", input_ids.size(), batch, seq_len, false);
-  check_size("token_type_ids", token_type_ids.size(), batch, seq_len, true);
-  check_size("position_ids", position_ids.size(), batch, seq_len, true);
-  if (attention_mask.defined() && attention_mask.shape() != Shape{batch, seq_len})
-    throw std::invalid_argument(fmt::format("[inputs] attention_mask has shape {}, expected [{}, {}]",
-                                            shape_str(attention_mask.shape()), batch, seq_len));
+        fmt::format("[inputs] sequence length {} exceeds max_position_embeddings {}", seq_len(), limits.max_positions));
   check_range("input id", input_ids, limits.vocab_size, "the vocabulary of");
-  check_range("token type", token_type_ids, limits.type_vocab_size, "type_vocab_size");
-  check_range("position id", position_ids, limits.max_positions, "max_position_embeddings");
+  if (types) check_range("token type", token_type_ids, limits.type_vocab_size, "type_vocab_size");
+  if (positions) check_range("position id", position_ids, limits.max_positions, "max_position_embeddings");
 }
 
 ModelInputs make_inputs(size_t batch, size_t seq_len, std::vector<int64_t> input_ids, std::vector<int64_t> token_type_ids,
                         const std::vector<int64_t>& attention_mask, std::vector<int64_t> position_ids) {
+  check_size("input_ids", input_ids.size(), batch, seq_len, false);
+  check_size("token_type_ids", token_type_ids.size(), batch, seq_len, true);
+  check_size("position_ids", position_ids.size(), batch, seq_len, true);
+  check_size("attention_mask values", attention_mask.size(), batch, seq_len, true);
+  const Shape bt{batch, seq_len};
   ModelInputs in;
-  in.batch = batch;
-  in.seq_len = seq_len;
-  in.input_ids = std::move(input_ids);
-  in.token_type_ids = std::move(token_type_ids);
-  in.position_ids = std::move(position_ids);
+  in.input_ids = Tensor::from_ints(input_ids, bt);
+  if (!token_type_ids.empty()) in.token_type_ids = Tensor::from_ints(token_type_ids, bt);
+  if (!position_ids.empty()) in.position_ids = Tensor::from_ints(position_ids, bt);
   if (!attention_mask.empty()) {
-    check_size("attention_mask values", attention_mask.size(), batch, seq_len, false);
-    in.attention_mask = Tensor::empty({batch, seq_len});
+    in.attention_mask = Tensor::empty(bt);
     for (size_t i = 0; i < attention_mask.size(); ++i) in.attention_mask.data()[i] = attention_mask[i] != 0 ? 1.f : 0.f;
   }
   return in;

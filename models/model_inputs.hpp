@@ -1,7 +1,8 @@
 #pragma once
-// What an encoder model reads: a batch of B sequences of T token ids (row-major), with segment
-// ids, an optional padding mask and optional position ids. Every program, trainer and test builds
-// them with make_inputs or pad_sequences below, so masks and padding are made in one place.
+// What an encoder model reads: a batch of B sequences of T token ids, with segment ids, an optional
+// padding mask and optional position ids, each a (B, T) tensor (ids int64, as Hugging Face's
+// input_ids). Every program, trainer and test builds them with make_inputs or pad_sequences below,
+// so masks and padding are made in one place.
 #include <vector>
 
 #include "autograd/tensor.hpp"
@@ -14,12 +15,13 @@ struct InputLimits {
 };
 
 struct ModelInputs {
-  size_t batch = 0, seq_len = 0;
-  std::vector<int64_t> input_ids;       // B*T
-  std::vector<int64_t> token_type_ids;  // B*T, or empty for all zeros
-  std::vector<int64_t> position_ids;    // B*T, or empty for the family's default (BERT: 0..T-1)
-  Tensor attention_mask;                // (B, T) of 0/1, or undefined for no padding
-  // Throws naming the field when sizes disagree or ids fall outside `limits`.
+  Tensor input_ids;       // (B, T) int64
+  Tensor token_type_ids;  // (B, T) int64, or undefined for all zeros
+  Tensor position_ids;    // (B, T) int64, or undefined for the family's default (BERT: 0..T-1)
+  Tensor attention_mask;  // (B, T) float32 of 0/1, or undefined for no padding
+  size_t batch() const;
+  size_t seq_len() const;
+  // Throws naming the field when a dtype or shape is wrong or ids fall outside `limits`.
   void validate(const InputLimits& limits) const;
 };
 

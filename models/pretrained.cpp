@@ -21,17 +21,27 @@ void check_label_names(const Labels& labels, const std::vector<std::string>& kno
                                               known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
 }
 
-Tensor token_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels) {
+namespace {
+void check_int64_labels(const Tensor& labels, const char* name) {
+  if (!labels.defined() || labels.dtype() != Dtype::Int64)
+    throw std::invalid_argument(fmt::format("[loss] {} must be an int64 tensor{}", name,
+                                            labels.defined() ? fmt::format(", got {}", dtype_name(labels.dtype())) : ""));
+}
+}  // namespace
+
+Tensor token_labels_loss(const Tensor& logits, const Tensor& labels) {
+  check_int64_labels(labels, "labels");
   const size_t rows = logits.numel() / logits.size(-1);
-  if (labels.size() != rows)
-    throw std::invalid_argument(fmt::format("[loss] {} token labels for {} positions", labels.size(), rows));
-  return cross_entropy(reshape(logits, {long(rows), -1}), labels, -100);
+  if (labels.numel() != rows)
+    throw std::invalid_argument(fmt::format("[loss] {} token labels for {} positions", labels.numel(), rows));
+  return cross_entropy(reshape(logits, {long(rows), -1}), reshape(labels, {long(rows)}), -100);
 }
 
-Tensor sequence_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels, const char* name) {
-  if (labels.size() != logits.size(0))
-    throw std::invalid_argument(fmt::format("[loss] {} {} values for a batch of {}", labels.size(), name, logits.size(0)));
-  return cross_entropy(logits, labels);
+Tensor sequence_labels_loss(const Tensor& logits, const Tensor& labels, const char* name) {
+  check_int64_labels(labels, name);
+  if (labels.numel() != logits.size(0))
+    throw std::invalid_argument(fmt::format("[loss] {} {} values for a batch of {}", labels.numel(), name, logits.size(0)));
+  return cross_entropy(logits, reshape(labels, {long(labels.numel())}));
 }
 
 }  // namespace xg::models

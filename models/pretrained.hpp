@@ -14,9 +14,9 @@
 
 namespace xg::models {
 
-// Labels by Hugging Face's argument names: "labels" ((B*T) token labels with -100 for "not
-// predicted", or (B) class labels), "next_sentence_label" (B), ...
-using Labels = std::map<std::string, std::vector<int64_t>>;
+// Labels by Hugging Face's argument names, int64 tensors: "labels" ((B, T) token labels with -100
+// for "not predicted", or (B) class labels), "next_sentence_label" (B), ...
+using Labels = std::map<std::string, Tensor>;
 // Outputs by Hugging Face's names: last_hidden_state, pooler_output, logits, prediction_logits,
 // seq_relationship_logits, loss, ...
 using NamedOutputs = std::map<std::string, Tensor>;
@@ -52,8 +52,8 @@ class PretrainedModel : public nn::Module {
 void check_label_names(const Labels& labels, const std::vector<std::string>& known, const std::string& architecture);
 // Cross-entropy of (B, T, C) logits against B*T labels, -100 for "not predicted" (transformers'
 // masked-LM and token-classification loss); throws when the label count is wrong.
-Tensor token_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels);
+Tensor token_labels_loss(const Tensor& logits, const Tensor& labels);
 // Cross-entropy of (B, C) logits against B labels (next-sentence or sequence classification).
-Tensor sequence_labels_loss(const Tensor& logits, const std::vector<int64_t>& labels, const char* name);
+Tensor sequence_labels_loss(const Tensor& logits, const Tensor& labels, const char* name);
 
 }  // namespace xg::models

@@ -38,6 +38,8 @@ Tensor Embedding::forward(const std::vector<int64_t>& ids, const Shape& ids_shap
   return embedding(weight, ids, ids_shape, padding_idx);
 }
 
+Tensor Embedding::forward(const Tensor& ids) { return embedding(weight, ids, padding_idx); }
+
 LayerNorm::LayerNorm(size_t dim, float e) : eps(e) {
   weight = register_parameter("weight", Tensor::ones({dim}));
   bias = register_parameter("bias", Tensor::zeros({dim}));

@@ -20,6 +20,8 @@ class Embedding : public Module {
   Embedding(size_t num_embeddings, size_t dim, int64_t padding_idx = -1);
   // ids laid out as ids_shape; returns ids_shape + [dim].
   Tensor forward(const std::vector<int64_t>& ids, const Shape& ids_shape);
+  // ids: an int64 tensor of any shape; returns its shape + [dim].
+  Tensor forward(const Tensor& ids);
   Tensor weight;
   int64_t padding_idx;
 };

@@ -17,4 +17,9 @@ const Tensor& nn_golden(const std::string& name);
 // Largest |a - b| over all elements, divided by max(1, largest |b|); fails on a shape mismatch.
 double max_scaled_error(const Tensor& a, const Tensor& b);
 
+// An int64 tensor (ids, labels) of `values`; 1-D unless a shape is given.
+inline Tensor ints(const std::vector<int64_t>& values, Shape shape = {}) {
+  return Tensor::from_ints(values, shape.empty() ? Shape{values.size()} : shape);
+}
+
 }  // namespace xg::test

@@ -32,12 +32,13 @@ Case load_case(const std::string& name) {
   const auto& ids = c.file.tensors.at("input_ids");
   c.inputs = make_inputs(ids.shape[0], ids.shape[1], c.i("input_ids"), c.i("token_type_ids"), c.i("attention_mask"));
   const auto labels = c.i("labels");
+  std::vector<int64_t> positions, masked;
   for (size_t k = 0; k < labels.size(); ++k)
     if (labels[k] != -100) {
-      c.targets.masked_positions.push_back(int64_t(k));
-      c.targets.masked_labels.push_back(labels[k]);
+      positions.push_back(int64_t(k));
+      masked.push_back(labels[k]);
     }
-  c.targets.next_sentence_labels = c.i("next_sentence_label");
+  c.targets = make_pretraining_targets(positions, masked, c.i("next_sentence_label"));
   return c;
 }
 }  // namespace
@@ -138,12 +139,15 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   // inputs outside the model's ranges
   LoadedBert m = load_pretrained(dir_of("a"));
   BertInputs in;
-  in.batch = 1;
-  in.seq_len = 2;
-  in.input_ids = {5, 500};
+  in.input_ids = test::ints({5, 500}, {1, 2});
   CHECK_THROWS_WITH(m.model->forward_full(in), Contains("input id 500"));
-  in.input_ids = {5};
-  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("1 input_ids"));
+  in.input_ids = test::ints({5});
+  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("input_ids must be a non-empty (batch, length) tensor, got [1]"));
+  in.input_ids = test::ints({5, 6}, {1, 2});
+  in.token_type_ids = test::ints({0});
+  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("token_type_ids has shape [1], expected [1, 2]"));
+  in.token_type_ids = Tensor::zeros({1, 2});
+  CHECK_THROWS_WITH(m.model->forward_full(in), Contains("token_type_ids is float32, expected int64"));
 }
 
 TEST_CASE("bert_infer dump: outputs, losses and gradients under the checkpoint's own names", "[bert][cli]") {

@@ -3,10 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "models/bert.hpp"
+#include "tests/golden.hpp"
 
 using namespace xg;
 using namespace xg::models;
 using Catch::Matchers::Contains;
+using xg::test::ints;
 
 namespace {
 BertConfig small_config() {
@@ -27,16 +29,17 @@ BertConfig small_config() {
 class PaddingOffsetEmbeddings : public BertEmbeddings {
  public:
   explicit PaddingOffsetEmbeddings(const BertConfig& c) : BertEmbeddings(c), padding_idx_(c.pad_token_id) {}
-  std::vector<int64_t> default_position_ids(const ModelInputs& in) const override {
-    std::vector<int64_t> positions(in.input_ids.size());
-    for (size_t b = 0; b < in.batch; ++b) {
+  Tensor default_position_ids(const ModelInputs& in) const override {
+    const std::vector<int64_t> ids = in.input_ids.to_ints();
+    std::vector<int64_t> positions(ids.size());
+    for (size_t b = 0; b < in.batch(); ++b) {
       int64_t count = 0;
-      for (size_t t = 0; t < in.seq_len; ++t) {
-        const size_t i = b * in.seq_len + t;
-        positions[i] = in.input_ids[i] == padding_idx_ ? padding_idx_ : padding_idx_ + ++count;
+      for (size_t t = 0; t < in.seq_len(); ++t) {
+        const size_t i = b * in.seq_len() + t;
+        positions[i] = ids[i] == padding_idx_ ? padding_idx_ : padding_idx_ + ++count;
       }
     }
-    return positions;
+    return Tensor::from_ints(positions, in.input_ids.shape());
   }
 
  private:
@@ -101,12 +104,14 @@ TEST_CASE("config fields: wrong types and ranges name the file and the field", "
 
 TEST_CASE("model inputs: sequences padded with a mask, dense rows, and their errors", "[inputs]") {
   const ModelInputs in = pad_sequences({{{5, 6, 7}, {0, 0, 1}}, {{8}, {}}}, /*pad_id=*/1);
-  CHECK(in.batch == 2);
-  CHECK(in.seq_len == 3);
-  CHECK(in.input_ids == std::vector<int64_t>{5, 6, 7, 8, 1, 1});
-  CHECK(in.token_type_ids == std::vector<int64_t>{0, 0, 1, 0, 0, 0});
+  CHECK(in.batch() == 2);
+  CHECK(in.seq_len() == 3);
+  CHECK(in.input_ids.dtype() == Dtype::Int64);
+  CHECK(in.input_ids.shape() == Shape{2, 3});
+  CHECK(in.input_ids.to_ints() == std::vector<int64_t>{5, 6, 7, 8, 1, 1});
+  CHECK(in.token_type_ids.to_ints() == std::vector<int64_t>{0, 0, 1, 0, 0, 0});
   CHECK(in.attention_mask.to_vector() == std::vector<float>{1, 1, 1, 1, 0, 0});
-  CHECK(pad_sequences({{{5}, {}}}, 0, 4).input_ids == std::vector<int64_t>{5, 0, 0, 0});
+  CHECK(pad_sequences({{{5}, {}}}, 0, 4).input_ids.to_ints() == std::vector<int64_t>{5, 0, 0, 0});
   CHECK_THROWS_WITH(pad_sequences({{{5, 6, 7}, {}}}, 0, 2), Contains("3 tokens") && Contains("length 2"));
   CHECK_THROWS_WITH(pad_sequences({{{5, 6}, {0}}}, 0), Contains("2 ids but 1 type ids"));
   const ModelInputs dense = make_inputs(1, 3, {4, 5, 6}, {}, {1, 1, 0});
@@ -114,12 +119,12 @@ TEST_CASE("model inputs: sequences padded with a mask, dense rows, and their err
   CHECK_THROWS_WITH(make_inputs(1, 3, {4, 5, 6}, {}, {1, 1}), Contains("2 attention_mask values for a 1 x 3 batch"));
   const InputLimits limits = small_config().input_limits();
   ModelInputs bad = dense;
-  bad.position_ids = {0, 1};
-  CHECK_THROWS_WITH(bad.validate(limits), Contains("2 position_ids"));
-  bad.position_ids = {0, 1, 10};
+  bad.position_ids = ints({0, 1}, {1, 2});
+  CHECK_THROWS_WITH(bad.validate(limits), Contains("position_ids has shape [1, 2], expected [1, 3]"));
+  bad.position_ids = ints({0, 1, 10}, {1, 3});
   CHECK_THROWS_WITH(bad.validate(limits), Contains("position id 10 at position 2") && Contains("max_position_embeddings 10"));
-  bad.position_ids.clear();
-  bad.token_type_ids = {0, 2, 0};
+  bad.position_ids = Tensor();
+  bad.token_type_ids = ints({0, 2, 0}, {1, 3});
   CHECK_THROWS_WITH(bad.validate(limits), Contains("token type 2"));
 }
 
@@ -133,17 +138,17 @@ TEST_CASE("position ids: given ones are used, 0..T-1 by default, a family may ov
   offset.eval();
   ModelInputs in = pad_sequences({{{5, 6, 7, 8}, {}}, {{9, 4}, {}}}, c.pad_token_id);
   const auto by_default = hidden(plain, in);
-  in.position_ids = {0, 1, 2, 3, 0, 1, 2, 3};
+  in.position_ids = ints({0, 1, 2, 3, 0, 1, 2, 3}, {2, 4});
   CHECK(hidden(plain, in) == by_default);
-  in.position_ids = {1, 2, 3, 4, 1, 2, 3, 4};
+  in.position_ids = ints({1, 2, 3, 4, 1, 2, 3, 4}, {2, 4});
   const auto shifted = hidden(plain, in);
   CHECK(shifted != by_default);
   // RoBERTa-style defaults equal BERT's embeddings fed those positions explicitly
-  in.position_ids = {2, 3, 4, 5, 2, 3, 1, 1};
+  in.position_ids = ints({2, 3, 4, 5, 2, 3, 1, 1}, {2, 4});
   const auto explicit_offsets = hidden(plain, in);
-  in.position_ids.clear();
+  in.position_ids = Tensor();
   CHECK(hidden(offset, in) == explicit_offsets);
   // explicit position ids are checked against the table
-  in.position_ids = {0, 1, 2, 3, 0, 1, 2, 99};
+  in.position_ids = ints({0, 1, 2, 3, 0, 1, 2, 99}, {2, 4});
   CHECK_THROWS_WITH(plain.forward(in), Contains("position id 99"));
 }

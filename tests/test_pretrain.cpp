@@ -84,13 +84,13 @@ TEST_CASE("batches from instances: padding, segments, flattened masked positions
   b.masked_positions = {3};
   b.masked_labels = {60};
   const Batch batch = make_batch({a, b}, 8, 0);
-  CHECK(batch.inputs.input_ids == std::vector<int64_t>{101, 7, 8, 102, 9, 102, 0, 0, 101, 5, 102, 6, 102, 0, 0, 0});
-  CHECK(batch.inputs.token_type_ids == std::vector<int64_t>{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0});
+  CHECK(batch.inputs.input_ids.to_ints() == std::vector<int64_t>{101, 7, 8, 102, 9, 102, 0, 0, 101, 5, 102, 6, 102, 0, 0, 0});
+  CHECK(batch.inputs.token_type_ids.to_ints() == std::vector<int64_t>{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0});
   CHECK(batch.inputs.attention_mask.to_vector() ==
         std::vector<float>{1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0});
-  CHECK(batch.targets.masked_positions == std::vector<int64_t>{1, 4, 11});
-  CHECK(batch.targets.masked_labels == std::vector<int64_t>{70, 90, 60});
-  CHECK(batch.targets.next_sentence_labels == std::vector<int64_t>{1, 0});
+  CHECK(batch.targets.masked_positions.to_ints() == std::vector<int64_t>{1, 4, 11});
+  CHECK(batch.targets.masked_labels.to_ints() == std::vector<int64_t>{70, 90, 60});
+  CHECK(batch.targets.next_sentence_labels.to_ints() == std::vector<int64_t>{1, 0});
   CHECK(batch.real_tokens == 11);
   CHECK_THROWS_WITH(make_batch({a}, 5, 0), Contains("--seq-len 5"));
 }

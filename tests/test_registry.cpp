@@ -241,7 +241,7 @@ TEST_CASE("registry: a head registered outside the library loads and saves throu
   CHECK(head.notes.size() == 2);
   head.model->eval();
   const ModelInputs in = two_rows();
-  const NamedOutputs out = head.model->forward_named(in, {{"labels", {0, 2}}});
+  const NamedOutputs out = head.model->forward_named(in, {{"labels", test::ints({0, 2})}});
   CHECK(out.at("logits").shape() == Shape{2, 3});
   CHECK(std::isfinite(out.at("loss").item()));
   save_pretrained(*head.model, head_dir);
@@ -257,21 +257,21 @@ TEST_CASE("registry: a head registered outside the library loads and saves throu
 TEST_CASE("forward_named: Hugging Face's outputs and losses, label errors", "[registry][errors]") {
   const ModelInputs in = two_rows();
   auto pre = initialised("BertForPreTraining");
-  std::vector<int64_t> labels(in.batch * in.seq_len, -100);
+  std::vector<int64_t> labels(in.batch() * in.seq_len(), -100);
   labels[1] = 5;
   labels[7] = 9;
-  const NamedOutputs out = pre->forward_named(in, {{"labels", labels}, {"next_sentence_label", {0, 1}}});
+  const NamedOutputs out = pre->forward_named(in, {{"labels", test::ints(labels, in.input_ids.shape())}, {"next_sentence_label", test::ints({0, 1})}});
   // the same loss as the sparse pre-training forward over the masked positions
-  const auto sparse = dynamic_cast<BertForPreTraining&>(*pre).forward(in, {{1, 7}, {5, 9}, {0, 1}});
+  const auto sparse = dynamic_cast<BertForPreTraining&>(*pre).forward(in, make_pretraining_targets({1, 7}, {5, 9}, {0, 1}));
   CHECK(out.at("loss").item() == Approx(sparse.loss.item()).epsilon(1e-6));
   CHECK(out.at("mlm_loss").item() == Approx(sparse.mlm_loss.item()).epsilon(1e-6));
-  CHECK_THROWS_WITH(pre->forward_named(in, {{"labels", labels}}), Contains("both labels and next_sentence_label"));
-  CHECK_THROWS_WITH(pre->forward_named(in, {{"start_positions", {1}}}),
+  CHECK_THROWS_WITH(pre->forward_named(in, {{"labels", test::ints(labels)}}), Contains("both labels and next_sentence_label"));
+  CHECK_THROWS_WITH(pre->forward_named(in, {{"start_positions", test::ints({1})}}),
                     Contains("unknown label 'start_positions'") && Contains("labels, next_sentence_label"));
-  CHECK_THROWS_WITH(initialised("BertModel")->forward_named(in, {{"labels", labels}}), Contains("takes: none"));
+  CHECK_THROWS_WITH(initialised("BertModel")->forward_named(in, {{"labels", test::ints(labels)}}), Contains("takes: none"));
   auto mlm = initialised("BertForMaskedLM");
-  CHECK_THROWS_WITH(mlm->forward_named(in, {{"labels", {1, 2, 3}}}), Contains("3 token labels for 10 positions"));
-  const NamedOutputs mlm_out = mlm->forward_named(in, {{"labels", labels}});
+  CHECK_THROWS_WITH(mlm->forward_named(in, {{"labels", test::ints({1, 2, 3})}}), Contains("3 token labels for 10 positions"));
+  const NamedOutputs mlm_out = mlm->forward_named(in, {{"labels", test::ints(labels)}});
   CHECK(mlm_out.at("logits").shape() == Shape{2, 5, 40});
   CHECK(std::isfinite(mlm_out.at("loss").item()));
 }
@@ -281,19 +281,19 @@ TEST_CASE("bert_infer dump runs any architecture's forward: outputs, loss and gr
   auto mlm = initialised("BertForMaskedLM");
   save_pretrained(*mlm, dir);
   const ModelInputs in = two_rows();
-  std::vector<int64_t> labels(in.batch * in.seq_len, -100), mask;
+  std::vector<int64_t> labels(in.batch() * in.seq_len(), -100), mask;
   labels[2] = 7;
   for (float m : in.attention_mask.to_vector()) mask.push_back(int64_t(m));
-  const Shape bt{in.batch, in.seq_len};
+  const Shape bt = in.input_ids.shape();
   nn::safetensors::write(inputs, {},
-                         {{"input_ids", {bt, in.input_ids}}, {"token_type_ids", {bt, in.token_type_ids}},
+                         {{"input_ids", {bt, in.input_ids.to_ints()}}, {"token_type_ids", {bt, in.token_type_ids.to_ints()}},
                           {"attention_mask", {bt, mask}}, {"labels", {bt, labels}}},
                          {});
   const std::string cmd = std::string(XGRAD_BERT_INFER) + " dump --model " + dir + " --inputs " + inputs + " --out " + out;
   REQUIRE(std::system((cmd + " --grads 2>/dev/null").c_str()) == 0);
   const auto dumped = nn::safetensors::read(out);
   auto f = [&](const std::string& n) { return nn::safetensors::to_float(dumped.tensors.at(n), n); };
-  const NamedOutputs expected = mlm->forward_named(in, {{"labels", labels}});
+  const NamedOutputs expected = mlm->forward_named(in, {{"labels", test::ints(labels)}});
   for (const char* k : {"logits", "last_hidden_state", "loss"}) {
     INFO(k);
     CHECK(test::max_scaled_error(f(k), expected.at(k)) < 1e-6);
@@ -303,7 +303,7 @@ TEST_CASE("bert_infer dump runs any architecture's forward: outputs, loss and gr
   CHECK(grads == mlm->named_parameters().size());
   CHECK(dumped.tensors.count("grad.cls.predictions.bias"));
   // a label the model does not take is refused
-  nn::safetensors::write(inputs, {}, {{"input_ids", {bt, in.input_ids}}, {"next_sentence_label", {{in.batch}, {0, 1}}}}, {});
+  nn::safetensors::write(inputs, {}, {{"input_ids", {bt, in.input_ids.to_ints()}}, {"next_sentence_label", {{in.batch()}, {0, 1}}}}, {});
   CHECK(std::system((cmd + " 2>/dev/null").c_str()) != 0);
   std::filesystem::remove_all(dir);
   std::filesystem::remove(inputs);

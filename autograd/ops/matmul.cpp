@@ -83,11 +83,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
     gemm::sgemm_batched_offsets(ta != la.flipped, tb != lb.flipped, nb, M, N, K, 1.f, pa, la.ld,
                                 oa.data(), pb, lb.ld, ob.data(), 0.f, out.data(), N, oc.data());
   }
-  const Tensor& a_ref = a_in;
-  const Tensor& b_ref = b_in;
-  const Tensor A = a_ref.detach(), B = b_ref.detach();
-  const bool need_a = a_ref.requires_grad(), need_b = b_ref.requires_grad();
-  out = record("matmul", out, {a_ref, b_ref}, [=](const Tensor& g) -> std::vector<Tensor> {
+  const Tensor A = a_in.detach(), B = b_in.detach();
+  const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
+  out = record("matmul", out, {a_in, b_in}, [=](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga, gb;
     if (need_a) {
       // d op(A) = g op(B)^T; when A is stored transposed, dA = op(B) g^T.

@@ -25,8 +25,7 @@ using RowKernel = void (*)(const float*, float*, size_t, size_t);
 using RowBackward = void (*)(const float*, const float*, float*, size_t, size_t);
 
 // softmax and log_softmax share everything but their two kernels.
-Tensor softmax_like(const Tensor& x_in, int axis_in, const char* name, RowKernel fwd, RowBackward bwd) {
-  const Tensor& x = x_in;
+Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fwd, RowBackward bwd) {
   if (x.dim() == 0) throw std::invalid_argument(fmt::format("[{}] needs at least one axis", name));
   const size_t axis = detail::normalize_axis(axis_in, x.dim(), name);
   if (axis != x.dim() - 1) {  // move the axis last, where the kernel works

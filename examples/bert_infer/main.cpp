@@ -91,7 +91,11 @@ int dump(const DumpArgs& a) {
     if (e.dtype != nn::safetensors::DType::I64 && e.dtype != nn::safetensors::DType::I32) continue;  // e.g. reference outputs
     if (is_model_input(name) && e.shape != ids_shape)
       throw std::runtime_error(fmt::format("{}: {} has shape {}, expected {}", in_path, name, shape_str(e.shape), shape_str(ids_shape)));
-    (is_model_input(name) ? inputs[name] : labels[name]) = nn::safetensors::to_int64(e, name);
+    std::vector<int64_t> values = nn::safetensors::to_int64(e, name);
+    if (is_model_input(name))
+      inputs[name] = std::move(values);
+    else
+      labels[name] = Tensor::from_ints(values, e.shape);
   }
   const models::ModelInputs in = models::make_inputs(ids_shape[0], ids_shape[1], inputs["input_ids"], inputs["token_type_ids"],
                                                      inputs["attention_mask"], inputs["position_ids"]);
@@ -150,7 +154,7 @@ int fill_mask(const FillMaskArgs& a) {
   for (size_t t = 0; t < e.ids.size(); ++t) {
     if (e.ids[t] != tok->mask_id()) continue;
     ++masks;
-    const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len), long(V)}), 0, long(t), long(t) + 1));
+    const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len()), long(V)}), 0, long(t), long(t) + 1));
     std::vector<int32_t> order(V);
     for (size_t i = 0; i < V; ++i) order[i] = int32_t(i);
     std::partial_sort(order.begin(), order.begin() + long(std::min(k, V)), order.end(),
@@ -182,12 +186,12 @@ int embed(const EmbedArgs& a) {
     NoGradGuard no_grad;
     const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
     const size_t H = h.size(2);
-    for (size_t b = 0; b < in.batch; ++b) {
+    for (size_t b = 0; b < in.batch(); ++b) {
       std::vector<double> v(H, 0.0);
       size_t n = 0;
-      for (size_t t = 0; t < in.seq_len; ++t) {
-        if (pooling == "cls" ? t != 0 : in.attention_mask.data()[b * in.seq_len + t] == 0.f) continue;
-        for (size_t i = 0; i < H; ++i) v[i] += h.data()[(b * in.seq_len + t) * H + i];
+      for (size_t t = 0; t < in.seq_len(); ++t) {
+        if (pooling == "cls" ? t != 0 : in.attention_mask.data()[b * in.seq_len() + t] == 0.f) continue;
+        for (size_t i = 0; i < H; ++i) v[i] += h.data()[(b * in.seq_len() + t) * H + i];
         ++n;
       }
       std::string s;

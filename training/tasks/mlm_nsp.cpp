@@ -111,8 +111,8 @@ class MlmNspTask : public Task {
     const auto out = model_->forward(b.inputs, b.targets);
     return {out.loss,
             {{"mlm", out.mlm_loss.item()}, {"nsp", out.nsp_loss.item()}},
-            {{"masked", double(b.targets.masked_labels.size())}, {"mlm_correct", double(out.mlm_correct)},
-             {"sequences", double(b.inputs.batch)}, {"nsp_correct", double(out.nsp_correct)}},
+            {{"masked", double(b.targets.masked_labels.numel())}, {"mlm_correct", double(out.mlm_correct)},
+             {"sequences", double(b.inputs.batch())}, {"nsp_correct", double(out.nsp_correct)}},
             b.real_tokens};
   }
 
@@ -130,7 +130,7 @@ class MlmNspTask : public Task {
       const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
       const Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
       const auto out = model_->forward(b.inputs, b.targets);
-      const size_t m = b.targets.masked_labels.size();
+      const size_t m = b.targets.masked_labels.numel();
       masked += m;
       mlm_correct += out.mlm_correct;
       nsp_correct += out.nsp_correct;
