@@ -37,7 +37,9 @@ BertModel::BertModel(const BertConfig& c, bool add_pooling_layer, std::shared_pt
 }
 
 BertModel::Output BertModel::forward(const ModelInputs& in) {
-  in.validate(config.input_limits());
+  InputLimits limits = config.input_limits();
+  limits.first_position = embeddings->first_position();
+  in.validate(limits);
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
   Output out;
   out.last_hidden_state = encoder->forward(embeddings->forward(in), mask);

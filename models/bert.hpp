@@ -17,13 +17,16 @@ using BertInputs = ModelInputs;
 
 class BertEmbeddings : public nn::Module {
  public:
-  explicit BertEmbeddings(const BertConfig& c);
+  // position_padding_idx: the position row that gets no gradient (RoBERTa's padding_idx), or -1.
+  explicit BertEmbeddings(const BertConfig& c, int64_t position_padding_idx = -1);
   // Uses in.position_ids when given, else default_position_ids(in).
   Tensor forward(const ModelInputs& in);
   // BERT counts 0..T-1 in every row. A family with other positions overrides this one function
   // (RoBERTa: padding_idx + 1 onwards over non-padding tokens, padding at padding_idx).
   // Returns (B, T) int64.
   virtual Tensor default_position_ids(const ModelInputs& in) const;
+  // Where default positions start counting, for the length check.
+  virtual size_t first_position() const { return 0; }
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
   std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
   float dropout_p;

@@ -32,11 +32,15 @@ BertConfig BertConfig::preset(const std::string& name) {
 
 void BertConfig::validate() const {
   config::check_fields(*this);
+  check_sizes(kName);
+}
+
+void BertConfig::check_sizes(const char* who) const {
   if (hidden_size % num_attention_heads != 0)
-    throw std::invalid_argument(fmt::format("[BertConfig] hidden_size {} is not divisible by num_attention_heads {}",
+    throw std::invalid_argument(fmt::format("[{}] hidden_size {} is not divisible by num_attention_heads {}", who,
                                             hidden_size, num_attention_heads));
   if (size_t(pad_token_id) >= vocab_size)
-    throw std::invalid_argument(fmt::format("[BertConfig] pad_token_id {} is outside the vocabulary of {}", pad_token_id, vocab_size));
+    throw std::invalid_argument(fmt::format("[{}] pad_token_id {} is outside the vocabulary of {}", who, pad_token_id, vocab_size));
 }
 
 nn::TransformerOptions BertConfig::transformer_options() const {

@@ -43,6 +43,8 @@ struct BertConfig {
   // Throws naming the field and value: each field's check (sizes positive, known activation,
   // probabilities in [0, 1), ...), then hidden divisible by heads and pad_token_id in the vocabulary.
   void validate() const;
+  // The checks across fields (hidden by heads, pad id in the vocabulary); errors start with [who].
+  void check_sizes(const char* who) const;
   nn::TransformerOptions transformer_options() const;
   InputLimits input_limits() const { return {vocab_size, type_vocab_size, max_position_embeddings}; }
 

@@ -3,9 +3,9 @@
 
 namespace xg::models {
 
-BertEmbeddings::BertEmbeddings(const BertConfig& c) : dropout_p(c.hidden_dropout_prob) {
+BertEmbeddings::BertEmbeddings(const BertConfig& c, int64_t position_padding_idx) : dropout_p(c.hidden_dropout_prob) {
   word_embeddings = register_module("word_embeddings", std::make_shared<nn::Embedding>(c.vocab_size, c.hidden_size, c.pad_token_id));
-  position_embeddings = register_module("position_embeddings", std::make_shared<nn::Embedding>(c.max_position_embeddings, c.hidden_size));
+  position_embeddings = register_module("position_embeddings", std::make_shared<nn::Embedding>(c.max_position_embeddings, c.hidden_size, position_padding_idx));
   token_type_embeddings = register_module("token_type_embeddings", std::make_shared<nn::Embedding>(c.type_vocab_size, c.hidden_size));
   layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(c.hidden_size, c.layer_norm_eps));
 }

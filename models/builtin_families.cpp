@@ -5,7 +5,8 @@
 namespace xg::models {
 
 FamilyEntry bert_family();
+FamilyEntry roberta_family();
 
-std::vector<FamilyEntry> builtin_families() { return {bert_family()}; }
+std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family()}; }
 
 }  // namespace xg::models

@@ -43,9 +43,10 @@ void ModelInputs::validate(const InputLimits& limits) const {
   const bool types = check_field("token_type_ids", token_type_ids, Dtype::Int64, bt);
   const bool positions = check_field("position_ids", position_ids, Dtype::Int64, bt);
   check_field("attention_mask", attention_mask, Dtype::Float32, bt);
-  if (!positions && seq_len() > limits.max_positions)
-    throw std::invalid_argument(
-        fmt::format("[inputs] sequence length {} exceeds max_position_embeddings {}", seq_len(), limits.max_positions));
+  if (!positions && limits.first_position + seq_len() > limits.max_positions)
+    throw std::invalid_argument(fmt::format("[inputs] sequence length {} exceeds max_position_embeddings {}{}", seq_len(),
+                                            limits.max_positions,
+                                            limits.first_position ? fmt::format(" (positions start at {})", limits.first_position) : ""));
   check_range("input id", input_ids, limits.vocab_size, "the vocabulary of");
   if (types) check_range("token type", token_type_ids, limits.type_vocab_size, "type_vocab_size");
   if (positions) check_range("position id", position_ids, limits.max_positions, "max_position_embeddings");

@@ -12,6 +12,7 @@ namespace xg::models {
 // The ranges a model accepts (from its config).
 struct InputLimits {
   size_t vocab_size = 0, type_vocab_size = 0, max_positions = 0;
+  size_t first_position = 0;  // default positions start here (RoBERTa: padding_idx + 1)
 };
 
 struct ModelInputs {

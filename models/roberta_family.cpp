@@ -1,0 +1,12 @@
+// The RoBERTa family: its registered architectures (the bare encoder first, as AutoModel builds it).
+#include "models/registry.hpp"
+#include "models/roberta.hpp"
+
+namespace xg::models {
+
+FamilyEntry roberta_family() {
+  return {RobertaConfig::kModelType,
+          {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>()}};
+}
+
+}  // namespace xg::models
