@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Loads a RoBERTa checkpoint directory (written by xgrad or by transformers) with transformers'
+RobertaForMaskedLM.from_pretrained, runs a padded batch with MLM labels, and compares with
+`bert_infer dump --grads` on the same directory and inputs: last_hidden_state, logits, loss and
+every parameter gradient by its Hugging Face name. Exits 1 if anything differs by more than 1e-4
+(outputs) / 1e-3 (gradients), relative to the largest magnitude.
+
+  /work/venv-hf/bin/python tools/check_roberta_checkpoint.py DIR [--bert-infer build/bin/bert_infer]"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import RobertaForMaskedLM
+
+p = argparse.ArgumentParser()
+p.add_argument("checkpoint")
+p.add_argument("--bert-infer", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "bert_infer"))
+a = p.parse_args()
+
+model = RobertaForMaskedLM.from_pretrained(a.checkpoint)
+model.eval()
+cfg = model.config
+torch.manual_seed(0)
+B, T = 2, min(9, cfg.max_position_embeddings - cfg.pad_token_id - 1)
+ids = torch.randint(3, cfg.vocab_size, (B, T))
+mask = torch.ones(B, T, dtype=torch.int64)
+mask[1, T - 3:] = 0
+ids[mask == 0] = cfg.pad_token_id
+labels = torch.full((B, T), -100)
+labels[0, 2], labels[1, 1] = 5, 7
+out = model(input_ids=ids, attention_mask=mask, labels=labels, output_hidden_states=True)
+out.loss.backward()
+
+with tempfile.TemporaryDirectory() as tmp:
+    inputs, dumped = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
+    save_file({"input_ids": ids, "attention_mask": mask, "labels": labels}, inputs)
+    subprocess.run([a.bert_infer, "dump", "--model", a.checkpoint, "--inputs", inputs, "--out", dumped, "--grads"],
+                   check=True)
+    ours = load_file(dumped)
+
+
+def err(x, ref):
+    return float((x.float() - ref.float()).abs().max() / max(1.0, float(ref.abs().max())))
+
+
+worst, failed = {}, False
+for name, ref, tol in [("last_hidden_state", out.hidden_states[-1], 1e-4), ("logits", out.logits, 1e-4),
+                       ("loss", out.loss.reshape(1), 1e-4)]:
+    worst[name] = err(ours[name].reshape(ref.shape), ref.detach())
+    failed |= worst[name] > tol
+grads = 0
+for n, prm in model.named_parameters():
+    e = err(ours["grad." + n], prm.grad)
+    worst["gradients"] = max(worst.get("gradients", 0.0), e)
+    failed |= e > 1e-3
+    grads += 1
+print(f"{a.checkpoint}: {grads} gradients; max scaled errors " + ", ".join(f"{k} {v:.1e}" for k, v in worst.items()))
+sys.exit(1 if failed else 0)
