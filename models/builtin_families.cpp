@@ -6,7 +6,8 @@ namespace xg::models {
 
 FamilyEntry bert_family();
 FamilyEntry roberta_family();
+FamilyEntry albert_family();
 
-std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family()}; }
+std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family(), albert_family()}; }
 
 }  // namespace xg::models

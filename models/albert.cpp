@@ -1,0 +1,165 @@
+// The registered ALBERT models: AlbertModel, AlbertForPreTraining, AlbertForMaskedLM.
+#include "models/albert.hpp"
+
+#include <fmt/format.h>
+
+namespace xg::models {
+
+AlbertAttention::AlbertAttention(const nn::TransformerOptions& opt) : nn::SelfAttention(opt), output_dropout(opt.hidden_dropout) {
+  dense = register_module("dense", std::make_shared<nn::Linear>(opt.hidden_size, opt.hidden_size));
+  layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(opt.hidden_size, opt.layer_norm_eps));
+}
+
+Tensor AlbertAttention::forward(const Tensor& x, const Tensor& mask) {
+  const Tensor context = nn::SelfAttention::forward(x, mask);
+  return layer_norm->forward(add(x, dropout(dense->forward(context), output_dropout, is_training())));
+}
+
+AlbertLayer::AlbertLayer(const nn::TransformerOptions& opt) : act(opt.activation) {
+  full_layer_layer_norm = register_module("full_layer_layer_norm", std::make_shared<nn::LayerNorm>(opt.hidden_size, opt.layer_norm_eps));
+  attention = register_module("attention", std::make_shared<AlbertAttention>(opt));
+  ffn = register_module("ffn", std::make_shared<nn::Linear>(opt.hidden_size, opt.intermediate_size));
+  ffn_output = register_module("ffn_output", std::make_shared<nn::Linear>(opt.intermediate_size, opt.hidden_size));
+}
+
+Tensor AlbertLayer::forward(const Tensor& x, const Tensor& mask) {
+  const Tensor a = attention->forward(x, mask);
+  // transformers applies no dropout to the feed-forward output here.
+  return full_layer_layer_norm->forward(add(ffn_output->forward(nn::activate(ffn->forward(a), act)), a));
+}
+
+AlbertLayerGroup::AlbertLayerGroup(const nn::TransformerOptions& opt, size_t inner_group_num) {
+  albert_layers = register_module("albert_layers", std::make_shared<nn::ModuleList<AlbertLayer>>());
+  for (size_t i = 0; i < inner_group_num; ++i) albert_layers->push_back(std::make_shared<AlbertLayer>(opt));
+}
+
+Tensor AlbertLayerGroup::forward(const Tensor& x, const Tensor& mask) {
+  Tensor h = x;
+  for (auto& layer : *albert_layers) h = layer->forward(h, mask);
+  return h;
+}
+
+AlbertTransformer::AlbertTransformer(const AlbertConfig& c) : num_hidden_layers(c.num_hidden_layers) {
+  embedding_hidden_mapping_in = register_module("embedding_hidden_mapping_in", std::make_shared<nn::Linear>(c.embedding_size, c.hidden_size));
+  albert_layer_groups = register_module("albert_layer_groups", std::make_shared<nn::ModuleList<AlbertLayerGroup>>());
+  for (size_t g = 0; g < c.num_hidden_groups; ++g)
+    albert_layer_groups->push_back(std::make_shared<AlbertLayerGroup>(c.transformer_options(), c.inner_group_num));
+}
+
+Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
+  Tensor h = embedding_hidden_mapping_in->forward(embedded);
+  const size_t groups = albert_layer_groups->size();
+  for (size_t i = 0; i < num_hidden_layers; ++i)
+    h = (*albert_layer_groups)[i * groups / num_hidden_layers].forward(h, mask);
+  return h;
+}
+
+AlbertPreTrainedModel::AlbertPreTrainedModel(const AlbertConfig& c, std::string base_prefix)
+    : config(c), base_prefix_(std::move(base_prefix)) {
+  c.validate();
+}
+
+void AlbertPreTrainedModel::init_weights(Generator& gen) {
+  nn::init::bert_init(*this, config.initializer_range, gen);
+  apply([](nn::Module& m) {
+    if (auto* head = dynamic_cast<AlbertMLMHead*>(&m)) nn::init::zeros_(head->bias);
+  });
+}
+
+std::string AlbertPreTrainedModel::name_from_checkpoint(const std::string& file_name) const {
+  std::string n = file_name;
+  if (n.rfind("albert.", 0) == 0) n = n.substr(7);
+  // Buffers and the decoder tied to the word embeddings (its bias is predictions.bias).
+  if (n == "embeddings.position_ids" || n == "embeddings.token_type_ids" || n == "predictions.decoder.weight" ||
+      n == "predictions.decoder.bias")
+    return "";
+  if (n.rfind("predictions.", 0) == 0 || n.rfind("sop_classifier.", 0) == 0) return n;
+  return base_prefix_ + n;
+}
+
+bool AlbertPreTrainedModel::is_head_tensor(const std::string& name) const {
+  return name.rfind("predictions.", 0) == 0 || name.rfind("sop_classifier.", 0) == 0 ||
+         name.rfind("pooler.", 0) == 0 || name.rfind("albert.pooler.", 0) == 0;
+}
+
+AlbertModel::AlbertModel(const AlbertConfig& c, bool add_pooling_layer) : AlbertPreTrainedModel(c, "") {
+  embeddings = register_module("embeddings", std::make_shared<BertEmbeddings>(c.embedding_config()));
+  encoder = register_module("encoder", std::make_shared<AlbertTransformer>(c));
+  if (add_pooling_layer) pooler = register_module("pooler", std::make_shared<nn::Linear>(c.hidden_size, c.hidden_size));
+}
+
+AlbertModel::Output AlbertModel::forward(const ModelInputs& in) {
+  in.validate(config.input_limits());
+  const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
+  Output out;
+  out.last_hidden_state = encoder->forward(embeddings->forward(in), mask);
+  if (pooler) {
+    const Tensor& h = out.last_hidden_state;
+    out.pooler_output = tanh(pooler->forward(reshape(slice(h, 1, 0, 1), {long(h.size(0)), long(h.size(2))})));
+  }
+  return out;
+}
+
+NamedOutputs AlbertModel::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {}, kArchitecture);
+  const Output o = forward(in);
+  NamedOutputs out{{"last_hidden_state", o.last_hidden_state}};
+  if (o.pooler_output.defined()) out["pooler_output"] = o.pooler_output;
+  return out;
+}
+
+AlbertMLMHead::AlbertMLMHead(const AlbertConfig& c, Tensor tied)
+    : decoder_weight(std::move(tied)), act(nn::activation_from_name(c.hidden_act)) {
+  layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(c.embedding_size, c.layer_norm_eps));
+  bias = register_parameter("bias", Tensor::zeros({c.vocab_size}));
+  dense = register_module("dense", std::make_shared<nn::Linear>(c.hidden_size, c.embedding_size));
+}
+
+Tensor AlbertMLMHead::forward(const Tensor& hidden) {
+  const long B = long(hidden.size(0)), T = long(hidden.size(1));
+  const Tensor h = layer_norm->forward(nn::activate(dense->forward(reshape(hidden, {B * T, -1})), act));
+  return reshape(linear(h, decoder_weight, bias), {B, T, -1});
+}
+
+AlbertSOPHead::AlbertSOPHead(const AlbertConfig& c) : dropout_p(c.classifier_dropout_prob) {
+  classifier = register_module("classifier", std::make_shared<nn::Linear>(c.hidden_size, 2));
+}
+
+Tensor AlbertSOPHead::forward(const Tensor& pooled) { return classifier->forward(dropout(pooled, dropout_p, is_training())); }
+
+AlbertForPreTraining::AlbertForPreTraining(const AlbertConfig& c) : AlbertPreTrainedModel(c, "albert.") {
+  albert = register_module("albert", std::make_shared<AlbertModel>(c));
+  predictions = register_module("predictions", std::make_shared<AlbertMLMHead>(c, albert->embeddings->word_embeddings->weight));
+  sop_classifier = register_module("sop_classifier", std::make_shared<AlbertSOPHead>(c));
+}
+
+NamedOutputs AlbertForPreTraining::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {"labels", "sentence_order_label"}, kArchitecture);
+  if (labels.size() == 1)
+    throw std::invalid_argument(fmt::format("[{}] the loss needs both labels and sentence_order_label", kArchitecture));
+  const AlbertModel::Output base = albert->forward(in);
+  NamedOutputs out{{"last_hidden_state", base.last_hidden_state},
+                   {"pooler_output", base.pooler_output},
+                   {"prediction_logits", predictions->forward(base.last_hidden_state)},
+                   {"sop_logits", sop_classifier->forward(base.pooler_output)}};
+  if (labels.empty()) return out;
+  out["mlm_loss"] = token_labels_loss(out["prediction_logits"], labels.at("labels"));
+  out["sop_loss"] = sequence_labels_loss(out["sop_logits"], labels.at("sentence_order_label"), "sentence_order_label");
+  out["loss"] = add(out["mlm_loss"], out["sop_loss"]);
+  return out;
+}
+
+AlbertForMaskedLM::AlbertForMaskedLM(const AlbertConfig& c) : AlbertPreTrainedModel(c, "albert.") {
+  albert = register_module("albert", std::make_shared<AlbertModel>(c, /*add_pooling_layer=*/false));
+  predictions = register_module("predictions", std::make_shared<AlbertMLMHead>(c, albert->embeddings->word_embeddings->weight));
+}
+
+NamedOutputs AlbertForMaskedLM::forward_named(const ModelInputs& in, const Labels& labels) {
+  check_label_names(labels, {"labels"}, kArchitecture);
+  const Tensor hidden = albert->forward(in).last_hidden_state;
+  NamedOutputs out{{"last_hidden_state", hidden}, {"logits", predictions->forward(hidden)}};
+  if (labels.count("labels")) out["loss"] = token_labels_loss(out["logits"], labels.at("labels"));
+  return out;
+}
+
+}  // namespace xg::models

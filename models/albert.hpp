@@ -1,0 +1,178 @@
+#pragma once
+// ALBERT (Lan et al. 2019): BERT with a factorised embedding (vocabulary rows of width
+// embedding_size, projected to the hidden width) and layers shared across depth
+// (num_hidden_layers applications of num_hidden_groups groups of inner_group_num layers), with
+// sentence-order prediction instead of next-sentence prediction. Hugging Face's module tree and
+// names: albert.embeddings..., albert.encoder.embedding_hidden_mapping_in,
+// albert.encoder.albert_layer_groups.G.albert_layers.I.{attention.{query,key,value,dense,LayerNorm},
+// ffn, ffn_output, full_layer_layer_norm}, albert.pooler, predictions.{dense,LayerNorm,bias} (the
+// decoder tied to the word embeddings), sop_classifier.classifier.
+#include <memory>
+
+#include "models/bert.hpp"
+
+namespace xg::models {
+
+// (type, Hugging Face name, default, check): transformers' AlbertConfig defaults (xxlarge shapes).
+#define XG_ALBERT_CONFIG_FIELDS(X)                                  \
+  X(size_t, vocab_size, 30000, config::positive)                    \
+  X(size_t, embedding_size, 128, config::positive)                  \
+  X(size_t, hidden_size, 4096, config::positive)                    \
+  X(size_t, num_hidden_layers, 12, config::positive)                \
+  X(size_t, num_hidden_groups, 1, config::positive)                 \
+  X(size_t, num_attention_heads, 64, config::positive)              \
+  X(size_t, intermediate_size, 16384, config::positive)             \
+  X(size_t, inner_group_num, 1, config::positive)                   \
+  X(std::string, hidden_act, "gelu_new", config::activation_name)   \
+  X(float, hidden_dropout_prob, 0.f, config::probability)           \
+  X(float, attention_probs_dropout_prob, 0.f, config::probability)  \
+  X(size_t, max_position_embeddings, 512, config::positive)         \
+  X(size_t, type_vocab_size, 2, config::positive)                   \
+  X(float, initializer_range, 0.02f, config::above_zero)            \
+  X(float, layer_norm_eps, 1e-12f, config::above_zero)              \
+  X(float, classifier_dropout_prob, 0.1f, config::probability)      \
+  X(int64_t, pad_token_id, 0, config::non_negative)                 \
+  X(int64_t, bos_token_id, 2, config::non_negative)                 \
+  X(int64_t, eos_token_id, 3, config::non_negative)                 \
+  X(std::string, position_embedding_type, "absolute", AbsolutePositionsOnly{})
+
+struct AlbertConfig {
+  static constexpr const char* kName = "AlbertConfig";
+  static constexpr const char* kModelType = "albert";
+  XG_CONFIG_FIELDS(XG_ALBERT_CONFIG_FIELDS)
+
+  // tiny (2 layers, 128 hidden, 2 heads, 64-wide embeddings), small (4/512/8), and the paper's
+  // base (12/768/12), large (24/1024/16), xlarge (24/2048/16), xxlarge (12/4096/64); embeddings
+  // 128 wide but for tiny, intermediate 4 x hidden, one shared group. Throws for other names.
+  static AlbertConfig preset(const std::string& name);
+  // Field checks, hidden divisible by heads, groups no more than layers, pad id in the vocabulary.
+  void validate() const;
+  // BERT's view of the shared pieces: the transformer layer options (hidden width) and the
+  // embeddings (embedding width).
+  nn::TransformerOptions transformer_options() const;
+  BertConfig embedding_config() const;
+  InputLimits input_limits() const { return {vocab_size, type_vocab_size, max_position_embeddings}; }
+
+  nlohmann::json to_json() const;
+  static AlbertConfig from_json(const nlohmann::json& j, const std::string& source = "config");
+  static AlbertConfig from_file(const std::string& path);
+};
+
+// Self-attention plus its output projection and post-LN: LayerNorm(x + dropout(dense(context))).
+class AlbertAttention : public nn::SelfAttention {
+ public:
+  explicit AlbertAttention(const nn::TransformerOptions& opt);
+  Tensor forward(const Tensor& x, const Tensor& mask);
+  std::shared_ptr<nn::Linear> dense;
+  std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
+  float output_dropout;
+};
+
+class AlbertLayer : public nn::Module {
+ public:
+  explicit AlbertLayer(const nn::TransformerOptions& opt);
+  // full_layer_layer_norm(ffn_output(act(ffn(a))) + a), a = attention(x)
+  Tensor forward(const Tensor& x, const Tensor& mask);
+  std::shared_ptr<nn::LayerNorm> full_layer_layer_norm;
+  std::shared_ptr<AlbertAttention> attention;
+  std::shared_ptr<nn::Linear> ffn, ffn_output;
+  nn::Activation act;
+};
+
+class AlbertLayerGroup : public nn::Module {
+ public:
+  AlbertLayerGroup(const nn::TransformerOptions& opt, size_t inner_group_num);
+  Tensor forward(const Tensor& x, const Tensor& mask);
+  std::shared_ptr<nn::ModuleList<AlbertLayer>> albert_layers;
+};
+
+// embedding_hidden_mapping_in, then layer i runs group i * groups / layers (transformers' index).
+class AlbertTransformer : public nn::Module {
+ public:
+  explicit AlbertTransformer(const AlbertConfig& c);
+  Tensor forward(const Tensor& embedded, const Tensor& mask);
+  std::shared_ptr<nn::Linear> embedding_hidden_mapping_in;
+  std::shared_ptr<nn::ModuleList<AlbertLayerGroup>> albert_layer_groups;
+  size_t num_hidden_layers;
+};
+
+// What every ALBERT model shares: the config, the initialisation and the name map. Heads hold
+// the encoder under "albert."; AlbertModel itself has no prefix.
+class AlbertPreTrainedModel : public PretrainedModel {
+ public:
+  AlbertPreTrainedModel(const AlbertConfig& c, std::string base_prefix);
+  std::string model_type() const override { return AlbertConfig::kModelType; }
+  nlohmann::json family_config_json() const override { return config.to_json(); }
+  void init_weights(Generator& gen) override;
+  std::string name_from_checkpoint(const std::string& file_name) const override;
+  bool is_head_tensor(const std::string& name) const override;
+  AlbertConfig config;
+
+ private:
+  std::string base_prefix_;
+};
+
+class AlbertModel : public AlbertPreTrainedModel {
+ public:
+  static constexpr const char* kArchitecture = "AlbertModel";
+  explicit AlbertModel(const AlbertConfig& c, bool add_pooling_layer = true);
+  std::string architecture() const override { return kArchitecture; }
+  struct Output {
+    Tensor last_hidden_state;  // (B, T, H)
+    Tensor pooler_output;      // (B, H); undefined without a pooling layer
+  };
+  Output forward(const ModelInputs& in);
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  std::shared_ptr<BertEmbeddings> embeddings;  // BERT's, at the embedding width
+  std::shared_ptr<AlbertTransformer> encoder;
+  std::shared_ptr<nn::Linear> pooler;  // tanh(pooler(h[CLS])); null without a pooling layer
+};
+
+// dense (hidden -> embedding width) + activation + LayerNorm, then the tied decoder and its bias.
+class AlbertMLMHead : public nn::Module {
+ public:
+  AlbertMLMHead(const AlbertConfig& c, Tensor tied_word_embeddings);
+  Tensor forward(const Tensor& hidden);  // (B, T, H) -> (B, T, V)
+  std::shared_ptr<nn::Linear> dense;
+  std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
+  Tensor bias;
+  Tensor decoder_weight;
+  nn::Activation act;
+};
+
+class AlbertSOPHead : public nn::Module {
+ public:
+  explicit AlbertSOPHead(const AlbertConfig& c);
+  Tensor forward(const Tensor& pooled);  // (B, H) -> (B, 2)
+  std::shared_ptr<nn::Linear> classifier;
+  float dropout_p;
+};
+
+class AlbertForPreTraining : public AlbertPreTrainedModel {
+ public:
+  static constexpr const char* kArchitecture = "AlbertForPreTraining";
+  explicit AlbertForPreTraining(const AlbertConfig& c);
+  std::string architecture() const override { return kArchitecture; }
+  // prediction_logits (B, T, V), sop_logits (B, 2), last_hidden_state, pooler_output; with
+  // "labels" ((B, T), -100 for none) and "sentence_order_label" (B: 0 in order, 1 swapped):
+  // loss = MLM loss + SOP loss, also as mlm_loss and sop_loss.
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  PretrainedModel& base_model() override { return *albert; }
+  std::shared_ptr<AlbertModel> albert;
+  std::shared_ptr<AlbertMLMHead> predictions;
+  std::shared_ptr<AlbertSOPHead> sop_classifier;
+};
+
+class AlbertForMaskedLM : public AlbertPreTrainedModel {
+ public:
+  static constexpr const char* kArchitecture = "AlbertForMaskedLM";
+  explicit AlbertForMaskedLM(const AlbertConfig& c);
+  std::string architecture() const override { return kArchitecture; }
+  // "logits" (B, T, V) and last_hidden_state; with "labels": "loss".
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  PretrainedModel& base_model() override { return *albert; }
+  std::shared_ptr<AlbertModel> albert;
+  std::shared_ptr<AlbertMLMHead> predictions;
+};
+
+}  // namespace xg::models

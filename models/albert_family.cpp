@@ -1,0 +1,13 @@
+// The ALBERT family: its registered architectures (the bare encoder first, as AutoModel builds it).
+#include "models/albert.hpp"
+#include "models/registry.hpp"
+
+namespace xg::models {
+
+FamilyEntry albert_family() {
+  return {AlbertConfig::kModelType,
+          {architecture_entry<AlbertModel, AlbertConfig>(), architecture_entry<AlbertForPreTraining, AlbertConfig>(),
+           architecture_entry<AlbertForMaskedLM, AlbertConfig>()}};
+}
+
+}  // namespace xg::models

@@ -1,0 +1,116 @@
+// AlbertForPreTraining against Hugging Face transformers (tools/gen_albert_goldens.py: 4 layers
+// from 2 groups of 2 shared layers, a factorised embedding, padding, MLM and sentence-order
+// labels): outputs, losses and every gradient; ALBERT's config, names and shared layers.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "models/albert.hpp"
+#include "models/checkpoint.hpp"
+#include "tests/golden.hpp"
+#include "tests/temp_path.hpp"
+
+using namespace xg;
+using namespace xg::models;
+using Catch::Matchers::Contains;
+using xg::test::max_scaled_error;
+
+namespace {
+const std::string kDir = std::string(XGRAD_TEST_DATA_DIR) + "/albert_a";
+
+struct Golden {
+  nn::safetensors::File file = nn::safetensors::read(kDir + "/goldens.safetensors");
+  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
+  Tensor i(const std::string& n) const {
+    const auto& e = file.tensors.at(n);
+    return Tensor::from_ints(nn::safetensors::to_int64(e, n), e.shape);
+  }
+  ModelInputs inputs() const {
+    const auto& ids = file.tensors.at("input_ids");
+    return make_inputs(ids.shape[0], ids.shape[1], i("input_ids").to_ints(), i("token_type_ids").to_ints(),
+                       i("attention_mask").to_ints());
+  }
+};
+}  // namespace
+
+TEST_CASE("ALBERT matches transformers' AlbertForPreTraining: outputs, losses and all gradients", "[albert][parity]") {
+  const Golden g;
+  auto loaded = load_pretrained_as<AlbertForPreTraining>(kDir);
+  CHECK(loaded.notes.empty());
+  AlbertForPreTraining& m = *loaded.model;
+  m.eval();
+  const NamedOutputs out =
+      m.forward_named(g.inputs(), {{"labels", g.i("labels")}, {"sentence_order_label", g.i("sentence_order_label")}});
+  double worst_output = 0;
+  for (const char* k : {"last_hidden_state", "pooler_output", "prediction_logits", "sop_logits"}) {
+    INFO(k);
+    const double e = max_scaled_error(out.at(k), g.f(k));
+    CHECK(e < 1e-4);
+    worst_output = std::max(worst_output, e);
+  }
+  for (const char* k : {"loss", "mlm_loss", "sop_loss"}) {
+    INFO(k);
+    CHECK(out.at(k).item() == Approx(g.f(k).item()).epsilon(1e-5));
+  }
+  out.at("loss").backward();
+  double worst = 0;
+  size_t checked = 0;
+  for (auto& [n, p] : m.named_parameters()) {
+    INFO(n);
+    REQUIRE(p.grad().defined());
+    const double e = max_scaled_error(p.grad(), g.f("grad." + n));
+    CHECK(e < 1e-3);
+    worst = std::max(worst, e);
+    ++checked;
+  }
+  CHECK(checked == g.file.tensors.size() - 12);  // every gradient the generator wrote
+  CHECK(checked == 80);  // 4 distinct layers of 16 tensors, not 8 layer applications
+  std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", worst_output,
+              out.at("loss").item(), g.f("loss").item(), checked, worst);
+}
+
+TEST_CASE("ALBERT config: transformers' defaults, presets and checks", "[albert][config]") {
+  const AlbertConfig d;
+  CHECK(d.vocab_size == 30000);
+  CHECK(d.embedding_size == 128);
+  CHECK(d.hidden_act == "gelu_new");
+  CHECK(d.num_hidden_groups == 1);
+  CHECK(d.to_json().at("model_type") == "albert");
+  CHECK(AlbertConfig::preset("base").hidden_size == 768);
+  CHECK(AlbertConfig::preset("xxlarge").num_attention_heads == 64);
+  CHECK_THROWS_WITH(AlbertConfig::preset("huge"), Contains("[AlbertConfig] unknown preset 'huge'"));
+  nlohmann::json bad = AlbertConfig::preset("tiny").to_json();
+  bad["num_hidden_groups"] = 3;
+  CHECK_THROWS_WITH(AlbertConfig::from_json(bad, "c.json"), Contains("num_hidden_groups 3 is more than num_hidden_layers 2") &&
+                                                               Contains("c.json"));
+  bad = AlbertConfig::preset("tiny").to_json();
+  bad["embedding_size"] = 0;
+  CHECK_THROWS_WITH(AlbertConfig::from_json(bad, "c.json"), Contains("embedding_size"));
+  bad = AlbertConfig::preset("tiny").to_json();
+  bad["pad_token_id"] = 30000;
+  CHECK_THROWS_WITH(AlbertConfig::from_json(bad, "c.json"), Contains("[AlbertConfig] pad_token_id 30000"));
+}
+
+TEST_CASE("ALBERT checkpoints: transformers' names both ways, heads by architecture", "[albert][registry]") {
+  const auto original = nn::safetensors::read(kDir + "/model.safetensors");
+  auto loaded = load_pretrained(kDir);
+  CHECK(loaded.model->architecture() == "AlbertForPreTraining");
+  const std::string dir = temp_path("xgrad_albert_ckpt");
+  save_pretrained(*loaded.model, dir);
+  const auto saved = nn::safetensors::read(dir + "/model.safetensors");
+  std::vector<std::string> a, b;
+  for (const auto& [n, _] : original.tensors) a.push_back(n);
+  for (const auto& [n, _] : saved.tensors) b.push_back(n);
+  CHECK(a == b);  // predictions.decoder.* stay tied, not written, as transformers writes them
+  // The MLM-only class from the pre-training checkpoint: the SOP head and the pooler are unused.
+  auto mlm = load_pretrained(dir, 0, "AlbertForMaskedLM");
+  CHECK(mlm.notes.size() == 1);
+  const Golden g;
+  mlm.model->eval();
+  NoGradGuard no_grad;
+  const NamedOutputs out = mlm.model->forward_named(g.inputs());
+  CHECK(max_scaled_error(out.at("logits"), g.f("prediction_logits")) < 1e-4);
+  CHECK_THROWS_WITH(loaded.model->forward_named(g.inputs(), {{"labels", g.i("labels")}}),
+                    Contains("both labels and sentence_order_label"));
+  std::filesystem::remove_all(dir);
+}
