@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # bert_pretrain --benchmark against PyTorch 1.13 (Debian python3-torch) training the same model the
 # same way (AdamW, MLM at masked positions only, NSP, same batch and length), same machine, same
-# run. PyTorch gets its best setting: OpenBLAS's AVX-512 kernels (Debian's OpenBLAS 0.3.21 falls
-# back to SSE3 on Sapphire Rapids otherwise) and the best of torch threads x OpenBLAS threads.
+# run. PyTorch gets its best setting: OpenBLAS as the system BLAS (Debian's torch calls whatever
+# libblas.so.3 points to; with only libblas3 installed that is the reference BLAS, about 30x
+# slower), the fastest OpenBLAS kernel set that runs on this CPU (a GEMM probe tries the
+# auto-detected one, SkylakeX, Zen and Haswell: auto-detection picks SSE3 kernels on some CPUs,
+# and SkylakeX dies with SIGILL on others) and the best of torch threads x OpenBLAS threads.
 #   bench/bert_vs_torch.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]      e.g. bench/bert_vs_torch.sh "mini base" 8 128 10
 # BASELINE=path/to/another/bert_pretrain adds that build's numbers to the same run (before/after
 # a change, on the same machine at the same time).
@@ -13,6 +16,33 @@ batch=${2:-8}
 seq=${3:-128}
 steps=${4:-10}
 baseline=${BASELINE:-}
+
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+if [[ "$blas" != *openblas* ]]; then
+  echo "the system BLAS is $blas, not OpenBLAS: installing libopenblas0-pthread for a fair PyTorch" >&2
+  apt-get install -y -qq libopenblas0-pthread >&2 || { echo "install libopenblas0-pthread first (root)" >&2; exit 1; }
+fi
+# GFLOP/s of a 1024^3 float GEMM on 2 torch threads under a kernel set; 0 when it cannot run here.
+probe() {
+  OPENBLAS_CORETYPE=$1 /usr/bin/python3 - 2>/dev/null <<'PY' || echo 0
+import time, torch
+torch.set_num_threads(2)
+a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+for _ in range(3): a @ b
+t = time.time()
+for _ in range(10): a @ b
+print(f"{2 * 1024**3 * 10 / (time.time() - t) / 1e9:.1f}")
+PY
+}
+if [[ -z "${OPENBLAS_CORETYPE+set}" ]]; then
+  best_core=""; best_gflops=$(probe "")
+  for c in SkylakeX Zen Haswell; do
+    g=$(probe "$c")
+    if python3 -c "import sys; sys.exit(0 if $g > $best_gflops else 1)"; then best_core=$c; best_gflops=$g; fi
+  done
+  export OPENBLAS_CORETYPE=$best_core
+  echo "PyTorch BLAS: $blas, OPENBLAS_CORETYPE='${best_core}' (${best_gflops} GFLOP/s on a 1024^3 GEMM)" >&2
+fi
 printf "%-6s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"
 [[ -n "$baseline" ]] && printf " %14s %7s %12s" "baseline tok/s" ratio "baseline MB"
 printf "\n"
@@ -22,7 +52,7 @@ for m in $models; do
   o_mb=$(grep "^peak memory" <<< "$ours" | awk '{print $4}')
   best=0; best_mb=0
   for ob in 1 2; do
-    t=$(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=$ob \
+    t=$(OPENBLAS_NUM_THREADS=$ob \
         /usr/bin/python3 bench/bert_pretrain_torch.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
     tps=$(grep "^tokens/s" <<< "$t" | awk '{print $2}')
     mb=$(grep "^peak memory" <<< "$t" | awk '{print $4}')
