@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -16,6 +17,11 @@ inline const std::string& scratch_dir() {
   static const std::string dir = [] {
     const auto d = std::filesystem::temp_directory_path() / ("xgrad-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
+    // removed when the fuzzer exits normally (a crash keeps it, beside the crashing input)
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("xgrad-fuzz-" + std::to_string(::getpid())), ignored);
+    });
     return d.string();
   }();
   return dir;
