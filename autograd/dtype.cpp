@@ -53,17 +53,48 @@ float bf16_to_float(uint16_t h) {
   return f;
 }
 
+// IEEE binary16 in plain integer code: GCC's _Float16 is not in clang 14 on x86-64 (the fuzzing
+// and sanitizer build), and F16C instructions are not in portable x86-64.
 uint16_t float_to_f16(float f) {
-  const _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // NaN stays a quiet NaN
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // 65520 and above round to inf
+  if (abs >= 0x38800000u) {  // normal: rebias the exponent (127 -> 15), round to nearest, ties to even
+    const uint32_t v = abs - 0x38000000u;
+    return uint16_t(sign | ((v + 0xfffu + ((v >> 13) & 1u)) >> 13));
+  }
+  if (abs < 0x33000000u) return sign;  // below 2^-25: rounds to zero
+  // Subnormal: the value in units of 2^-24 is mantissa * 2^(exponent - 126).
+  const uint32_t mant = (abs & 0x7fffffu) | 0x800000u, shift = 126u - (abs >> 23);
+  uint32_t r = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  return uint16_t(sign | r);
 }
 
-float f16_to_float(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
+float f16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu, bits;
+  if (exp == 31) {
+    bits = sign | 0x7f800000u | mant << 13;  // inf, NaN
+  } else if (exp != 0) {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mant <<= 1;
+    } while (!(mant & 0x400u));
+    bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 namespace {

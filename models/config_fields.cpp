@@ -68,7 +68,7 @@ nlohmann::json read_json_file(const std::string& path, const std::string& who) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("[{}] {}: cannot open", who, path));
   try {
-    return nlohmann::json::parse(in);
+    return parse_json_bounded(in);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(fmt::format("[{}] {}: not valid JSON ({})", who, path, e.what()));
   }

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_input.hpp"
+
 #define XG_CONFIG_DECLARE_MEMBER(type, name, default_value, check) type name = default_value;
 #define XG_CONFIG_VISIT_MEMBER(type, name, default_value, check) visit(#name, self.name, check);
 #define XG_CONFIG_FIELDS(LIST)                                     \
@@ -93,7 +95,7 @@ C from_json(const nlohmann::json& j, const std::string& source) {
       read_value(*it, field);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("[") + C::kName + "] " + source + ": field " + name + " has an invalid value " +
-                                  it->dump() + " (" + e.what() + ")");
+                                  json_summary(*it) + " (" + e.what() + ")");
     }
   });
   try {

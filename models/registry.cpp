@@ -6,6 +6,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "util/json_input.hpp"
+
 namespace xg::models {
 
 namespace {
@@ -97,7 +99,7 @@ std::unique_ptr<PretrainedModel> build_model(const nlohmann::json& config, const
     if (name.empty() && config.contains("architectures")) {
       const auto& a = config["architectures"];
       if (!a.is_array() || (!a.empty() && !a[0].is_string()))
-        throw std::invalid_argument(fmt::format("[registry] {}: \"architectures\" must be a list of names, got {}", source, a.dump()));
+        throw std::invalid_argument(fmt::format("[registry] {}: \"architectures\" must be a list of names, got {}", source, json_summary(a)));
       if (!a.empty()) name = a[0].get<std::string>();
     }
     if (name.empty()) name = f.architectures.at(0).name;

@@ -1,6 +1,7 @@
 #include "nn/safetensors.hpp"
 
 #include "util/atomic_file.hpp"
+#include "util/json_input.hpp"
 
 #include <fmt/format.h>
 
@@ -32,32 +33,8 @@ bool parse_dtype(const std::string& s, DType& d) {
 
 uint64_t as_u64(const nlohmann::json& j, const std::string& path, const std::string& what) {
   if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<int64_t>() >= 0))
-    fail(path, fmt::format("{} must be a non-negative integer, got {}", what, j.dump()));
+    fail(path, fmt::format("{} must be a non-negative integer, got {}", what, json_summary(j)));
   return j.get<uint64_t>();
-}
-
-float half_to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400));
-      bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | mant << 13;  // inf / nan
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 }  // namespace
@@ -101,7 +78,7 @@ File read(const std::string& path) {
   if (!in) fail(path, "could not read the header");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    j = parse_json_bounded(header);
   } catch (const nlohmann::json::exception& e) {
     fail(path, fmt::format("header is not valid JSON ({})", e.what()));
   }
@@ -128,7 +105,7 @@ File read(const std::string& path) {
     Entry e;
     if (!v["dtype"].is_string() || !parse_dtype(v["dtype"].get<std::string>(), e.dtype))
       fail(path, fmt::format("tensor '{}' has unsupported dtype {} (supported: F32, F16, BF16, I64, I32)",
-                             name, v["dtype"].dump()));
+                             name, json_summary(v["dtype"])));
     if (!v["shape"].is_array()) fail(path, fmt::format("tensor '{}' shape is not an array", name));
     uint64_t numel = 1;
     for (auto& d : v["shape"]) {
@@ -177,13 +154,13 @@ Tensor to_float(const Entry& e, const std::string& name) {
   float* out = t.data();
   switch (e.dtype) {
     case DType::F32:
-      std::memcpy(out, e.bytes.data(), n * 4);
+      if (n > 0) std::memcpy(out, e.bytes.data(), n * 4);  // an empty tensor's buffers may be null
       break;
     case DType::F16:
       for (size_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, e.bytes.data() + 2 * i, 2);
-        out[i] = half_to_float(h);
+        out[i] = f16_to_float(h);
       }
       break;
     case DType::BF16:
@@ -204,7 +181,7 @@ std::vector<int64_t> to_int64(const Entry& e, const std::string& name) {
   const size_t n = shape_numel(e.shape);
   std::vector<int64_t> out(n);
   if (e.dtype == DType::I64) {
-    std::memcpy(out.data(), e.bytes.data(), n * 8);
+    if (n > 0) std::memcpy(out.data(), e.bytes.data(), n * 8);
   } else if (e.dtype == DType::I32) {
     for (size_t i = 0; i < n; ++i) {
       int32_t v;

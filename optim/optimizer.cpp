@@ -9,6 +9,7 @@
 
 #include "autograd/parallel.hpp"
 #include "util/atomic_file.hpp"
+#include "util/json_input.hpp"
 #include "nn/safetensors.hpp"
 
 namespace xg::optim {
@@ -146,7 +147,7 @@ void Optimizer::load_state(const std::string& prefix) {
   if (!in) throw std::runtime_error(fmt::format("[optimizer] {}: cannot open", json_path));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_json_bounded(in);
     if (j.at("optimizer").get<std::string>() != name())
       throw std::runtime_error(fmt::format("[optimizer] {}: state is for '{}', this optimizer is '{}'",
                                            json_path, j.at("optimizer").get<std::string>(), name()));

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "util/json_input.hpp"
+
 namespace xg::optim {
 
 LrSchedule LrSchedule::constant(float lr, int64_t warmup) { return {Kind::Constant, lr, warmup, 0, 0.f, 1.f}; }
@@ -76,11 +78,11 @@ LrSchedule LrSchedule::from_json(const nlohmann::json& j) {
   try {
     s.kind = kind_from_name(j.at("kind").get<std::string>());
     s.base_lr = j.at("base_lr").get<float>();
-    s.warmup_steps = j.at("warmup_steps").get<int64_t>();
-    s.total_steps = j.at("total_steps").get<int64_t>();
+    s.warmup_steps = json_integer<int64_t>(j.at("warmup_steps"), "warmup_steps");
+    s.total_steps = json_integer<int64_t>(j.at("total_steps"), "total_steps");
     s.end_lr = j.at("end_lr").get<float>();
     s.power = j.at("power").get<float>();
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // a missing or mistyped field; an unknown kind
     throw std::invalid_argument(fmt::format("[LrSchedule] bad schedule JSON: {}", e.what()));
   }
   s.validate();

@@ -4,9 +4,11 @@
 #   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick) and PyTorch (bench/, tools/)
 set -euo pipefail
 
+# clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes, only "recommended" by clang)
+# build the sanitizer and fuzzing configuration of scripts/test.sh.
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
           nlohmann-json3-dev libutf8proc-dev libisal-dev
-          libcli11-dev)
+          libcli11-dev clang libclang-rt-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev python3-torch)
 fi

@@ -147,6 +147,28 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   std::filesystem::copy_file(paths[0], cut, std::filesystem::copy_options::overwrite_existing);
   std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 10);
   CHECK_THROWS_WITH(ShardReader(cut), Contains("truncated") && Contains(cut));
+  // a forged record count whose product with the record size wraps around to the file's size
+  // (found by fuzz_shard: the reader then promised 2^57 records)
+  const std::string forged = tmp("forged.bin");
+  std::filesystem::copy_file(paths[0], forged, std::filesystem::copy_options::overwrite_existing);
+  const uint64_t count = ShardReader(paths[0]).size(), record = (std::filesystem::file_size(forged) - 32) / count;
+  const uint64_t wrapped = count + (uint64_t(1) << (64 - __builtin_ctzll(record)));
+  REQUIRE(wrapped * record == count * record);
+  {
+    std::fstream f(forged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(24);  // the header's record count
+    for (int b = 0; b < 8; ++b) f.put(char(uint8_t(wrapped >> (8 * b))));
+  }
+  CHECK_THROWS_WITH(ShardReader(forged), Contains("truncated") && Contains(forged));
+  // a refused shard leaves no file open (found by fuzz_shard: each one leaked its FILE)
+  auto open_files = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  const size_t before = open_files();
+  for (int k = 0; k < 5; ++k) CHECK_THROWS(ShardReader(forged));
+  CHECK(open_files() == before);
   // not a shard
   const std::string junk = tmp("junk.bin");
   std::ofstream(junk) << "definitely not a shard file at all, but long enough to read a header from";

@@ -59,6 +59,16 @@ TEST_CASE("safetensors reads F32, F16, BF16, I64 and I32", "[safetensors]") {
   CHECK_THROWS_WITH(safetensors::to_float(f.tensors.at("i"), "i"), Contains("'i'") && Contains("I32"));
 }
 
+TEST_CASE("safetensors reads tensors with no elements", "[safetensors]") {
+  // found by fuzz_safetensors_file: memcpy from an empty buffer's null pointer (UBSan)
+  const auto f = safetensors::read(write_raw(
+      "empty", R"({"e":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},"i":{"dtype":"I64","shape":[0],"data_offsets":[0,0]}})", ""));
+  const Tensor e = safetensors::to_float(f.tensors.at("e"), "e");
+  CHECK(e.shape() == Shape{0, 4});
+  CHECK(e.numel() == 0);
+  CHECK(safetensors::to_int64(f.tensors.at("i"), "i").empty());
+}
+
 TEST_CASE("safetensors write is atomic and round-trips floats and ints", "[safetensors]") {
   const std::string path = tmp_path("write.safetensors");
   StateDict sd = {{"a", Tensor::arange(6).reshape({2, 3})}, {"b", Tensor::scalar(-1.5f)}};

@@ -60,6 +60,19 @@ TEST_CASE("dtype: float16 conversions and round trips", "[tensor][dtype]") {
     const float b = bf16_to_float(uint16_t(h));
     if (!std::isnan(b)) REQUIRE(float_to_bf16(b) == h);
   }
+  // Between neighbours (subnormals included): the midpoint goes to the even one, a float either
+  // side of it to the nearer one.
+  for (uint32_t h = 0; h < 0x7bff; ++h) {
+    const float lo = f16_to_float(uint16_t(h)), hi = f16_to_float(uint16_t(h + 1)), mid = (lo + hi) / 2;
+    REQUIRE(float_to_f16(mid) == ((h & 1) ? h + 1 : h));
+    REQUIRE(float_to_f16(std::nextafter(mid, 0.f)) == h);
+    REQUIRE(float_to_f16(std::nextafter(mid, hi)) == h + 1);
+    REQUIRE(float_to_f16(-mid) == (0x8000u | ((h & 1) ? h + 1 : h)));
+  }
+  CHECK(float_to_f16(std::numeric_limits<float>::infinity()) == 0x7c00);
+  CHECK(float_to_f16(-std::numeric_limits<float>::infinity()) == 0xfc00);
+  CHECK(std::isnan(f16_to_float(float_to_f16(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(float_to_f16(std::ldexp(1.f, -26)) == 0);  // under half the smallest subnormal
 }
 
 TEST_CASE("dtype: tensors cast between float32, bfloat16, float16 and int64", "[tensor][dtype]") {

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "util/json_input.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -20,7 +22,7 @@ json read_json_object(const std::string& path) {
   if (!in) throw std::runtime_error(fmt::format("[load_tokenizer] {}: cannot open", path));
   json j;
   try {
-    j = json::parse(in);
+    j = parse_json_bounded(in);
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("[load_tokenizer] {}: not valid JSON: {}", path, e.what()));
   }
@@ -29,7 +31,7 @@ json read_json_object(const std::string& path) {
 }
 
 [[noreturn]] void bad_field(const std::string& path, const char* field, const char* wanted, const json& value) {
-  throw std::runtime_error(fmt::format("[load_tokenizer] {}: field '{}' must be {}, got {}", path, field, wanted, value.dump()));
+  throw std::runtime_error(fmt::format("[load_tokenizer] {}: field '{}' must be {}, got {}", path, field, wanted, json_summary(value)));
 }
 
 // A special token's text: "[CLS]" or {"content": "[CLS]", "lstrip": false, ...}.

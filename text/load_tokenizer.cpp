@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "text/hf_tokenizer_files.hpp"
+#include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
 
@@ -38,7 +39,7 @@ std::string class_from_model_type(const std::string& dir) {
                                          "config.json to take the model_type from", dir));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_json_bounded(in);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[load_tokenizer] {}: not valid JSON: {}", path, e.what()));
   }

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 
 #include "text/pretraining_data.hpp"
@@ -81,10 +82,12 @@ ShardWriter::~ShardWriter() {
 }
 
 ShardReader::ShardReader(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "rb");
-  if (!f_) throw std::runtime_error(fmt::format("[shard] {}: cannot open", path));
+  // Owned here until the header is validated: a constructor that throws runs no destructor, and
+  // each refused shard would leak its file (found by fuzz_shard).
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw std::runtime_error(fmt::format("[shard] {}: cannot open", path));
   uint8_t h[kHeaderBytes];
-  if (std::fread(h, 1, kHeaderBytes, f_) != kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
+  if (std::fread(h, 1, kHeaderBytes, file.get()) != kHeaderBytes || std::memcmp(h, kMagic, 8) != 0)
     throw std::runtime_error(fmt::format("[shard] {}: not an xgrad pre-training shard (bad header)", path));
   if (read_le<uint32_t>(h + 8) != kVersion)
     throw std::runtime_error(fmt::format("[shard] {}: version {} (this build reads {})", path, read_le<uint32_t>(h + 8), kVersion));
@@ -97,9 +100,11 @@ ShardReader::ShardReader(const std::string& path) : path_(path) {
                                          path, seq_, preds_, vocab_));
   record_bytes_ = record_bytes(seq_, preds_);
   const auto size = std::filesystem::file_size(path);
-  if (size != kHeaderBytes + count_ * record_bytes_)
+  // Divided, not multiplied: a forged count makes count * record_bytes wrap around to the size.
+  if ((size - kHeaderBytes) % record_bytes_ != 0 || (size - kHeaderBytes) / record_bytes_ != count_)
     throw std::runtime_error(fmt::format("[shard] {}: {} bytes, but the header promises {} records of {} bytes (truncated?)",
                                          path, size, count_, record_bytes_));
+  f_ = file.release();
 }
 
 ShardReader::~ShardReader() {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "util/atomic_file.hpp"
+#include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
 
@@ -49,13 +50,19 @@ TrainingState TrainingState::read(const std::string& checkpoint_dir) {
   if (!in) throw std::runtime_error(fmt::format("[resume] {}: cannot open", path));
   TrainingState s;
   try {
-    const nlohmann::json j = nlohmann::json::parse(in);
-    const int format = j.value("format", 1);
+    const nlohmann::json j = parse_json_bounded(in);
+    if (!j.is_object()) throw std::runtime_error(fmt::format("expected a JSON object, got {}", json_summary(j)));
+    const int format = j.contains("format") ? json_integer<int>(j["format"], "format") : 1;
     if (format > kStateFormat)
       throw std::runtime_error(fmt::format("format {} is newer than this program's {}", format, kStateFormat));
-    s.step = j.at("step");
+    s.step = json_integer<int64_t>(j.at("step"), "step");
     const auto& g = j.at("rng");
-    s.rng = {{g.at("s")[0], g.at("s")[1], g.at("s")[2], g.at("s")[3]}, g.at("has_spare"), g.at("spare")};
+    const auto& words = g.at("s");  // the generator's four 64-bit words
+    if (!words.is_array() || words.size() != 4)
+      throw std::runtime_error(fmt::format("rng.s must be 4 integers, got {}", json_summary(words)));
+    for (size_t k = 0; k < 4; ++k) s.rng.s[k] = json_integer<uint64_t>(words[k], "rng.s");
+    s.rng.has_spare = g.at("has_spare").get<bool>();
+    s.rng.spare = g.at("spare").get<float>();
     s.schedule = optim::LrSchedule::from_json(j.at("schedule"));
     s.options = j.at("options");
     if (format == 1) {  // the MLM+NSP pre-trainer's layout, the only task of that time

@@ -72,7 +72,8 @@ struct Window {
   void add(const BatchLoss& b, size_t micro_batches) {
     loss += double(b.loss.item()) / double(micro_batches);
     for (const auto& [name, v] : b.parts) {
-      auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == name; });
+      // (a lambda may not capture a structured binding before C++20: clang refuses it)
+      auto it = std::find_if(parts.begin(), parts.end(), [&part = name](const auto& p) { return p.first == part; });
       if (it == parts.end()) parts.emplace_back(name, v / double(micro_batches));
       else it->second += v / double(micro_batches);
     }

@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "util/json_input.hpp"
+
 namespace xg {
 
 // What a resumed run does with an option.
@@ -152,7 +154,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
     try {
       saved = j.get<T>();
     } catch (const nlohmann::json::exception&) {
-      throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, j.dump(), flag));
+      throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, json_summary(j), flag));
     }
     const T current = o.*member, fallback = Owner{}.*member;
     if (current != fallback && current != saved)

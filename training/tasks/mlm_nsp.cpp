@@ -10,6 +10,7 @@
 #include "text/wordpiece_trainer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/instance_sources.hpp"
+#include "util/json_input.hpp"
 #include "util/progress.hpp"
 
 namespace fs = std::filesystem;
@@ -150,7 +151,7 @@ class MlmNspTask : public Task {
     try {
       pos_ = {s.at("epoch").get<uint64_t>(), s.at("index").get<size_t>()};
     } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(fmt::format("[mlm_nsp] bad data position {}: {}", s.dump(), e.what()));
+      throw std::runtime_error(fmt::format("[mlm_nsp] bad data position {}: {}", json_summary(s), e.what()));
     }
   }
 
