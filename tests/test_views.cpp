@@ -15,11 +15,6 @@ using Catch::Matchers::Contains;
 using V = std::vector<Tensor>;
 
 namespace {
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 float from_bits(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
