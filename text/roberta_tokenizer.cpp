@@ -11,17 +11,17 @@ namespace xg::text {
 
 namespace {
 // Leading and trailing characters of a token that trim_offsets leaves out: "Ġ" or whitespace.
-std::pair<uint8_t, uint8_t> count_spaces(const std::u32string& s) {
+std::pair<uint32_t, uint32_t> count_spaces(const std::u32string& s) {
   auto space = [](char32_t c) { return c == 0x120 || is_whitespace(c); };
   size_t lead = 0, trail = 0;
   while (lead < s.size() && space(s[lead])) ++lead;
   while (trail < s.size() && space(s[s.size() - 1 - trail])) ++trail;
-  return {uint8_t(std::min<size_t>(lead, 255)), uint8_t(std::min<size_t>(trail, 255))};
+  return {uint32_t(lead), uint32_t(trail)};
 }
 
 // A token with its offsets trimmed as Hugging Face's process_offsets does: a prefix space it
 // added itself stays in the text's first token.
-Token trimmed(int32_t id, size_t s, size_t e, std::pair<uint8_t, uint8_t> spaces, bool first_token,
+Token trimmed(int32_t id, size_t s, size_t e, std::pair<uint32_t, uint32_t> spaces, bool first_token,
               const RobertaTokenizerOptions& opt) {
   const auto [lead, trail] = spaces;
   if (opt.trim_offsets) {

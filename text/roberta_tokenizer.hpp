@@ -88,7 +88,7 @@ class RobertaTokenizer : public Tokenizer {
   std::vector<Special> specials_;  // longest first
   std::vector<bool> special_ids_;
   std::vector<std::string> bytes_of_;         // what each id decodes to
-  std::vector<std::pair<uint8_t, uint8_t>> spaces_;  // leading and trailing spaces of each token
+  std::vector<std::pair<uint32_t, uint32_t>> spaces_;  // leading and trailing spaces of each token
 };
 
 }  // namespace xg::text

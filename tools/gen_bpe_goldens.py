@@ -40,7 +40,7 @@ BPE_LINES = [
     "Ⅻ roman ½ ⅓ fractions ²³ super", "🙂🙃 😀😃😄😁", "👩‍💻 👨‍👩‍👧 🏳️‍🌈", "👍🏻👍🏼👍🏽👍🏾👍🏿", "🇯🇵🇩🇪🇬🇧", "#️⃣ 1️⃣ keycaps",
     "emoji😀glued", " 😀 spaced", "a\u0301\u0302\u0303 stacked marks", "e\u0301", "\u0301 leading mark",
     "the <mask> sat", "the  <mask>", "the\t<mask>", "<mask>x", "x<mask>", "<mask> <mask>", "  <mask>  ",
-    "hello <s>world</s>", "<s><s></s>", "<pad> <unk>", "<mas k> <MASK> < mask>", "Ġ literal G-dot Ċ",
+    "x" + " " * 300 + "<mask>", "hello <s>world</s>", "<s><s></s>", "<pad> <unk>", "<mas k> <MASK> < mask>", "Ġ literal G-dot Ċ",
     "\u0120\u0120 stand-ins", "ĠĠ", "é", "ÿ", "\u00ad soft", "\x7f del", "\x01\x02 controls",
     "日本語のテキスト", "中文 文本", "한국어", "Здравствуй, мир!", "مرحبا بالعالم", "शब्द", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math", "𠀀",
     "supercalifragilisticexpialidocious" * 3, "x" * 300, "ab" * 150, "!" * 50, " " * 40 + "end",
