@@ -193,6 +193,12 @@ TEST_CASE("RobertaTokenizer: specials, template, word starts, padding, invalid U
   CHECK(tok.starts_word(tok.token_to_id(",")));
   CHECK(tok.starts_word(tok.token_to_id("\xC4\x8A")));  // "Ċ", a newline
   CHECK(tok.starts_word(50261));
+  // Word starts agree with Hugging Face's word ids (pre-tokens) on this line: Token|izers, Ġ123|45|67.
+  const Encoding words = tok.encode("Tokenizers split unbelievably, 1234567 times!");
+  CHECK(words.ids == std::vector<int32_t>{50257, 30642, 11341, 6626, 48943, 11, 17031, 2231, 3134, 1661, 0, 50258});
+  std::vector<bool> starts;
+  for (size_t i = 2; i + 1 < words.size(); ++i) starts.push_back(tok.starts_word(words.ids[i]));
+  CHECK(starts == std::vector<bool>{false, true, true, true, true, false, false, true, true});
   CHECK_THROWS_WITH(tok.id_to_token(50262), Contains("50262"));
   CHECK_THROWS_WITH(tok.decode({50262}), Contains("50262"));
 
