@@ -80,7 +80,8 @@ BpeModel BpeModel::from_files(const std::string& vocab_json, const std::string& 
   std::vector<bool> seen(j.size(), false);
   for (const auto& [token, id] : j.items()) {
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size())
-      throw std::runtime_error(fmt::format("[BpeModel] {}: token '{}' has id {}; ids must be 0..{}", vocab_json, token, id.dump(), j.size() - 1));
+      throw std::runtime_error(fmt::format("[BpeModel] {}: token '{}' has id {}; ids must be 0..{}", vocab_json, token,
+                                           id.dump().substr(0, 40), j.size() - 1));
     const size_t i = id.get<size_t>();
     if (seen[i])
       throw std::runtime_error(fmt::format("[BpeModel] {}: id {} is given to both '{}' and '{}'", vocab_json, i, by_id[i], token));
