@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# xgrad's BERT tokenizer against Hugging Face tokenizers 0.23.2 (PyPI, Python binding) on the same
-# text, same machine, same run. Needs build/bin/bench_tokenizer; makes a venv with tokenizers in
-# build/venv-tokenizers the first time (or set HF_PYTHON to a Python that has tokenizers==0.23.2).
-#   bench/tokenizer_vs_hf.sh [TEXT] [SECONDS]
+# xgrad's tokenizers against Hugging Face tokenizers (PyPI, Python binding) on the same text, same
+# machine, same run: BERT's WordPiece by default, RoBERTa's byte-level BPE with
+# VOCAB=data/gpt2-vocab.json (merges from data/gpt2-merges.txt). Needs build/bin/bench_tokenizer;
+# makes a venv with tokenizers in build/venv-tokenizers the first time (or set HF_PYTHON to a
+# Python that has tokenizers, e.g. /work/venv-hf/bin/python with 0.20.3).
+#   [VOCAB=...] bench/tokenizer_vs_hf.sh [TEXT] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 text=${1:-tests/data/tokenizer_corpus.txt}
 secs=${2:-3}
-vocab=data/bert-base-uncased-vocab.txt
+vocab=${VOCAB:-data/bert-base-uncased-vocab.txt}
 py=${HF_PYTHON:-build/venv-tokenizers/bin/python}
 if [[ -z "${HF_PYTHON:-}" && ! -x "$py" ]]; then
   python3 -m venv build/venv-tokenizers

@@ -121,8 +121,8 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
       } catch (const std::exception&) {
       }
       if (id < 0 || used != key.size() || id > INT32_MAX) bad_field(config_path_, field, "keyed by token ids", json(key));
-      const bool special = v.is_object() && v.contains("special") && v["special"].is_boolean() && v["special"].get<bool>();
-      out.push_back({int32_t(id), token_content(v, config_path_, field), special});
+      auto flag = [&](const char* name) { return v.is_object() && v.contains(name) && v[name].is_boolean() && v[name].get<bool>(); };
+      out.push_back({int32_t(id), token_content(v, config_path_, field), flag("special"), flag("lstrip")});
     }
   } else {
     std::vector<std::string> specials = additional_special_tokens();
@@ -130,7 +130,7 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
       if (auto t = special_token(key)) specials.push_back(*t);
     for (const auto& [token, v] : added_.items()) {
       if (!v.is_number_unsigned() || v.get<uint64_t>() > INT32_MAX) bad_field(added_path_, token.c_str(), "a token id", v);
-      out.push_back({int32_t(v.get<uint64_t>()), token, std::find(specials.begin(), specials.end(), token) != specials.end()});
+      out.push_back({int32_t(v.get<uint64_t>()), token, std::find(specials.begin(), specials.end(), token) != specials.end(), false});
     }
   }
   std::sort(out.begin(), out.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
@@ -157,7 +157,8 @@ std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab) const
   return specials;
 }
 
-void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json fields) {
+void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json fields, const std::vector<std::string>& lstrip) {
+  auto strips = [&](const std::string& t) { return std::find(lstrip.begin(), lstrip.end(), t) != lstrip.end(); };
   fs::create_directories(dir);
   const SpecialTokens& st = tok.special_tokens();
   json map = json::object();
@@ -166,13 +167,15 @@ void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json f
                                                               {"mask_token", &st.mask}, {"bos_token", &st.bos},
                                                               {"eos_token", &st.eos}};
   for (const auto& [key, token] : roles)
-    if (!token->empty()) map[key] = *token;
+    if (!token->empty())
+      map[key] = strips(*token) ? json{{"content", *token}, {"lstrip", true}, {"normalized", false}, {"rstrip", false}, {"single_word", false}}
+                                : json(*token);
   if (!st.additional.empty()) map["additional_special_tokens"] = st.additional;
   // added_tokens_decoder: the tokens matched whole in raw text, by id (transformers >= 4.34)
   json added = json::object();
   for (size_t id = 0; id < tok.vocab_size(); ++id)
     if (tok.is_special(int32_t(id)))
-      added[std::to_string(id)] = {{"content", tok.id_to_token(int32_t(id))}, {"lstrip", false}, {"normalized", false},
+      added[std::to_string(id)] = {{"content", tok.id_to_token(int32_t(id))}, {"lstrip", strips(tok.id_to_token(int32_t(id)))}, {"normalized", false},
                                    {"rstrip", false}, {"single_word", false}, {"special", true}};
   fields.update(map);
   fields["added_tokens_decoder"] = added;

@@ -42,6 +42,7 @@ class TokenizerConfig {
     int32_t id;
     std::string content;
     bool special;
+    bool lstrip;  // takes the whitespace before it along (RoBERTa's <mask>)
   };
   std::vector<AddedToken> added_tokens() const;
   // Checks the added tokens against `vocab` and appends those past its end (with their ids
@@ -56,7 +57,9 @@ class TokenizerConfig {
 };
 
 // Writes DIR/tokenizer_config.json (the family's `fields`, tokenizer_class, the special tokens,
-// added_tokens_decoder, model_max_length when known) and DIR/special_tokens_map.json.
-void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, nlohmann::json fields);
+// added_tokens_decoder, model_max_length when known) and DIR/special_tokens_map.json. Tokens in
+// `lstrip` are written as AddedToken objects with "lstrip": true.
+void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, nlohmann::json fields,
+                            const std::vector<std::string>& lstrip = {});
 
 }  // namespace xg::text

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "text/hf_tokenizer_files.hpp"
+#include "text/roberta_tokenizer.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -23,17 +24,24 @@ using Loader = std::function<std::unique_ptr<Tokenizer>(const std::string& dir)>
 // but older files may carry the Fast name.
 const std::vector<std::pair<std::string, Loader>>& loaders() {
   static const Loader bert = [](const std::string& dir) { return std::make_unique<BertTokenizer>(BertTokenizer::from_pretrained(dir)); };
-  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert}};
+  static const Loader roberta = [](const std::string& dir) {
+    return std::make_unique<RobertaTokenizer>(RobertaTokenizer::from_pretrained(dir));
+  };
+  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert},
+                                                                  {"RobertaTokenizer", roberta}, {"RobertaTokenizerFast", roberta}};
   return all;
 }
 
 // config.json's model_type -> tokenizer_class, for directories whose tokenizer_config.json does
 // not name one (older Hugging Face checkpoints, and this project's before tokenizer files).
-const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"}};
+const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"},
+                                                                          {"roberta", "RobertaTokenizer"}};
 
 std::string class_from_model_type(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::ifstream in(path, std::ios::binary);
+  // Bare BPE files (vocab.json + merges.txt) are RoBERTa's.
+  if (!in && fs::exists(fs::path(dir) / "vocab.json") && fs::exists(fs::path(dir) / "merges.txt")) return "RobertaTokenizer";
   if (!in)
     throw std::runtime_error(fmt::format("[load_tokenizer] {}: no tokenizer_config.json with a tokenizer_class, and no "
                                          "config.json to take the model_type from", dir));
@@ -66,6 +74,13 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
   if (fs::is_directory(path)) return load_tokenizer(path);
+  const std::string name = fs::path(path).filename().string();
+  if (name.size() >= 10 && name.compare(name.size() - 10, 10, "vocab.json") == 0) {
+    // NAMEvocab.json goes with NAMEmerges.txt (vocab.json with merges.txt, gpt2-vocab.json with gpt2-merges.txt)
+    const std::string merges = (fs::path(path).parent_path() / (name.substr(0, name.size() - 10) + "merges.txt")).string();
+    if (!fs::exists(merges)) throw std::runtime_error(fmt::format("[load_tokenizer] {}: no {} beside it", path, merges));
+    return std::make_unique<RobertaTokenizer>(RobertaTokenizer::from_files(path, merges));
+  }
   return std::make_unique<BertTokenizer>(BertTokenizer::from_file(path, wordpiece));
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Hugging Face tokenizers' throughput on the same text as bench_tokenizer: one line at a time,
-and encode_batch (Rust threads; RAYON_NUM_THREADS sets how many).
+and encode_batch (Rust threads; RAYON_NUM_THREADS sets how many). VOCAB is BERT's vocab.txt
+(WordPiece) or a byte-level BPE NAMEvocab.json with NAMEmerges.txt beside it (RoBERTa's pipeline).
 
     VENV/bin/python tools/bench_tokenizer_hf.py VOCAB TEXT [seconds] [cased]
 """
@@ -10,6 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_bert_pipeline import bert_tokenizer  # noqa: E402
+from hf_roberta_pipeline import roberta_tokenizer  # noqa: E402
 
 
 def rate(megabytes, budget_s, one_pass):
@@ -31,7 +33,10 @@ def main():
     vocab, text_path = sys.argv[1:3]
     budget_s = float(sys.argv[3]) if len(sys.argv) > 3 else 3.0
     cased = len(sys.argv) > 4 and sys.argv[4] == "cased"
-    t = bert_tokenizer(vocab, cased)
+    if vocab.endswith("vocab.json"):
+        t = roberta_tokenizer(vocab, vocab[:-len("vocab.json")] + "merges.txt")
+    else:
+        t = bert_tokenizer(vocab, cased)
     with open(text_path, encoding="utf-8", newline="") as f:
         lines = [line for line in f.read().split("\n") if line]
     megabytes = sum(len(line.encode("utf-8")) + 1 for line in lines) / 1e6
