@@ -13,6 +13,7 @@
 #include "text/byte_level.hpp"
 #include "text/unicode.hpp"
 #include "util/atomic_file.hpp"
+#include "util/json_input.hpp"
 
 namespace xg::text {
 
@@ -70,7 +71,7 @@ BpeModel BpeModel::from_files(const std::string& vocab_json, const std::string& 
   if (!vin) throw std::runtime_error(fmt::format("[BpeModel] {}: cannot open", vocab_json));
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(vin);
+    j = parse_json_bounded(vin);  // untrusted: nesting depth bounded
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[BpeModel] {}: not valid JSON: {}", vocab_json, e.what()));
   }
@@ -81,7 +82,7 @@ BpeModel BpeModel::from_files(const std::string& vocab_json, const std::string& 
   for (const auto& [token, id] : j.items()) {
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= j.size())
       throw std::runtime_error(fmt::format("[BpeModel] {}: token '{}' has id {}; ids must be 0..{}", vocab_json, token,
-                                           id.dump().substr(0, 40), j.size() - 1));
+                                           json_summary(id), j.size() - 1));
     const size_t i = id.get<size_t>();
     if (seen[i])
       throw std::runtime_error(fmt::format("[BpeModel] {}: id {} is given to both '{}' and '{}'", vocab_json, i, by_id[i], token));
