@@ -113,7 +113,9 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
   if (config_.contains(field)) {
     const json& decoder = config_[field];
     if (!decoder.is_object()) bad_field(config_path_, field, "an object of id: token", decoder);
-    for (const auto& [key, v] : decoder.items()) {
+    for (const auto& item : decoder.items()) {
+      const std::string& key = item.key();
+      const json& v = item.value();  // named, not a structured binding: clang 14's lambdas cannot capture those
       size_t used = 0;
       int64_t id = -1;
       try {
