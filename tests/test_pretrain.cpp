@@ -23,7 +23,7 @@ namespace {
 struct Run {
   TrainerOptions trainer;
   MlmNspOptions task;
-  int64_t go() const { return run_pretraining(trainer, task); }
+  int64_t go() const { return run_pretraining(trainer, task).step; }
 };
 
 Run tiny_run(const std::string& out) {

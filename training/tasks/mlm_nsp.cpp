@@ -213,7 +213,7 @@ std::unique_ptr<Task> make_mlm_nsp_task(const MlmNspOptions& options, const Task
   return std::make_unique<MlmNspTask>(options, ctx);
 }
 
-int64_t run_pretraining(TrainerOptions trainer, MlmNspOptions task) {
+RunResult run_pretraining(TrainerOptions trainer, MlmNspOptions task) {
   Trainer t(std::move(trainer), BoundOptions(MlmNspOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_mlm_nsp_task(task, ctx); });
   return t.run();
