@@ -251,7 +251,6 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   const int64_t first_step = step;
   Window window;
   std::string last_dir;
-  started = true;
   while (step < opt.steps) {
     model.zero_grad();
     Window this_step;  // joins the log window only when its update is made
@@ -310,6 +309,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
         write_all(sinks, step, row);
       }
     }
+    started = true;  // a step was made: what is in --out now is worth keeping
     const int signal = g_signal;
     const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
     if (step == opt.steps || stop || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);

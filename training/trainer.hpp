@@ -69,7 +69,7 @@ class Trainer {
   RunResult run();
 
  private:
-  // The run after its --out directory is taken: `started` turns true once training began.
+  // The run after its --out directory is taken: `started` turns true once a step was made.
   RunResult train(const std::string& checkpoint, const TrainingState& state, bool& started);
 
   TrainerOptions opt_;
