@@ -168,6 +168,8 @@ TEST_CASE("Ctrl-C saves a checkpoint and stops, and resuming from it equals an u
   auto state = nlohmann::json::parse(std::ifstream(state_file));
   state["task"] = "mlm_nsp";
   std::ofstream(state_file) << state.dump();
+  CHECK_THROWS_WITH(train_line(resumed), Contains("training_state.json") && Contains("remove checksums.json"));
+  fs::remove(part.out + "/checkpoint-000005/checksums.json");  // edited on purpose
   CHECK_THROWS_WITH(train_line(resumed), Contains("a checkpoint of task 'mlm_nsp', not 'line'"));
   fs::remove_all(full.out);
   fs::remove_all(part.out);
@@ -263,4 +265,33 @@ TEST_CASE("a non-finite loss stops the run naming the step, or skips the update 
   fs::remove_all(t.out);
   t.on_nonfinite = "ignore";
   CHECK_THROWS_WITH(train_line(t), Contains("--on-nonfinite ignore: use stop or skip"));
+}
+
+TEST_CASE("checkpoints list their files' CRC32C, and a damaged one is refused on resume", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_checksums");
+  t.stop_at = 4;
+  REQUIRE(train_line(t) == 4);
+  const std::string ckpt = t.out + "/checkpoint-000004";
+  const auto listed = nlohmann::json::parse(std::ifstream(ckpt + "/checksums.json"))["files"];
+  for (const char* f : {"line.safetensors", "training_state.json", "optimizer.safetensors", "optimizer.json"}) CHECK(listed.contains(f));
+  const std::string weights = ckpt + "/line.safetensors";
+  const auto size = fs::file_size(weights);
+  auto flip_last_byte = [&] {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(long(size) - 1);
+    const char c = char(f.get() ^ 0x01);
+    f.seekp(long(size) - 1);
+    f.put(c);
+  };
+  flip_last_byte();  // one bit of the bias
+  TrainerOptions resumed = line_trainer("xgrad_trainer_checksums_resumed");
+  resumed.out = "";
+  resumed.resume = t.out;
+  CHECK_THROWS_WITH(train_line(resumed), Contains("[checksums] " + weights + ": CRC32C") && Contains("the file is damaged"));
+  flip_last_byte();  // back as it was: resumes
+  CHECK(train_line(resumed) == 12);
+  fs::resize_file(t.out + "/checkpoint-000012/line.safetensors", size - 4);
+  resumed.resume = t.out + "/checkpoint-000012";
+  CHECK_THROWS_WITH(train_line(resumed), Contains(std::to_string(size - 4) + " bytes") && Contains("truncated"));
+  fs::remove_all(t.out);
 }

@@ -16,6 +16,7 @@
 #include "optim/optim.hpp"
 #include "training/checkpoints.hpp"
 #include "training/output_dir.hpp"
+#include "util/checksums.hpp"
 #include "util/progress.hpp"
 
 namespace fs = std::filesystem;
@@ -168,6 +169,7 @@ RunResult Trainer::run() {
   TrainingState state;
   if (!opt.resume.empty()) {
     ckpt = resolve_checkpoint(opt.resume);
+    verify_checksums(ckpt);  // flipped bits would otherwise train on silently
     state = TrainingState::read(ckpt);
     const std::string source = (fs::path(ckpt) / "training_state.json").string();
     TrainerOptions::table().restore(opt, state.options, source);
@@ -239,6 +241,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     task->save(dir, [&](const std::string& tmp) {
       optimizer->save_state((fs::path(tmp) / "optimizer").string());
       now.write(tmp);
+      write_checksums(tmp);  // last: it covers every file of the checkpoint
     });
     prune_checkpoints(opt.out, opt.keep_checkpoints, at_step);
     return dir;

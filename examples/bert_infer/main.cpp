@@ -15,6 +15,7 @@
 
 #include "models/checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
+#include "util/checksums.hpp"
 #include "util/cli.hpp"
 
 using namespace xg;
@@ -74,6 +75,7 @@ void add_tokenizer_options(CLI::App* cmd, TokenizerArgs& a, bool model_required)
 
 models::LoadedModel load_model(const std::string& dir) {
   require_model_directory(dir);
+  verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
   auto loaded = models::load_pretrained(dir);
   for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
   loaded.model->eval();

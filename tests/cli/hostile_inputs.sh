@@ -155,13 +155,21 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   # damaged copies: a clear error naming the file, the original untouched
   cp -r "$R" "$W/damaged"
   printf '{"format": 2, "step": "many"' > "$W/damaged/checkpoint-000004/training_state.json"
-  expect 1 "$W/damaged/checkpoint-000004/training_state.json" "$P" --resume "$W/damaged/checkpoint-000004"
+  expect 1 "training_state.json: 28 bytes" "$P" --resume "$W/damaged/checkpoint-000004"
+  rm "$W/damaged/checkpoint-000004/checksums.json"  # as if edited by hand: the reader names the file
+  expect 1 "[resume] $W/damaged/checkpoint-000004/training_state.json: " "$P" --resume "$W/damaged/checkpoint-000004"
   rm -rf "$W/damaged" && cp -r "$R" "$W/damaged"
   truncate -s 100 "$W/damaged/checkpoint-000004/model.safetensors"
+  expect 1 "model.safetensors: 100 bytes" "$P" --resume "$W/damaged"
+  rm "$W/damaged/checkpoint-000004/checksums.json"
   expect 1 "model.safetensors" "$P" --resume "$W/damaged"
   rm -rf "$W/damaged" && cp -r "$R" "$W/damaged"
   head -c 8 /dev/zero > "$W/damaged/checkpoint-000004/optimizer.safetensors"
   expect 1 "optimizer" "$P" --resume "$W/damaged"
+  rm -rf "$W/damaged" && cp -r "$R" "$W/damaged"
+  printf '\x01' | dd of="$W/damaged/checkpoint-000004/model.safetensors" bs=1 seek=5000 conv=notrunc status=none
+  expect 1 "model.safetensors: CRC32C" "$P" --resume "$W/damaged"
+  expect 1 "the file is damaged" "$BIN/bert_infer" fill-mask --model "$W/damaged/checkpoint-000004" --text "a [MASK]"
   expect_unchanged "$R" "$before" "damaged copies"
   # --out that cannot be made or written: found before training
   expect 1 "--out /proc/xgrad_out: cannot create" "$P" "${SMALL[@]}" --out /proc/xgrad_out
@@ -210,7 +218,7 @@ kill_during_save)  # kill -9 at random moments of a run saving every step: the n
     for c in "$R"/checkpoint-*; do
       [[ $(basename "$c") == *.* ]] && continue  # a leftover of the killed save: removed by the next start
       cases=$((cases + 1))
-      for f in config.json model.safetensors optimizer.safetensors optimizer.json training_state.json vocab.txt; do
+      for f in config.json model.safetensors optimizer.safetensors optimizer.json training_state.json vocab.txt checksums.json; do
         [[ -s $c/$f ]] || fail "kill $i: $c lacks $f"
       done
     done
