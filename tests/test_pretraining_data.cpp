@@ -177,8 +177,12 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   const auto inst = create_static_instances(docs(), opt, MaskingVocab::from(tok()));
   const std::string dir = tmp("shards");
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/shard_99999.bin") << "a shard of an earlier run";
   const auto paths = write_shards(inst, dir, 50, opt, tok().vocab_size());
   REQUIRE(paths.size() == (inst.size() + 49) / 50);
+  CHECK(!std::filesystem::exists(dir + "/shard_99999.bin"));  // not mixed into this run's
+  CHECK(std::filesystem::exists(dir + "/checksums.json"));
   size_t i = 0;
   for (const auto& p : paths) {
     ShardReader r(p);

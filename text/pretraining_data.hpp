@@ -130,7 +130,8 @@ class ShardReader {
   size_t seq_, preds_, vocab_, count_, record_bytes_;
 };
 
-// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ...
+// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., after
+// removing the shard_*.bin of an earlier run there; then DIR/checksums.json lists them.
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
                                       const PretrainingOptions& opt, size_t vocab_size);
 

@@ -240,15 +240,39 @@ shards)
   expect 1 "sequences up to 32 tokens; --seq-len is 16" "$P" "${SMALL[@]}" --max-predictions 5 --steps 2 --out "$W/o"
   cp -r "$S" "$W/cut" && truncate -s 1000 "$W/cut/shard_00000.bin"
   corpus=$W/cut small
+  expect 1 "shard_00000.bin: 1000 bytes" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  rm "$W/cut/checksums.json"  # the reader's own checks, as for shards made before checksums
   expect 1 "truncated" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   cp -r "$S" "$W/junk" && printf 'not a shard at all, but long enough for a header' > "$W/junk/shard_00001.bin"
+  rm "$W/junk/checksums.json"
   corpus=$W/junk small
   expect 1 "not an xgrad pre-training shard" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   mkdir -p "$W/no_shards"
   corpus=$W/no_shards small
   expect 1 "$W/no_shards" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   : > "$W/a_file"
-  expect 1 "$W/a_file" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/a_file/sub"
+  expect 1 "--output $W/a_file/sub: cannot create" "$C" --input "$W/never_read.txt" --vocab "$VOCAB" --output "$W/a_file/sub"
+  expect 1 "--output /proc/shards: cannot create" "$C" --input "$CORPUS" --vocab "$VOCAB" --output /proc/shards
+  # checksums: a flipped bit of a token id, a stale shard, shards of another run mixed in
+  cp -r "$S" "$W/flipped"
+  printf '\x01' | dd of="$W/flipped/shard_00000.bin" bs=1 seek=60 conv=notrunc status=none
+  corpus=$W/flipped small
+  expect 1 "shard_00000.bin: CRC32C" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  cp -r "$S" "$W/stale" && cp "$S/shard_00000.bin" "$W/stale/shard_00009.bin"
+  corpus=$W/stale small
+  expect 1 "shard_00009.bin: not among the shards listed" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  expect 0 "wrote" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/s64" --max-seq-length 64 --max-predictions 5 --dupe-factor 1
+  cp -r "$S" "$W/mixed" && cp "$W/s64/shard_00000.bin" "$W/mixed/shard_00009.bin" && rm "$W/mixed/checksums.json"
+  corpus=$W/mixed seq=64 small
+  expect 1 "shard_00009.bin: max_seq_length 64" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  # a second run into the same folder replaces the first run's shards (here 5 shards, then 1)
+  expect 0 "into 1 shard(s)" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$S" --max-seq-length 32 --max-predictions 5 --dupe-factor 1
+  cases=$((cases + 1))
+  [[ $(ls "$S" | grep -c '^shard_') -eq 1 ]] || fail "stale shards left: $(ls "$S")"
+  corpus=$S small
+  expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_new_shards"
+  corpus=$S vocab=$SRC/data/bert-base-uncased-vocab.txt small
+  expect 1 "made with a vocabulary of 400 tokens; the tokenizer has 30522" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   ;;
 
 infer)

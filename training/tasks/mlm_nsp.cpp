@@ -228,6 +228,9 @@ class MlmNspTask : public Task {
       if (s->max_seq_length() > opt_.seq_len)
         throw std::invalid_argument(fmt::format("[mlm_nsp] the shards hold sequences up to {} tokens; --seq-len is {}",
                                                 s->max_seq_length(), opt_.seq_len));
+      if (s->vocab_size() != tok_->vocab_size())
+        throw std::invalid_argument(fmt::format("[mlm_nsp] the shards in {} were made with a vocabulary of {} tokens; the "
+                                                "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
       source_ = std::move(s);
       return;
     }
