@@ -1,6 +1,7 @@
 // MLM/NSP pre-training data: Google's recipe's invariants, determinism, whole-word masking,
 // shards (round trip, corrupt files), dynamic masking and resumption.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -97,6 +98,55 @@ TEST_CASE("static instances hold Google's invariants", "[pretraining]") {
   CHECK((other.size() != inst.size() || other[0].tokens != inst[0].tokens));
 }
 
+namespace {
+// FNV-1a over everything an instance holds: pins the data stream (Google's draws) across rewrites.
+uint64_t fingerprint(const std::vector<Instance>& instances) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (const auto& in : instances) {
+    for (int32_t t : in.tokens) mix(uint64_t(t));
+    mix(in.a_end);
+    mix(in.is_random_next);
+    for (size_t k = 0; k < in.masked_positions.size(); ++k) mix(uint64_t(in.masked_positions[k]) << 32 | uint32_t(in.masked_labels[k]));
+  }
+  return h;
+}
+}  // namespace
+
+TEST_CASE("very long sentences: split on load, truncated in linear time, same draws as before", "[pretraining]") {
+  // A corpus without newlines: one line of 150,000 words, then a short document.
+  const std::string one_line = tmp("one_line.txt");
+  {
+    std::ofstream out(one_line);
+    for (int i = 0; i < 150000; ++i) out << (i % 2 ? "cat " : "dog ");
+    out << "\n\nthe end .\n";
+  }
+  const auto loaded = load_documents(one_line, tok());
+  REQUIRE(loaded.size() == 2);
+  REQUIRE(loaded[0].size() == 3);  // 65536 + 65536 + 18928 tokens
+  CHECK(loaded[0][0].size() == kMaxSentenceTokens);
+  CHECK(loaded[0][2].size() == 150000 - 2 * kMaxSentenceTokens);
+  std::filesystem::remove(one_line);
+
+  // Twenty documents of one 60,000-token sentence: each instance truncates ~60,000 tokens, which
+  // took about a second an instance when they were erased one at a time from the front.
+  std::vector<Document> long_docs(20, Document{Sentence(60000, tok().mask_id() + 1)});
+  PretrainingOptions opt;
+  opt.dupe_factor = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const auto inst = create_static_instances(long_docs, opt, MaskingVocab::from(tok()));
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 2.0);
+  REQUIRE(inst.size() == 20);
+  for (const auto& in : inst) CHECK(in.tokens.size() == opt.max_seq_length);
+
+  // The truncation draws one number per dropped token, as Google's does: the instances of the
+  // sample corpus (short sequences, so most pairs are truncated) are the ones the token-at-a-time
+  // loop made.
+  opt.max_seq_length = 24;
+  opt.max_predictions_per_seq = 4;
+  CHECK(fingerprint(create_static_instances(docs(), opt, MaskingVocab::from(tok()))) == 0xfa32917e991e3487ULL);
+}
+
 TEST_CASE("whole-word masking masks every piece of a word together", "[pretraining]") {
   PretrainingOptions opt;
   opt.dupe_factor = 1;
@@ -127,8 +177,12 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   const auto inst = create_static_instances(docs(), opt, MaskingVocab::from(tok()));
   const std::string dir = tmp("shards");
   std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/shard_99999.bin") << "a shard of an earlier run";
   const auto paths = write_shards(inst, dir, 50, opt, tok().vocab_size());
   REQUIRE(paths.size() == (inst.size() + 49) / 50);
+  CHECK(!std::filesystem::exists(dir + "/shard_99999.bin"));  // not mixed into this run's
+  CHECK(std::filesystem::exists(dir + "/checksums.json"));
   size_t i = 0;
   for (const auto& p : paths) {
     ShardReader r(p);

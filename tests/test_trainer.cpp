@@ -12,6 +12,7 @@
 #include "nn/layers.hpp"
 #include "nn/safetensors.hpp"
 #include "tests/temp_path.hpp"
+#include "training/output_dir.hpp"
 #include "training/trainer.hpp"
 
 using namespace xg;
@@ -30,11 +31,12 @@ struct LineOptions {
   }
 };
 
-// Fits y = 3x - 1. Raises SIGINT while drawing batch number `interrupt_at` (counting from 1), as
-// a Ctrl-C during training would.
+// Fits y = 3x - 1. Raises `signal` while drawing batch number `interrupt_at` (counting from 1), as
+// a Ctrl-C (or a `kill`) during training would.
 class LineTask : public Task {
  public:
-  LineTask(const LineOptions& o, const TaskContext& ctx, int interrupt_at) : opt_(o), interrupt_at_(interrupt_at) {
+  LineTask(const LineOptions& o, const TaskContext& ctx, int interrupt_at, int signal)
+      : opt_(o), interrupt_at_(interrupt_at), signal_(signal) {
     for (Tensor* p : {&line_.weight, &line_.bias}) p->data()[0] = 0.f;
     if (!ctx.checkpoint.empty())
       line_.load_state_dict(nn::safetensors::read_float_tensors((fs::path(ctx.checkpoint) / "line.safetensors").string()));
@@ -45,7 +47,7 @@ class LineTask : public Task {
   size_t train_examples_per_epoch() override { return opt_.points; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
-    if (++batches_ == interrupt_at_) std::raise(SIGINT);
+    if (++batches_ == interrupt_at_) std::raise(signal_);
     std::vector<float> x, y;
     for (size_t i = 0; i < batch_size; ++i, ++position_) {
       x.push_back(float(position_ % opt_.points) / float(opt_.points));
@@ -73,7 +75,7 @@ class LineTask : public Task {
 
  private:
   LineOptions opt_;
-  int interrupt_at_;
+  int interrupt_at_, signal_;
   int batches_ = 0;
   size_t position_ = 0;
   nn::Linear line_{1, 1};
@@ -96,11 +98,12 @@ TrainerOptions line_trainer(const std::string& name) {
   return t;
 }
 
-int64_t train_line(const TrainerOptions& t, LineOptions o = {}, int interrupt_at = -1) {
+RunResult run_line(const TrainerOptions& t, LineOptions o = {}, int interrupt_at = -1, int signal = SIGINT) {
   Trainer trainer(t, BoundOptions(LineOptions::table(), o),
-                  [&](const TaskContext& ctx) { return std::make_unique<LineTask>(o, ctx, interrupt_at); });
+                  [&](const TaskContext& ctx) { return std::make_unique<LineTask>(o, ctx, interrupt_at, signal); });
   return trainer.run();
 }
+int64_t train_line(const TrainerOptions& t, LineOptions o = {}, int interrupt_at = -1) { return run_line(t, o, interrupt_at).step; }
 
 std::vector<nlohmann::json> rows(const std::string& out) {
   std::ifstream in(fs::path(out) / "metrics.jsonl");
@@ -165,7 +168,130 @@ TEST_CASE("Ctrl-C saves a checkpoint and stops, and resuming from it equals an u
   auto state = nlohmann::json::parse(std::ifstream(state_file));
   state["task"] = "mlm_nsp";
   std::ofstream(state_file) << state.dump();
+  CHECK_THROWS_WITH(train_line(resumed), Contains("training_state.json") && Contains("remove checksums.json"));
+  fs::remove(part.out + "/checkpoint-000005/checksums.json");  // edited on purpose
   CHECK_THROWS_WITH(train_line(resumed), Contains("a checkpoint of task 'mlm_nsp', not 'line'"));
   fs::remove_all(full.out);
   fs::remove_all(part.out);
+}
+
+TEST_CASE("SIGTERM saves and stops like Ctrl-C, and the result says which signal", "[trainer]") {
+  const TrainerOptions t = line_trainer("xgrad_trainer_sigterm");
+  const auto before = std::signal(SIGTERM, SIG_DFL);  // Catch2's own handler, in a test run
+  std::signal(SIGTERM, before);
+  const RunResult r = run_line(t, {}, /*interrupt_at=*/3, SIGTERM);
+  CHECK(r.step == 3);
+  CHECK(r.signal == SIGTERM);
+  CHECK(fs::exists(t.out + "/checkpoint-000003/line.safetensors"));
+  CHECK(std::signal(SIGTERM, before) == before);  // the handler is put back after the run
+  fs::remove_all(t.out);
+  CHECK(run_line(line_trainer("xgrad_trainer_no_signal")).signal == 0);
+  fs::remove_all(temp_path("xgrad_trainer_no_signal"));
+}
+
+TEST_CASE("rotation removes only the run's older checkpoints, by renaming first, and cleans leftovers", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_rotation");
+  t.save_every = 4;
+  t.keep_checkpoints = 3;
+  REQUIRE(train_line(t) == 12);  // checkpoints 4, 8, 12
+  // leftovers of saves and removals that a kill -9 interrupted
+  fs::create_directories(t.out + "/checkpoint-000002.tmp.999999/optimizer");
+  fs::create_directories(t.out + "/checkpoint-000001.del.999999");
+  // Resumed from checkpoint 4 with --keep 1: the new checkpoint 6 is the newest of this line and
+  // stays; 8 and 12 (numbered above it) are not this run's to remove; 4 goes.
+  TrainerOptions resumed = line_trainer("xgrad_trainer_rotation_resumed");
+  resumed.out = "";  // no --out: the resumed run's directory
+  resumed.resume = t.out + "/checkpoint-000004/";
+  resumed.save_every = 2;
+  resumed.keep_checkpoints = 1;
+  resumed.stop_at = 6;
+  REQUIRE(train_line(resumed) == 6);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(t.out)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"checkpoint-000006", "checkpoint-000008", "checkpoint-000012", "metrics.jsonl"});
+  fs::remove_all(t.out);
+}
+
+TEST_CASE("one run per --out: locked, an earlier run's files refused unless --overwrite, nothing left by a failed start", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_lock");
+  REQUIRE(train_line(t) == 12);
+  // another run holds the directory (flock: any other open file, this process included)
+  {
+    OutputDirectory held(t.out, /*resuming=*/true, /*overwrite=*/false);
+    TrainerOptions second = t;
+    second.resume = t.out;
+    second.steps = 12;
+    CHECK_THROWS_WITH(train_line(second), Contains("another run is writing into it") && Contains(t.out));
+  }
+  // a new run into a directory holding a run
+  CHECK_THROWS_WITH(train_line(t), Contains("--out " + t.out + " is not empty (checkpoint-000012, metrics.jsonl)") &&
+                                       Contains("--overwrite"));
+  CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
+  t.overwrite = true;
+  t.steps = 5;
+  fs::create_directories(t.out + "/notes");  // not a run's file: left alone
+  REQUIRE(train_line(t) == 5);
+  CHECK(!fs::exists(t.out + "/checkpoint-000012"));
+  CHECK(fs::exists(t.out + "/notes"));
+  CHECK(rows(t.out).size() == 5 + 2);  // this run's metrics only: 5 steps, 2 evaluations
+  fs::remove_all(t.out);
+
+  // A start that fails after the directory was made leaves none behind; an unwritable one is
+  // found before training.
+  TrainerOptions bad = line_trainer("xgrad_trainer_failed_start");
+  bad.tensorboard = "/proc/xgrad_tb";
+  CHECK_THROWS_WITH(train_line(bad), Contains("/proc/xgrad_tb"));
+  CHECK(!fs::exists(bad.out));
+  bad = line_trainer("xgrad_trainer_failed_start");
+  bad.out = "/proc";
+  CHECK_THROWS_WITH(train_line(bad), Contains("--out /proc: not writable"));
+  bad.out = "/proc/xgrad_out";
+  CHECK_THROWS_WITH(train_line(bad), Contains("--out /proc/xgrad_out: cannot create"));
+}
+
+TEST_CASE("a non-finite loss stops the run naming the step, or skips the update by option", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_nonfinite");
+  t.lr = 1e30f;  // the first update throws the weights to ~1e30: the next loss overflows
+  CHECK_THROWS_WITH(train_line(t), Contains("[trainer] step 2: the loss is inf") && Contains("stopped before updating") &&
+                                       Contains("--on-nonfinite skip"));
+  fs::remove_all(t.out);
+  t.on_nonfinite = "skip";
+  REQUIRE(train_line(t) == 12);
+  const float w = weight_at(t.out + "/checkpoint-000012");
+  CHECK(std::isfinite(w));  // the weights of step 1; no update from an infinite loss
+  CHECK(rows(t.out).at(0)["step"] == 1);
+  for (const auto& r : rows(t.out)) CHECK((!r.contains("loss") || r["step"] == 1));  // skipped steps are not logged as trained
+  fs::remove_all(t.out);
+  t.on_nonfinite = "ignore";
+  CHECK_THROWS_WITH(train_line(t), Contains("--on-nonfinite ignore: use stop or skip"));
+}
+
+TEST_CASE("checkpoints list their files' CRC32C, and a damaged one is refused on resume", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_checksums");
+  t.stop_at = 4;
+  REQUIRE(train_line(t) == 4);
+  const std::string ckpt = t.out + "/checkpoint-000004";
+  const auto listed = nlohmann::json::parse(std::ifstream(ckpt + "/checksums.json"))["files"];
+  for (const char* f : {"line.safetensors", "training_state.json", "optimizer.safetensors", "optimizer.json"}) CHECK(listed.contains(f));
+  const std::string weights = ckpt + "/line.safetensors";
+  const auto size = fs::file_size(weights);
+  auto flip_last_byte = [&] {
+    std::fstream f(weights, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(long(size) - 1);
+    const char c = char(f.get() ^ 0x01);
+    f.seekp(long(size) - 1);
+    f.put(c);
+  };
+  flip_last_byte();  // one bit of the bias
+  TrainerOptions resumed = line_trainer("xgrad_trainer_checksums_resumed");
+  resumed.out = "";
+  resumed.resume = t.out;
+  CHECK_THROWS_WITH(train_line(resumed), Contains("[checksums] " + weights + ": CRC32C") && Contains("the file is damaged"));
+  flip_last_byte();  // back as it was: resumes
+  CHECK(train_line(resumed) == 12);
+  fs::resize_file(t.out + "/checkpoint-000012/line.safetensors", size - 4);
+  resumed.resume = t.out + "/checkpoint-000012";
+  CHECK_THROWS_WITH(train_line(resumed), Contains(std::to_string(size - 4) + " bytes") && Contains("truncated"));
+  fs::remove_all(t.out);
 }

@@ -26,8 +26,12 @@ struct PretrainingOptions {
 using Sentence = std::vector<int32_t>;
 using Document = std::vector<Sentence>;
 
+// Sentences are cut into pieces of at most this many tokens on load: more than any sequence holds
+// (max_seq_length <= 65535), and a corpus without newlines stays linear to process.
+constexpr size_t kMaxSentenceTokens = 65536;
+
 // Reads and tokenises a corpus in the BERT format on all cores. Sentences that tokenise to
-// nothing are dropped, then empty documents. Throws naming the file (and line, for invalid
+// nothing are dropped, then empty documents; longer sentences than kMaxSentenceTokens are split. Throws naming the file (and line, for invalid
 // UTF-8) when it is missing or yields no document.
 std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
                                      const std::function<void(size_t, size_t)>& progress = nullptr);
@@ -126,7 +130,8 @@ class ShardReader {
   size_t seq_, preds_, vocab_, count_, record_bytes_;
 };
 
-// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ...
+// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., after
+// removing the shard_*.bin of an earlier run there; then DIR/checksums.json lists them.
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
                                       const PretrainingOptions& opt, size_t vocab_size);
 

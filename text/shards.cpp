@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "text/pretraining_data.hpp"
+#include "util/checksums.hpp"
 
 namespace xg::text {
 
@@ -148,6 +149,11 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
                                       const PretrainingOptions& opt, size_t vocab_size) {
   if (per_shard == 0) throw std::invalid_argument("[shard] instances per shard must be positive");
   std::filesystem::create_directories(dir);
+  // Shards of an earlier run into this folder would be mixed into this one's.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("shard_", 0) == 0 && e.path().extension() == ".bin") std::filesystem::remove(e.path());
+  }
   std::vector<std::string> paths;
   for (size_t start = 0; start < instances.size(); start += per_shard) {
     const std::string path = (std::filesystem::path(dir) / fmt::format("shard_{:05d}.bin", paths.size())).string();
@@ -156,6 +162,7 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
     w.close();
     paths.push_back(path);
   }
+  write_checksums(dir);  // the shards of this run, each with its CRC32C: readers check both
   return paths;
 }
 

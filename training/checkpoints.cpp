@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
@@ -31,9 +32,22 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   return all;
 }
 
-void prune_checkpoints(const std::string& out_dir, size_t keep) {
-  const auto all = list_checkpoints(out_dir);
-  for (size_t i = 0; i + std::max<size_t>(keep, 1) < all.size(); ++i) fs::remove_all(all[i]);
+void remove_checkpoint(const std::string& dir) {
+  // Renamed first: a kill during the removal leaves a .del directory (cleaned up by the next run),
+  // never a half-removed checkpoint that still looks whole.
+  const std::string doomed = dir + fmt::format(".del.{}", ::getpid());
+  fs::rename(dir, doomed);
+  fs::remove_all(doomed);
+}
+
+void prune_checkpoints(const std::string& out_dir, size_t keep, int64_t saved_step) {
+  // Only this run's line: checkpoints numbered above the one just saved came from elsewhere (a run
+  // resumed from an earlier checkpoint) and are not this save's to judge; the new one always stays.
+  const std::string newest = checkpoint_name(saved_step);
+  std::vector<std::string> line;
+  for (const auto& c : list_checkpoints(out_dir))
+    if (fs::path(c).filename().string() <= newest) line.push_back(c);
+  for (size_t i = 0; i + std::max<size_t>(keep, 1) < line.size(); ++i) remove_checkpoint(line[i]);
 }
 
 std::string resolve_checkpoint(const std::string& path) {

@@ -17,8 +17,13 @@ std::string checkpoint_name(int64_t step);  // "checkpoint-000042"
 // sorts by name); the .tmp/.old directories of an unfinished save are not among them.
 std::vector<std::string> list_checkpoints(const std::string& out_dir);
 
-// Removes all but the newest `keep` (at least one) checkpoints of `out_dir`.
-void prune_checkpoints(const std::string& out_dir, size_t keep);
+// Removes a checkpoint directory: renamed to DIR.del.PID, then deleted.
+void remove_checkpoint(const std::string& dir);
+
+// After the save of step `saved_step`: removes all but the newest `keep` (at least one) of the
+// checkpoints of `out_dir` numbered up to `saved_step`. Higher-numbered ones are left alone, so the
+// checkpoint just saved is never among those removed.
+void prune_checkpoints(const std::string& out_dir, size_t keep, int64_t saved_step);
 
 // A checkpoint directory, or the newest checkpoint-* with a training state inside an --out
 // directory. Throws naming `path` when there is none.

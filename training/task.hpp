@@ -64,7 +64,8 @@ class Task {
   virtual void restore_data_state(const nlohmann::json& state) = 0;
 
   // Writes the model (and what it needs, e.g. the vocabulary) as a checkpoint directory `dir`,
-  // atomically; `extra(tmp_dir)` adds the Trainer's files before the directory is swapped in.
+  // atomically; `extra(tmp_dir)`, called after the task's own files are written, adds the
+  // Trainer's files (and the checksums of all) before the directory is swapped in.
   virtual void save(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& extra) const = 0;
 };
 

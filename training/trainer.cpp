@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 
@@ -14,6 +15,8 @@
 #include "autograd/parallel.hpp"
 #include "optim/optim.hpp"
 #include "training/checkpoints.hpp"
+#include "training/output_dir.hpp"
+#include "util/checksums.hpp"
 #include "util/progress.hpp"
 
 namespace fs = std::filesystem;
@@ -35,7 +38,10 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
       .add("--clip", &O::clip, "global gradient-norm clip, 0 to disable", kRestore, at_least(0))
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
-      .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl")
+      .add("--out", &O::out, fmt::format("output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), "
+                                         "metrics.jsonl; locked while the run lasts (default: {}; with --resume: the "
+                                         "resumed run's directory)", O::kDefaultOut))
+      .add("--overwrite", &O::overwrite, "let a new run replace the checkpoints and metrics of an earlier run in --out")
       .add("--resume", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
                                    "the settings saved with it are kept")
       .add("--tensorboard", &O::tensorboard, "also write TensorBoard event files to this directory")
@@ -44,14 +50,31 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--keep", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
       .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
       .add("--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
-      .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or all cores)", OnResume::UseNew, between(0, 4096));
+      .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or all cores)", OnResume::UseNew, between(0, 4096))
+      .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
+                                               "step) or skip (that step's update)");
   return t;
 }
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
+std::atomic<int> g_signal{0};  // SIGINT or SIGTERM received: save and stop
+void on_stop_signal(int sig) { g_signal = sig; }
+
+// Installs the stop handler for SIGINT and SIGTERM (Ctrl-C; `timeout`, container stops, Slurm
+// pre-emption) for its lifetime.
+class StopSignals {
+ public:
+  StopSignals() : int_(std::signal(SIGINT, on_stop_signal)), term_(std::signal(SIGTERM, on_stop_signal)) { g_signal = 0; }
+  ~StopSignals() {
+    std::signal(SIGINT, int_);
+    std::signal(SIGTERM, term_);
+  }
+
+ private:
+  using Handler = void (*)(int);
+  Handler int_, term_;
+};
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const nn::Module& m, float lr, float wd) {
   auto groups = optim::bert_param_groups(m.named_parameters(), wd);  // no decay on biases and LayerNorm
@@ -71,14 +94,25 @@ struct Window {
   // One micro-batch of `micro_batches` in a step: its losses count 1 / micro_batches.
   void add(const BatchLoss& b, size_t micro_batches) {
     loss += double(b.loss.item()) / double(micro_batches);
-    for (const auto& [name, v] : b.parts) {
-      // (a lambda may not capture a structured binding before C++20: clang refuses it)
-      auto it = std::find_if(parts.begin(), parts.end(), [&part = name](const auto& p) { return p.first == part; });
-      if (it == parts.end()) parts.emplace_back(name, v / double(micro_batches));
-      else it->second += v / double(micro_batches);
-    }
+    add_parts(b.parts, 1.0 / double(micro_batches));
     for (const auto& [name, v] : b.counts) counts[name] += v;
     tokens += double(b.tokens);
+  }
+  // The micro-batches of one step, added up in `step` (its `steps` not counted).
+  void add_step(const Window& step) {
+    loss += step.loss;
+    add_parts(step.parts, 1.0);
+    for (const auto& [name, v] : step.counts) counts[name] += v;
+    tokens += step.tokens;
+    ++steps;
+  }
+  void add_parts(const Scalars& more, double weight) {
+    for (const auto& [name, v] : more) {
+      // (a lambda may not capture a structured binding before C++20: clang refuses it)
+      auto it = std::find_if(parts.begin(), parts.end(), [&part = name](const auto& p) { return p.first == part; });
+      if (it == parts.end()) parts.emplace_back(name, v * weight);
+      else it->second += v * weight;
+    }
   }
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
   // "loss 2.3456 (mlm 2.1000, nsp 0.2456)"
@@ -105,29 +139,62 @@ void write_all(std::vector<std::unique_ptr<MetricsSink>>& sinks, int64_t step, c
 Trainer::Trainer(TrainerOptions options, BoundOptions task_options, TaskFactory make_task)
     : opt_(std::move(options)), task_options_(std::move(task_options)), make_task_(std::move(make_task)) {}
 
-int64_t Trainer::run() {
+namespace {
+// The run directory of a checkpoint directory: where --resume without --out keeps writing.
+std::string run_directory_of(const std::string& checkpoint) {
+  fs::path p = fs::path(checkpoint).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "D/checkpoint-000010/"
+  const fs::path parent = p.parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+void say_unless_quiet(const TrainerOptions& opt, const std::string& s) {
+  if (opt.quiet) return;
+  fmt::print("{}\n", s);
+  std::fflush(stdout);  // logs redirected to a file show progress as it happens
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+}  // namespace
+
+RunResult Trainer::run() {
   TrainerOptions& opt = opt_;
   if (opt.threads > 0) set_num_threads(opt.threads);
-  auto say = [&](const std::string& s) {
-    if (opt.quiet) return;
-    fmt::print("{}\n", s);
-    std::fflush(stdout);  // logs redirected to a file show progress as it happens
-  };
+  auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
 
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
   std::string ckpt;
   TrainingState state;
   if (!opt.resume.empty()) {
     ckpt = resolve_checkpoint(opt.resume);
+    verify_checksums(ckpt);  // flipped bits would otherwise train on silently
     state = TrainingState::read(ckpt);
     const std::string source = (fs::path(ckpt) / "training_state.json").string();
     TrainerOptions::table().restore(opt, state.options, source);
     task_options_.restore(state.options, source);
-    say(fmt::format("resuming from {} (step {})", ckpt, state.step));
   }
   TrainerOptions::table().check(opt);
   task_options_.check();
-  fs::create_directories(opt.out);
+  if (opt.on_nonfinite != "stop" && opt.on_nonfinite != "skip")
+    throw std::invalid_argument(fmt::format("[trainer] --on-nonfinite {}: use stop or skip", option_detail::show(opt.on_nonfinite)));
+  if (opt.out.empty()) opt.out = ckpt.empty() ? TrainerOptions::kDefaultOut : run_directory_of(ckpt);
+  OutputDirectory out_dir(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+  bool started = false;
+  try {
+    if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));
+    return train(ckpt, state, started);
+  } catch (...) {
+    if (!started) out_dir.discard_if_created();  // a run that never started leaves no directory behind
+    throw;
+  }
+}
+
+RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bool& started) {
+  TrainerOptions& opt = opt_;
+  auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
   auto sinks = make_sinks(opt.out, opt.tensorboard);
 
   // ---- the task (model and data), optimizer, schedule ----
@@ -161,7 +228,8 @@ int64_t Trainer::run() {
   }
   if (step >= opt.steps) {
     say(fmt::format("already at step {} of {}; nothing to do", step, opt.steps));
-    return step;
+    started = true;
+    return {step, 0};
   }
   say(fmt::format("{}; {} steps of {} x {} examples; {} threads", task->describe(), opt.steps, opt.batch, opt.grad_accum,
                   num_threads()));
@@ -175,14 +243,14 @@ int64_t Trainer::run() {
     task->save(dir, [&](const std::string& tmp) {
       optimizer->save_state((fs::path(tmp) / "optimizer").string());
       now.write(tmp);
+      write_checksums(tmp);  // last: it covers every file of the checkpoint
     });
-    prune_checkpoints(opt.out, opt.keep_checkpoints);
+    prune_checkpoints(opt.out, opt.keep_checkpoints, at_step);
     return dir;
   };
 
   // ---- the loop ----
-  g_interrupted = false;
-  auto previous_handler = std::signal(SIGINT, on_sigint);
+  StopSignals stop_signals;
   Progress progress("step", size_t(opt.steps), "steps");
   const bool tty = ::isatty(::fileno(stderr)) != 0 && !opt.quiet;
   const int64_t first_step = step;
@@ -190,22 +258,36 @@ int64_t Trainer::run() {
   std::string last_dir;
   while (step < opt.steps) {
     model.zero_grad();
+    Window this_step;  // joins the log window only when its update is made
     for (size_t micro = 0; micro < opt.grad_accum; ++micro) {
       const BatchLoss b = task->next_batch_loss(opt.batch);
       mul(b.loss, Tensor::scalar(1.f / float(opt.grad_accum))).backward();
-      window.add(b, opt.grad_accum);
+      this_step.add(b, opt.grad_accum);
     }
-    if (opt.clip > 0) optim::clip_grad_norm(*model.arena(), opt.clip);
+    const double loss = this_step.loss;
+    // The norm before clipping; computed without clipping too, for the non-finite guard.
+    const double norm = opt.clip > 0 ? double(optim::clip_grad_norm(*model.arena(), opt.clip)) : model.arena()->grad_norm();
     const float lr = schedule.at(step);
-    optimizer->set_lr(lr);
-    optimizer->step();
     ++step;
-    ++window.steps;
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      const std::string what = std::isfinite(loss) ? fmt::format("the gradient norm is {}", norm) : fmt::format("the loss is {}", loss);
+      if (opt.on_nonfinite == "stop")
+        throw std::runtime_error(fmt::format(
+            "[trainer] step {}: {}; stopped before updating the weights (last checkpoint: {}). A lower --lr or "
+            "--clip may help; --on-nonfinite skip skips such updates",
+            step, what, last_dir.empty() ? (ckpt.empty() ? std::string("none") : ckpt) : last_dir));
+      if (tty) fmt::print(stderr, "\r\033[K");
+      say(fmt::format("step {}: {}; update skipped", step, what));
+    } else {
+      optimizer->set_lr(lr);
+      optimizer->step();
+      window.add_step(this_step);
+    }
 
     const double tps = window.tokens / std::max(window.seconds(), 1e-9);
-    const std::string status = fmt::format("{}  lr {:.2e}  {:.0f} tokens/s", window.loss_text(), lr, tps);
+    const std::string status = window.steps ? fmt::format("{}  lr {:.2e}  {:.0f} tokens/s", window.loss_text(), lr, tps) : "";
     if (tty) progress.update(size_t(step), status);
-    if (step % opt.log_every == 0 || step == opt.steps) {
+    if (window.steps > 0 && (step % opt.log_every == 0 || step == opt.steps)) {
       const double elapsed = progress.elapsed_s();
       const double eta = elapsed / double(step - first_step) * double(opt.steps - step);
       if (!tty)
@@ -232,18 +314,20 @@ int64_t Trainer::run() {
         write_all(sinks, step, row);
       }
     }
-    const bool stop = g_interrupted || (opt.stop_at >= 0 && step >= opt.stop_at);
+    started = true;  // a step was made: what is in --out now is worth keeping
+    const int signal = g_signal;
+    const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
     if (step == opt.steps || stop || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);
     if (stop) {
       if (tty) fmt::print(stderr, "\n");
-      say(fmt::format("stopped at step {}; resume with --resume {}", step, last_dir));
-      break;
+      const std::string why = signal == SIGTERM ? " (SIGTERM)" : signal == SIGINT ? " (interrupted)" : "";
+      say(fmt::format("stopped at step {}{}; resume with --resume {}", step, why, last_dir));
+      return {step, signal};
     }
   }
-  if (tty && step == opt.steps) progress.finish();
-  std::signal(SIGINT, previous_handler);
-  if (step == opt.steps) say(fmt::format("done: step {}, checkpoint {}", step, last_dir));
-  return step;
+  if (tty) progress.finish();
+  say(fmt::format("done: step {}, checkpoint {}", step, last_dir));
+  return {step, 0};
 }
 
 }  // namespace xg::training

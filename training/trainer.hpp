@@ -1,7 +1,8 @@
 #pragma once
 // The training loop, for any Task: gradient accumulation, clipping, the learning-rate schedule,
 // evaluation every N steps, checkpoints (atomic, the newest --keep kept) with exact resume (model,
-// optimizer state, the saved schedule, RNG, data position), Ctrl-C (save and stop), progress
+// optimizer state, the saved schedule, RNG, data position), Ctrl-C and SIGTERM (save and stop),
+// a guard against non-finite losses and gradients, one run per locked --out directory, progress
 // (step, loss and its parts, lr, tokens/s, ETA) and metrics sinks.
 //
 // Resume policy: the options that shape the data or the updates (OnResume::Restore: batch,
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "training/checkpoints.hpp"
 #include "training/metrics.hpp"
 #include "training/task.hpp"
 #include "util/options.hpp"
@@ -34,7 +36,8 @@ struct TrainerOptions {
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
   // run control (each run's own values)
-  std::string out = "runs/bert_pretrain";
+  std::string out;           // empty: the resumed run's directory, or kDefaultOut for a new run
+  bool overwrite = false;   // a new run may replace the files of an earlier run in --out
   std::string resume;       // checkpoint directory, or an --out directory (its newest checkpoint)
   std::string tensorboard;  // directory for TensorBoard event files; empty: none
   int64_t eval_every = 200;
@@ -43,9 +46,17 @@ struct TrainerOptions {
   size_t keep_checkpoints = 2;
   int64_t log_every = 10;   // plain log lines when not on a terminal; metrics rows
   int threads = 0;          // 0: XGRAD_NUM_THREADS or all cores
+  std::string on_nonfinite = "stop";  // a NaN/Inf loss or gradient: "stop" (no update made) or "skip" the update
   bool quiet = false;       // no output (tests); not a flag
 
+  static constexpr const char* kDefaultOut = "runs/bert_pretrain";
   static const OptionTable<TrainerOptions>& table();
+};
+
+// How a run ended.
+struct RunResult {
+  int64_t step = 0;  // the step reached
+  int signal = 0;    // SIGINT or SIGTERM that stopped it (after saving a checkpoint); 0: it was not
 };
 
 class Trainer {
@@ -53,10 +64,14 @@ class Trainer {
   // `task_options` are the task's settings bound to the struct `make_task` reads: on resume they
   // are restored from the checkpoint before the task is built.
   Trainer(TrainerOptions options, BoundOptions task_options, TaskFactory make_task);
-  // Trains to options.steps (or until --stop-at or Ctrl-C); returns the step reached.
-  int64_t run();
+  // Trains to options.steps, or until --stop-at, or SIGINT/SIGTERM (both save a checkpoint and
+  // stop). Throws when the run cannot start, or at a non-finite loss or gradient (by default).
+  RunResult run();
 
  private:
+  // The run after its --out directory is taken: `started` turns true once a step was made.
+  RunResult train(const std::string& checkpoint, const TrainingState& state, bool& started);
+
   TrainerOptions opt_;
   BoundOptions task_options_;
   TaskFactory make_task_;

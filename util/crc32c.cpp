@@ -6,10 +6,10 @@
 
 namespace xg {
 
-uint32_t crc32c(const void* data, size_t size) {
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   // ISA-L's crc32_iscsi neither pre- nor post-inverts: the standard CRC32C starts from ~0 and
   // inverts at the end. Its length is an int, so long buffers go in pieces.
-  uint32_t crc = 0xffffffffu;
+  crc = ~crc;
   auto* p = static_cast<unsigned char*>(const_cast<void*>(data));
   while (size > 0) {
     const int n = size > size_t(INT_MAX) ? INT_MAX : int(size);
@@ -19,6 +19,8 @@ uint32_t crc32c(const void* data, size_t size) {
   }
   return ~crc;
 }
+
+uint32_t crc32c(const void* data, size_t size) { return crc32c_extend(0, data, size); }
 
 uint32_t masked_crc32c(const void* data, size_t size) {
   const uint32_t crc = crc32c(data, size);

@@ -8,6 +8,8 @@ namespace xg {
 
 // Standard CRC32C of `size` bytes: crc32c("123456789") == 0xE3069283.
 uint32_t crc32c(const void* data, size_t size);
+// The CRC32C of the bytes behind `crc` followed by these: crc32c of a file read in pieces.
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
 
 // TFRecord's masked CRC: the CRC rotated right by 15 bits plus 0xa282ead8, so that a CRC over
 // bytes that themselves contain CRCs does not degenerate.

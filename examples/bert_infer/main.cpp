@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "models/checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
+#include "util/checksums.hpp"
 #include "util/cli.hpp"
 
 using namespace xg;
@@ -44,6 +46,12 @@ struct EmbedArgs {
   size_t batch = 32;
 };
 
+// Said before anything tries a file inside it (which would blame a missing vocab.txt).
+void require_model_directory(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw std::invalid_argument(fmt::format("--model {}: {}", dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
+}
+
 // --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
 std::unique_ptr<text::Tokenizer> tokenizer_for(const TokenizerArgs& a, const char* command) {
   if (!a.vocab.empty()) {
@@ -54,6 +62,7 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const TokenizerArgs& a, const cha
   if (a.cased)
     throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
                                             "tokenizer_config.json (do_lower_case) decides", command));
+  require_model_directory(a.model);
   return text::load_tokenizer(a.model);
 }
 
@@ -65,10 +74,30 @@ void add_tokenizer_options(CLI::App* cmd, TokenizerArgs& a, bool model_required)
 }
 
 models::LoadedModel load_model(const std::string& dir) {
+  require_model_directory(dir);
+  verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
   auto loaded = models::load_pretrained(dir);
   for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
   loaded.model->eval();
   return loaded;
+}
+
+// Found before any output: ids past the model's vocab_size have no embedding.
+void check_vocabulary_fits(const text::Tokenizer& tok, const models::LoadedModel& loaded, const std::string& dir) {
+  const auto& config = loaded.model->config_json();
+  if (config.contains("vocab_size") && config.at("vocab_size").is_number_unsigned() &&
+      tok.vocab_size() > config.at("vocab_size").get<size_t>())
+    throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
+                                            dir, config.at("vocab_size").get<size_t>(), tok.vocab_size()));
+}
+
+// Encodes stdin line `n` (from 1), naming it in errors (invalid UTF-8, ...).
+text::Encoding encode_line(const text::Tokenizer& tok, const std::string& line, size_t n, const text::EncodeOptions& eo = {}) {
+  try {
+    return tok.encode(line, eo);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("stdin line {}: {}", n, e.what()));
+  }
 }
 
 // Integer tensors of the inputs file: model inputs by name, every other one a label.
@@ -77,6 +106,8 @@ bool is_model_input(const std::string& name) {
 }
 
 int dump(const DumpArgs& a) {
+  if (std::filesystem::is_directory(a.out))
+    throw std::invalid_argument(fmt::format("dump --out {}: a directory; give the output file's name", a.out));
   auto loaded = load_model(a.model);
   auto& model = *loaded.model;
   const std::string& in_path = a.inputs;
@@ -126,7 +157,7 @@ int tokenize(const TokenizeArgs& a) {
   const auto tok = tokenizer_for(a.tok, "tokenize");
   std::string line;
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
-    const auto e = tok->encode(line);
+    const auto e = encode_line(*tok, line, n);
     std::string s;
     for (size_t i = 0; i < e.ids.size(); ++i) s += (i ? " " : "") + std::to_string(e.ids[i]);
     fmt::print("{}\n", s);
@@ -144,6 +175,7 @@ Tensor vocabulary_logits(const models::NamedOutputs& out, const std::string& arc
 int fill_mask(const FillMaskArgs& a) {
   const auto tok = tokenizer_for(a.tok, "fill-mask");
   auto loaded = load_model(a.tok.model);
+  check_vocabulary_fits(*tok, loaded, a.tok.model);
   const size_t k = a.top_k;
   const auto e = tok->encode(a.text);
   const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok->pad_id());
@@ -155,12 +187,13 @@ int fill_mask(const FillMaskArgs& a) {
     if (e.ids[t] != tok->mask_id()) continue;
     ++masks;
     const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len()), long(V)}), 0, long(t), long(t) + 1));
-    std::vector<int32_t> order(V);
-    for (size_t i = 0; i < V; ++i) order[i] = int32_t(i);
-    std::partial_sort(order.begin(), order.begin() + long(std::min(k, V)), order.end(),
+    // Candidates are the tokenizer's tokens: a config.json may pad vocab_size past them.
+    std::vector<int32_t> order(std::min(V, tok->vocab_size()));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+    std::partial_sort(order.begin(), order.begin() + long(std::min(k, order.size())), order.end(),
                       [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
     fmt::print("{} at token {}:\n", tok->special_tokens().mask, t);
-    for (size_t i = 0; i < std::min(k, V); ++i) {
+    for (size_t i = 0; i < std::min(k, order.size()); ++i) {
       std::vector<int32_t> filled(e.ids.begin(), e.ids.end());
       filled[t] = order[i];
       fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok->id_to_token(order[i]), tok->decode(filled));
@@ -174,14 +207,23 @@ int embed(const EmbedArgs& a) {
   const std::string& pooling = a.pooling;
   const auto tok = tokenizer_for(a.tok, "embed");
   auto loaded = load_model(a.tok.model);
+  check_vocabulary_fits(*tok, loaded, a.tok.model);
   const size_t batch = a.batch;
   text::EncodeOptions eo;
   eo.max_length = size_t(loaded.model->config_json().at("max_position_embeddings"));
   std::vector<std::string> lines;
+  size_t lines_read = 0;
   auto flush = [&] {
     if (lines.empty()) return;
+    std::vector<text::Encoding> encoded;
+    try {
+      encoded = tok->encode_batch(lines, eo);
+    } catch (const std::exception&) {  // find the line to name
+      for (size_t i = 0; i < lines.size(); ++i) encode_line(*tok, lines[i], lines_read - lines.size() + i + 1, eo);
+      throw;
+    }
     std::vector<models::Sequence> sequences;
-    for (const auto& e : tok->encode_batch(lines, eo)) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
+    for (const auto& e : encoded) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
     const models::ModelInputs in = models::pad_sequences(sequences, tok->pad_id());
     NoGradGuard no_grad;
     const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
@@ -203,6 +245,7 @@ int embed(const EmbedArgs& a) {
   std::string line;
   while (std::getline(std::cin, line)) {
     lines.push_back(line);
+    ++lines_read;
     if (lines.size() == batch) flush();
   }
   flush();

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   MlmNspOptions task;
   bool benchmark = false;
   CLI::App app("Pre-trains BERT with masked-language-model and next-sentence losses.\n"
-               "Ctrl-C saves a checkpoint and stops; --resume continues exactly where it stopped.",
+               "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); --resume continues\n"
+               "exactly where it stopped. Exit status: 0 done, 1 error, 2 bad command line.",
                "bert_pretrain");
   app.get_formatter()->column_width(34);
   MlmNspOptions::table().add_to(app, task, "Data and model");
@@ -39,7 +40,8 @@ int main(int argc, char** argv) {
                  double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s);
       return 0;
     }
-    xg::training::run_pretraining(trainer, task);
+    const auto result = xg::training::run_pretraining(trainer, task);
+    if (result.signal != 0) return 128 + result.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
   } catch (const std::exception& e) {
     fmt::print(stderr, "bert_pretrain: {}\n", e.what());
     return 1;

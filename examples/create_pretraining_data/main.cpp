@@ -5,12 +5,26 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "text/load_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "util/cli.hpp"
 #include "util/progress.hpp"
+
+namespace {
+void require_writable_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw std::runtime_error(fmt::format("--output {}: cannot create the directory{}", dir, ec ? ": " + ec.message() : ""));
+  const std::string probe = (std::filesystem::path(dir) / ".write-test").string();
+  if (!std::ofstream(probe)) throw std::runtime_error(fmt::format("--output {}: not writable", dir));
+  std::filesystem::remove(probe);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   xg::text::PretrainingOptions opt;
@@ -35,6 +49,7 @@ int main(int argc, char** argv) {
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     opt.validate();
+    require_writable_directory(output);  // found now, not after the whole corpus is processed
     xg::text::TokenizerOptions topt;
     topt.lowercase = !cased;
     const auto tok = xg::text::open_tokenizer(vocab, topt);

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "util/checksums.hpp"
 
 namespace fs = std::filesystem;
 
@@ -16,7 +20,27 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
     if (e.path().extension() == ".bin") paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) throw std::runtime_error(fmt::format("[mlm_nsp] {}: no shard_*.bin files", dir));
-  for (const auto& p : paths) readers_.push_back(std::make_unique<text::ShardReader>(p));
+  verify_checksums(dir);  // a flipped token id or label would train silently
+  const fs::path listing = fs::path(dir) / kChecksumsFile;
+  if (fs::exists(listing)) {  // shards of an earlier run into the same folder are not listed
+    std::ifstream in(listing);
+    const auto listed = nlohmann::json::parse(in).at("files");
+    for (const auto& p : paths)
+      if (!listed.contains(fs::path(p).filename().string()))
+        throw std::runtime_error(fmt::format("[mlm_nsp] {}: not among the shards listed in {} (left from an earlier run?)", p,
+                                             listing.string()));
+  }
+  for (const auto& p : paths) {
+    readers_.push_back(std::make_unique<text::ShardReader>(p));
+    const auto& first = *readers_.front();
+    const auto& r = *readers_.back();
+    if (r.max_seq_length() != first.max_seq_length() || r.max_predictions() != first.max_predictions() ||
+        r.vocab_size() != first.vocab_size())
+      throw std::runtime_error(fmt::format(
+          "[mlm_nsp] {}: max_seq_length {}, max_predictions {}, vocabulary {}; {} has {}, {}, {}: shards of different runs", p,
+          r.max_seq_length(), r.max_predictions(), r.vocab_size(), paths.front(), first.max_seq_length(), first.max_predictions(),
+          first.vocab_size()));
+  }
   for (size_t r = 0; r < readers_.size(); ++r)
     for (size_t i = 0; i < readers_[r]->size(); ++i) index_.emplace_back(r, i);
   if (index_.size() <= held_out)

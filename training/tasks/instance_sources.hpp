@@ -35,6 +35,7 @@ class ShardSource : public InstanceSource {
   size_t epoch_size(uint64_t) override { return index_.size(); }
   text::Instance get(uint64_t, size_t i) override { return read(i); }
   size_t max_seq_length() const { return readers_.front()->max_seq_length(); }
+  size_t vocab_size() const { return readers_.front()->vocab_size(); }
 
  private:
   text::Instance read(size_t k) { return readers_[index_[k].first]->get(index_[k].second); }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "models/checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
@@ -39,6 +41,9 @@ const OptionTable<MlmNspOptions>& MlmNspOptions::table() {
 }
 
 models::BertConfig bert_config_for(const std::string& model, size_t vocab_size, size_t seq_len) {
+  const bool looks_like_path = model.find('/') != std::string::npos || fs::path(model).extension() == ".json";
+  if (looks_like_path && !fs::is_regular_file(model))
+    throw std::invalid_argument(fmt::format("[mlm_nsp] --model {}: no such config file", model));
   models::BertConfig c = fs::exists(model) ? models::BertConfig::from_file(model) : models::BertConfig::preset(model);
   c.vocab_size = vocab_size;
   c.max_position_embeddings = std::max(c.max_position_embeddings, seq_len);
@@ -47,6 +52,44 @@ models::BertConfig bert_config_for(const std::string& model, size_t vocab_size, 
 }
 
 namespace {
+
+// Bytes a training step needs, roughly: weights, gradients and two Adam moments; per layer and
+// sequence the activations kept for backward (hidden-sized tensors, the feed-forward's, and the
+// attention's scores and probabilities; one layer's with --checkpoint-activations, plus each
+// layer's input); the MLM logits. In double: absurd sizes must not wrap. It over-estimates the
+// measured peaks (README: BERT-Base 8 x 128 and 8 x 512) by 20 to 35%.
+struct MemoryEstimate {
+  double parameters = 0, activations = 0;
+  double total() const { return parameters + activations; }
+};
+MemoryEstimate training_memory(const models::BertConfig& c, size_t batch, size_t seq_len, size_t max_predictions,
+                               bool checkpoint_activations) {
+  const double h = double(c.hidden_size), layers = double(c.num_hidden_layers), t = double(seq_len);
+  const double params = (double(c.vocab_size) + double(c.max_position_embeddings) + double(c.type_vocab_size)) * h +
+                        layers * (4 * h * h + 2 * h * double(c.intermediate_size)) + double(c.vocab_size) + h * h;
+  const double per_layer = t * h * 20 + t * double(c.intermediate_size) * 3 + double(c.num_attention_heads) * t * t * 3;
+  const double per_sequence = (checkpoint_activations ? per_layer + layers * t * h : layers * per_layer) +
+                              double(max_predictions) * double(c.vocab_size) * 3;
+  return {params * 4 * 4, double(batch) * per_sequence * 4};
+}
+
+double physical_memory_bytes() { return double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE)); }
+
+// Refuses, before allocating, what needs far more memory than the machine has: absurd sizes end in
+// a message with the estimate, not in std::bad_alloc. `batch` 0: the model alone.
+void refuse_if_too_big(const models::BertConfig& c, size_t batch, const MlmNspOptions& o) {
+  const MemoryEstimate need = training_memory(c, batch, o.seq_len, o.max_predictions, o.checkpoint_activations);
+  const double have = physical_memory_bytes();
+  if (need.total() <= 2 * have) return;  // the estimate is rough: refuse only what cannot be near
+  std::string activations;
+  if (batch > 0) activations = fmt::format("; {:.3g} GB of activations for --batch {} x --seq-len {}", need.activations / 1e9, batch, o.seq_len);
+  throw std::invalid_argument(fmt::format(
+      "[mlm_nsp] training needs about {:.3g} GB ({:.3g} GB of weights, gradients and optimizer state for {} layers of "
+      "hidden_size {}, intermediate_size {}, vocab_size {}, max_position_embeddings {}{}), more than twice this machine's "
+      "{:.3g} GB of memory",
+      need.total() / 1e9, need.parameters / 1e9, c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
+      c.max_position_embeddings, activations, have / 1e9));
+}
 
 // Where the tokenizer and the model are made: the checkpoint's on resume, else from the options.
 std::unique_ptr<text::Tokenizer> make_tokenizer(const MlmNspOptions& o, const TaskContext& ctx) {
@@ -78,7 +121,9 @@ std::unique_ptr<models::BertForPreTraining> make_model(const MlmNspOptions& o, c
   if (!ctx.checkpoint.empty()) {
     model = std::move(models::load_pretrained_as<models::BertForPreTraining>(ctx.checkpoint).model);
   } else {
-    model = std::make_unique<models::BertForPreTraining>(bert_config_for(o.model, vocab_size, o.seq_len));
+    const models::BertConfig config = bert_config_for(o.model, vocab_size, o.seq_len);
+    refuse_if_too_big(config, 0, o);
+    model = std::make_unique<models::BertForPreTraining>(config);
     Generator init_gen(ctx.seed);
     model->init_weights(init_gen);
   }
@@ -108,6 +153,8 @@ class MlmNspTask : public Task {
   size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
+    if (!memory_checked_) refuse_if_too_big(model_->config, batch_size, opt_);
+    memory_checked_ = true;
     const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_->pad_id());
     const auto out = model_->forward(b.inputs, b.targets);
     return {out.loss,
@@ -173,12 +220,18 @@ class MlmNspTask : public Task {
     popt.whole_word_mask = opt_.whole_word_mask;
     popt.seed = ctx.seed;
     popt.dupe_factor = 1;
+    if (opt_.max_predictions == 0 || opt_.max_predictions > opt_.seq_len)
+      throw std::invalid_argument(fmt::format("[mlm_nsp] --max-predictions {} must be in [1, --seq-len {}]", opt_.max_predictions,
+                                              opt_.seq_len));
     popt.validate();
     if (fs::is_directory(opt_.corpus)) {
       auto s = std::make_unique<ShardSource>(opt_.corpus, opt_.eval_instances, eval_);
       if (s->max_seq_length() > opt_.seq_len)
         throw std::invalid_argument(fmt::format("[mlm_nsp] the shards hold sequences up to {} tokens; --seq-len is {}",
                                                 s->max_seq_length(), opt_.seq_len));
+      if (s->vocab_size() != tok_->vocab_size())
+        throw std::invalid_argument(fmt::format("[mlm_nsp] the shards in {} were made with a vocabulary of {} tokens; the "
+                                                "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
       source_ = std::move(s);
       return;
     }
@@ -206,6 +259,7 @@ class MlmNspTask : public Task {
   std::vector<text::Instance> eval_;
   DataPosition pos_;
   std::unique_ptr<models::BertForPreTraining> model_;
+  bool memory_checked_ = false;
 };
 
 }  // namespace
@@ -214,7 +268,7 @@ std::unique_ptr<Task> make_mlm_nsp_task(const MlmNspOptions& options, const Task
   return std::make_unique<MlmNspTask>(options, ctx);
 }
 
-int64_t run_pretraining(TrainerOptions trainer, MlmNspOptions task) {
+RunResult run_pretraining(TrainerOptions trainer, MlmNspOptions task) {
   Trainer t(std::move(trainer), BoundOptions(MlmNspOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_mlm_nsp_task(task, ctx); });
   return t.run();

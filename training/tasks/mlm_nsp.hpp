@@ -36,8 +36,7 @@ models::BertConfig bert_config_for(const std::string& model, size_t vocab_size, 
 // Builds the task: on resume (ctx.checkpoint) the model and vocabulary come from the checkpoint.
 std::unique_ptr<Task> make_mlm_nsp_task(const MlmNspOptions& options, const TaskContext& ctx);
 
-// Pre-trains per `trainer` and `task` (restored from the checkpoint on --resume); returns the
-// step reached.
-int64_t run_pretraining(TrainerOptions trainer, MlmNspOptions task);
+// Pre-trains per `trainer` and `task` (restored from the checkpoint on --resume).
+RunResult run_pretraining(TrainerOptions trainer, MlmNspOptions task);
 
 }  // namespace xg::training

@@ -1,0 +1,88 @@
+#include "util/checksums.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <vector>
+
+#include "util/atomic_file.hpp"
+#include "util/crc32c.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg {
+
+namespace {
+constexpr int kFormat = 1;
+
+struct FileSum {
+  uint64_t size = 0;
+  uint32_t crc = 0;
+};
+
+FileSum sum_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[checksums] {}: cannot open", path.string()));
+  std::vector<char> buffer(1 << 20);
+  FileSum s;
+  while (in) {
+    in.read(buffer.data(), std::streamsize(buffer.size()));
+    const auto n = size_t(in.gcount());
+    s.crc = crc32c_extend(s.crc, buffer.data(), n);
+    s.size += n;
+  }
+  if (in.bad()) throw std::runtime_error(fmt::format("[checksums] {}: read failed", path.string()));
+  return s;
+}
+}  // namespace
+
+void write_checksums(const std::string& dir) {
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string name = fs::relative(e.path(), dir).generic_string();
+    if (!e.is_regular_file() || name == kChecksumsFile) continue;
+    const FileSum s = sum_file(e.path());
+    files[name] = {{"size", s.size}, {"crc32c", fmt::format("{:08x}", s.crc)}};
+  }
+  const nlohmann::json j = {{"format", kFormat}, {"files", files}};
+  write_text_atomically((fs::path(dir) / kChecksumsFile).string(), j.dump(1) + "\n");
+}
+
+void verify_checksums(const std::string& dir) {
+  const fs::path list = fs::path(dir) / kChecksumsFile;
+  if (!fs::exists(list)) return;
+  nlohmann::json files;
+  try {
+    std::ifstream in(list);
+    files = nlohmann::json::parse(in).at("files");
+    if (!files.is_object()) throw std::runtime_error("\"files\" is not an object");
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[checksums] {}: unreadable ({})", list.string(), e.what()));
+  }
+  for (const auto& [name, want] : files.items()) {
+    const fs::path path = fs::path(dir) / name;
+    if (!fs::is_regular_file(path))
+      throw std::runtime_error(fmt::format("[checksums] {}: missing (listed in {})", path.string(), list.string()));
+    const FileSum got = sum_file(path);
+    std::string want_crc;
+    uint64_t want_size = 0;
+    try {
+      want_crc = want.at("crc32c").get<std::string>();
+      want_size = want.at("size").get<uint64_t>();
+    } catch (const std::exception&) {
+      throw std::runtime_error(fmt::format("[checksums] {}: the entry for {} is malformed", list.string(), name));
+    }
+    if (got.size != want_size)
+      throw std::runtime_error(fmt::format("[checksums] {}: {} bytes, {} lists {} (truncated, or edited by hand? remove {} to skip the check)",
+                                           path.string(), got.size, list.string(), want_size, kChecksumsFile));
+    if (fmt::format("{:08x}", got.crc) != want_crc)
+      throw std::runtime_error(fmt::format("[checksums] {}: CRC32C {:08x}, {} lists {}: the file is damaged (or edited by hand? remove "
+                                           "{} to skip the check)",
+                                           path.string(), got.crc, list.string(), want_crc, kChecksumsFile));
+  }
+}
+
+}  // namespace xg

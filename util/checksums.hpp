@@ -1,0 +1,17 @@
+#pragma once
+// A directory's files with their sizes and CRC32C in DIR/checksums.json, so that a damaged copy
+// (flipped bits, a truncated file) is told from a good one before it is loaded.
+#include <string>
+
+namespace xg {
+
+inline constexpr const char* kChecksumsFile = "checksums.json";
+
+// Writes DIR/checksums.json (atomically) for every regular file under DIR but itself.
+void write_checksums(const std::string& dir);
+
+// Checks DIR's files against DIR/checksums.json. A directory without one passes (written before
+// checksums existed); files not listed are not checked. Throws naming the file and what differs.
+void verify_checksums(const std::string& dir);
+
+}  // namespace xg
