@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -48,7 +50,26 @@ void accept_strided_grad(const Tensor& output) {
   if (output.defined() && output.grad_fn()) output.grad_fn()->strided_grad_ok = true;
 }
 
+namespace {
+std::atomic<bool> g_detect_anomaly{false};
+
+// Throws naming `op` and `where` when `t` (float32) holds a NaN or an infinity.
+void check_finite(const Tensor& t, const std::string& op, const std::string& where) {
+  if (!t.defined() || t.dtype() != Dtype::Float32) return;
+  const Tensor packed = t.is_contiguous() ? t : t.clone();
+  const float* p = packed.data();
+  for (size_t i = 0; i < packed.numel(); ++i)
+    if (!std::isfinite(p[i]))
+      throw std::runtime_error(fmt::format("[anomaly] '{}' produced {} in {} (shape {}, element {}): the first non-finite value "
+                                           "of this pass", op, p[i], where, shape_str(t.shape()), i));
+}
+}  // namespace
+
+void set_detect_anomaly(bool on) { g_detect_anomaly = on; }
+bool detect_anomaly() { return g_detect_anomaly; }
+
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  if (g_detect_anomaly) check_finite(output, name, "its output");
   if (!t_grad_enabled) return output;
   bool any = false;
   for (const auto& t : inputs) any = any || (t.defined() && t.requires_grad());
@@ -193,6 +214,9 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     if (input_grads.size() != node->inputs.size())
       throw std::logic_error(fmt::format("[backward] '{}' returned {} gradients for {} inputs",
                                          node->name, input_grads.size(), node->inputs.size()));
+    if (g_detect_anomaly)
+      for (size_t i = 0; i < input_grads.size(); ++i)
+        check_finite(input_grads[i], node->name + " backward", fmt::format("the gradient of input {}", i));
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const Edge& in = node->inputs[i];
       const Tensor& gi = input_grads[i];

@@ -59,6 +59,11 @@ class EnableGradGuard {
   bool previous_;
 };
 
+// Anomaly detection (off by default; slow: a pass over every op's output and gradient): the first
+// op whose forward output or backward gradient holds a NaN or an infinity throws, naming the op.
+void set_detect_anomaly(bool on);
+bool detect_anomaly();
+
 // Attaches a Node to `output` when grad mode is on and any input requires grad; returns output.
 // Ops call this once, after computing their forward result.
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn);

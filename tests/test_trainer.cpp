@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "nn/layers.hpp"
 #include "nn/safetensors.hpp"
@@ -265,6 +266,12 @@ TEST_CASE("a non-finite loss stops the run naming the step, or skips the update 
   fs::remove_all(t.out);
   t.on_nonfinite = "ignore";
   CHECK_THROWS_WITH(train_line(t), Contains("--on-nonfinite ignore: use stop or skip"));
+  // --detect-anomaly names the op: the squared error overflows first
+  fs::remove_all(t.out);
+  t.on_nonfinite = "stop";
+  t.detect_anomaly = true;
+  CHECK_THROWS_WITH(train_line(t), Contains("[anomaly] '") && Contains("produced inf in its output"));
+  CHECK_FALSE(detect_anomaly());  // on for that run only
 }
 
 TEST_CASE("checkpoints list their files' CRC32C, and a damaged one is refused on resume", "[trainer]") {

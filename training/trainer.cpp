@@ -52,7 +52,9 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
       .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or all cores)", OnResume::UseNew, between(0, 4096))
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
-                                               "step) or skip (that step's update)");
+                                               "step) or skip (that step's update)")
+      .add("--detect-anomaly", &O::detect_anomaly, "check every op's output and gradient: name the op that makes the first "
+                                                   "NaN or infinity (slow; to debug a run that diverges)");
   return t;
 }
 
@@ -251,6 +253,11 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
 
   // ---- the loop ----
   StopSignals stop_signals;
+  struct AnomalyMode {  // on for this run only
+    explicit AnomalyMode(bool on) : previous(detect_anomaly()) { set_detect_anomaly(on); }
+    ~AnomalyMode() { set_detect_anomaly(previous); }
+    bool previous;
+  } anomaly_mode(opt.detect_anomaly);
   Progress progress("step", size_t(opt.steps), "steps");
   const bool tty = ::isatty(::fileno(stderr)) != 0 && !opt.quiet;
   const int64_t first_step = step;

@@ -46,6 +46,7 @@ struct TrainerOptions {
   size_t keep_checkpoints = 2;
   int64_t log_every = 10;   // plain log lines when not on a terminal; metrics rows
   int threads = 0;          // 0: XGRAD_NUM_THREADS or all cores
+  bool detect_anomaly = false;  // name the op that made the first NaN/Inf (slow)
   std::string on_nonfinite = "stop";  // a NaN/Inf loss or gradient: "stop" (no update made) or "skip" the update
   bool quiet = false;       // no output (tests); not a flag
 
