@@ -38,17 +38,7 @@ void AlbertConfig::validate() const {
                                             num_hidden_groups, num_hidden_layers));
 }
 
-nn::TransformerOptions AlbertConfig::transformer_options() const {
-  nn::TransformerOptions o;
-  o.hidden_size = hidden_size;
-  o.num_heads = num_attention_heads;
-  o.intermediate_size = intermediate_size;
-  o.hidden_dropout = hidden_dropout_prob;
-  o.attention_dropout = attention_probs_dropout_prob;
-  o.layer_norm_eps = layer_norm_eps;
-  o.activation = nn::activation_from_name(hidden_act);
-  return o;
-}
+nn::TransformerOptions AlbertConfig::transformer_options() const { return transformer_options_of(*this); }
 
 BertConfig AlbertConfig::embedding_config() const {
   BertConfig b;
@@ -63,11 +53,7 @@ BertConfig AlbertConfig::embedding_config() const {
   return b;
 }
 
-nlohmann::json AlbertConfig::to_json() const {
-  nlohmann::json j = config::to_json(*this);
-  j["model_type"] = kModelType;
-  return j;
-}
+nlohmann::json AlbertConfig::to_json() const { return config::to_typed_json(*this); }
 
 AlbertConfig AlbertConfig::from_json(const nlohmann::json& j, const std::string& source) {
   return config::from_json<AlbertConfig>(j, source);

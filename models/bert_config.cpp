@@ -43,23 +43,9 @@ void BertConfig::check_sizes(const char* who) const {
     throw std::invalid_argument(fmt::format("[{}] pad_token_id {} is outside the vocabulary of {}", who, pad_token_id, vocab_size));
 }
 
-nn::TransformerOptions BertConfig::transformer_options() const {
-  nn::TransformerOptions o;
-  o.hidden_size = hidden_size;
-  o.num_heads = num_attention_heads;
-  o.intermediate_size = intermediate_size;
-  o.hidden_dropout = hidden_dropout_prob;
-  o.attention_dropout = attention_probs_dropout_prob;
-  o.layer_norm_eps = layer_norm_eps;
-  o.activation = nn::activation_from_name(hidden_act);
-  return o;
-}
+nn::TransformerOptions BertConfig::transformer_options() const { return transformer_options_of(*this); }
 
-nlohmann::json BertConfig::to_json() const {
-  nlohmann::json j = config::to_json(*this);
-  j["model_type"] = kModelType;
-  return j;
-}
+nlohmann::json BertConfig::to_json() const { return config::to_typed_json(*this); }
 
 BertConfig BertConfig::from_json(const nlohmann::json& j, const std::string& source) {
   return config::from_json<BertConfig>(j, source);

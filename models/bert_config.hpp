@@ -32,6 +32,21 @@ struct AbsolutePositionsOnly {
   X(int64_t, pad_token_id, 0, config::non_negative)                            \
   X(std::string, position_embedding_type, "absolute", AbsolutePositionsOnly{})
 
+// The Transformer layer options of any config with BERT's layer fields (hidden_size,
+// num_attention_heads, intermediate_size, the dropouts, layer_norm_eps, hidden_act).
+template <class C>
+nn::TransformerOptions transformer_options_of(const C& c) {
+  nn::TransformerOptions o;
+  o.hidden_size = c.hidden_size;
+  o.num_heads = c.num_attention_heads;
+  o.intermediate_size = c.intermediate_size;
+  o.hidden_dropout = c.hidden_dropout_prob;
+  o.attention_dropout = c.attention_probs_dropout_prob;
+  o.layer_norm_eps = c.layer_norm_eps;
+  o.activation = nn::activation_from_name(c.hidden_act);
+  return o;
+}
+
 struct BertConfig {
   static constexpr const char* kName = "BertConfig";
   static constexpr const char* kModelType = "bert";

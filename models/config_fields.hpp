@@ -69,6 +69,14 @@ nlohmann::json to_json(const C& c) {
   return j;
 }
 
+// Every field and "model_type": C::kModelType, as a config.json holds them.
+template <class C>
+nlohmann::json to_typed_json(const C& c) {
+  nlohmann::json j = to_json(c);
+  j["model_type"] = C::kModelType;
+  return j;
+}
+
 // Runs every field's check; errors start with "[C::kName]".
 template <class C>
 void check_fields(const C& c) {

@@ -40,11 +40,7 @@ void RobertaConfig::validate() const {
                                             max_position_embeddings, pad_token_id));
 }
 
-nlohmann::json RobertaConfig::to_json() const {
-  nlohmann::json j = config::to_json(*this);
-  j["model_type"] = kModelType;
-  return j;
-}
+nlohmann::json RobertaConfig::to_json() const { return config::to_typed_json(*this); }
 
 RobertaConfig RobertaConfig::from_json(const nlohmann::json& j, const std::string& source) {
   return config::from_json<RobertaConfig>(j, source);
