@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
           nlohmann-json3-dev libutf8proc-dev libisal-dev
-          libcli11-dev)
+          libcli11-dev pkg-config libsentencepiece-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev python3-torch)
 fi

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "text/hf_tokenizer_files.hpp"
+#include "text/sentencepiece_tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,13 +23,15 @@ using Loader = std::function<std::unique_ptr<Tokenizer>(const std::string& dir)>
 // but older files may carry the Fast name.
 const std::vector<std::pair<std::string, Loader>>& loaders() {
   static const Loader bert = [](const std::string& dir) { return std::make_unique<BertTokenizer>(BertTokenizer::from_pretrained(dir)); };
-  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert}};
+  static const Loader albert = [](const std::string& dir) -> std::unique_ptr<Tokenizer> { return SentencePieceTokenizer::from_pretrained(dir); };
+  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert},
+                                                                  {"AlbertTokenizer", albert}, {"AlbertTokenizerFast", albert}};
   return all;
 }
 
 // config.json's model_type -> tokenizer_class, for directories whose tokenizer_config.json does
 // not name one (older Hugging Face checkpoints, and this project's before tokenizer files).
-const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"}};
+const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"}, {"albert", "AlbertTokenizer"}};
 
 std::string class_from_model_type(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
@@ -53,7 +56,10 @@ std::string class_from_model_type(const std::string& dir) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const TokenizerConfig c = TokenizerConfig::read(dir);
   const std::string cls = c.get_string("tokenizer_class").value_or("");
-  const std::string chosen = cls.empty() ? class_from_model_type(dir) : cls;
+  // A bare directory holding only spiece.model is ALBERT's (as a bare vocab.txt is BERT's).
+  const bool bare_spiece = cls.empty() && fs::is_regular_file(fs::path(dir) / "spiece.model") &&
+                           !fs::exists(fs::path(dir) / "config.json");
+  const std::string chosen = bare_spiece ? "AlbertTokenizer" : cls.empty() ? class_from_model_type(dir) : cls;
   std::string known;
   for (const auto& [name, load] : loaders()) {
     if (name == chosen) return load(dir);
