@@ -42,6 +42,20 @@ void compat_decompose(char32_t c, std::u32string& out) {
   for (utf8proc_ssize_t i = 0; i < n; ++i) out += char32_t(buf[i]);
 }
 
+// Replaces each non-overlapping "cc" with '"', keeping the first character's origin.
+void replace_pair(std::u32string& s, std::vector<size_t>& at, char32_t c) {
+  std::u32string out;
+  std::vector<size_t> out_at;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool pair = i + 1 < s.size() && s[i] == c && s[i + 1] == c;
+    out += pair ? U'"' : s[i];
+    out_at.push_back(at[i]);
+    if (pair) ++i;
+  }
+  s.swap(out);
+  at.swap(out_at);
+}
+
 std::u32string to_u32(const std::string& s) {
   const std::vector<char32_t> v = decode_utf8(s);
   return std::u32string(v.begin(), v.end());
@@ -128,36 +142,20 @@ std::u32string SentencePieceTokenizer::preprocess(std::string_view text, std::ve
     spaced += cps[i];
     at.push_back(i);
   }
-  // `` and '' -> ", left to right without overlap as str.replace.
-  std::u32string quoted;
-  std::vector<size_t> qat;
-  for (size_t i = 0; i < spaced.size(); ++i) {
-    if (i + 1 < spaced.size() && ((spaced[i] == U'`' && spaced[i + 1] == U'`'))) {
-      quoted += U'"'; qat.push_back(at[i]); ++i;
-      continue;
-    }
-    quoted += spaced[i]; qat.push_back(at[i]);
-  }
-  std::u32string q2;
-  std::vector<size_t> q2at;
-  for (size_t i = 0; i < quoted.size(); ++i) {
-    if (i + 1 < quoted.size() && quoted[i] == U'\'' && quoted[i + 1] == U'\'') {
-      q2 += U'"'; q2at.push_back(qat[i]); ++i;
-      continue;
-    }
-    q2 += quoted[i]; q2at.push_back(qat[i]);
-  }
+  // `` and '' -> ", each left to right without overlap as str.replace.
+  replace_pair(spaced, at, U'`');
+  replace_pair(spaced, at, U'\'');
   std::u32string out;
   origin.clear();
-  for (size_t i = 0; i < q2.size(); ++i) {
+  for (size_t i = 0; i < spaced.size(); ++i) {
     std::u32string parts;
-    if (opt_.keep_accents) parts = q2[i];
-    else compat_decompose(q2[i], parts);  // NFKD
+    if (opt_.keep_accents) parts = spaced[i];
+    else compat_decompose(spaced[i], parts);  // NFKD
     for (char32_t c : parts) {
       if (!opt_.keep_accents && combining_class(c) != 0) continue;
       std::u32string low;
       if (opt_.do_lower_case) to_lower(c, low); else low = c;
-      for (char32_t l : low) { out += l; origin.push_back(q2at[i]); }
+      for (char32_t l : low) { out += l; origin.push_back(at[i]); }
     }
   }
   return out;
