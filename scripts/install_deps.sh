@@ -8,7 +8,7 @@ set -euo pipefail
 # build the sanitizer and fuzzing configuration of scripts/test.sh.
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
           nlohmann-json3-dev libutf8proc-dev libisal-dev
-          libcli11-dev clang libclang-rt-dev)
+          libcli11-dev clang libclang-rt-dev pkg-config libsentencepiece-dev)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev python3-torch)
 fi

@@ -11,6 +11,7 @@
 
 #include "text/hf_tokenizer_files.hpp"
 #include "text/roberta_tokenizer.hpp"
+#include "text/sentencepiece_tokenizer.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -27,15 +28,17 @@ const std::vector<std::pair<std::string, Loader>>& loaders() {
   static const Loader roberta = [](const std::string& dir) {
     return std::make_unique<RobertaTokenizer>(RobertaTokenizer::from_pretrained(dir));
   };
-  static const std::vector<std::pair<std::string, Loader>> all = {{"BertTokenizer", bert}, {"BertTokenizerFast", bert},
-                                                                  {"RobertaTokenizer", roberta}, {"RobertaTokenizerFast", roberta}};
+  static const Loader albert = [](const std::string& dir) -> std::unique_ptr<Tokenizer> { return SentencePieceTokenizer::from_pretrained(dir); };
+  static const std::vector<std::pair<std::string, Loader>> all = {
+      {"BertTokenizer", bert},       {"BertTokenizerFast", bert},       {"RobertaTokenizer", roberta},
+      {"RobertaTokenizerFast", roberta}, {"AlbertTokenizer", albert}, {"AlbertTokenizerFast", albert}};
   return all;
 }
 
 // config.json's model_type -> tokenizer_class, for directories whose tokenizer_config.json does
 // not name one (older Hugging Face checkpoints, and this project's before tokenizer files).
-const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {{"bert", "BertTokenizer"},
-                                                                          {"roberta", "RobertaTokenizer"}};
+const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {
+    {"bert", "BertTokenizer"}, {"roberta", "RobertaTokenizer"}, {"albert", "AlbertTokenizer"}};
 
 std::string class_from_model_type(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
@@ -62,7 +65,10 @@ std::string class_from_model_type(const std::string& dir) {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   const TokenizerConfig c = TokenizerConfig::read(dir);
   const std::string cls = c.get_string("tokenizer_class").value_or("");
-  const std::string chosen = cls.empty() ? class_from_model_type(dir) : cls;
+  // A bare directory holding only spiece.model is ALBERT's (as a bare vocab.txt is BERT's).
+  const bool bare_spiece = cls.empty() && fs::is_regular_file(fs::path(dir) / "spiece.model") &&
+                           !fs::exists(fs::path(dir) / "config.json");
+  const std::string chosen = bare_spiece ? "AlbertTokenizer" : cls.empty() ? class_from_model_type(dir) : cls;
   std::string known;
   for (const auto& [name, load] : loaders()) {
     if (name == chosen) return load(dir);
@@ -80,6 +86,11 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const Tokeniz
     const std::string merges = (fs::path(path).parent_path() / (name.substr(0, name.size() - 10) + "merges.txt")).string();
     if (!fs::exists(merges)) throw std::runtime_error(fmt::format("[load_tokenizer] {}: no {} beside it", path, merges));
     return std::make_unique<RobertaTokenizer>(RobertaTokenizer::from_files(path, merges));
+  }
+  if (fs::path(path).extension() == ".model") {  // a SentencePiece model (ALBERT's spiece.model)
+    SentencePieceOptions sp;
+    sp.do_lower_case = wordpiece.lowercase;
+    return std::make_unique<SentencePieceTokenizer>(path, sp);
   }
   return std::make_unique<BertTokenizer>(BertTokenizer::from_file(path, wordpiece));
 }

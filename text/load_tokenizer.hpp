@@ -16,8 +16,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 
 // What the programs' --vocab flag names: a tokenizer directory (load_tokenizer; its files decide
 // casing; bare vocab.json + merges.txt are RoBERTa's), a byte-level BPE vocab.json with merges.txt
-// beside it (or NAMEvocab.json with NAMEmerges.txt), or a WordPiece vocab.txt read with
-// `wordpiece` options.
+// beside it (or NAMEvocab.json with NAMEmerges.txt), a SentencePiece NAME.model (ALBERT's; cased
+// per wordpiece.lowercase), or a WordPiece vocab.txt read with `wordpiece` options.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece = {});
 
 }  // namespace xg::text

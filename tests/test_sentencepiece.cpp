@@ -1,0 +1,155 @@
+// ALBERT's SentencePiece tokenizer against transformers' slow AlbertTokenizer (goldens from
+// tools/gen_spiece_goldens.py, with the small tests/data/spiece/spiece.model it trained), and
+// training through the library's trainer.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/temp_path.hpp"
+#include "text/load_tokenizer.hpp"
+#include "text/sentencepiece_tokenizer.hpp"
+
+using namespace xg::text;
+using Catch::Matchers::Contains;
+
+namespace {
+const std::string kDir = std::string(XGRAD_TEST_DATA_DIR) + "/spiece";
+const std::string kModel = kDir + "/spiece.model";
+
+const SentencePieceTokenizer& albert() {
+  static const SentencePieceTokenizer t(kModel);
+  return t;
+}
+
+const nlohmann::json& goldens() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(kDir + "/goldens.json");
+    REQUIRE(in.good());
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+}  // namespace
+
+TEST_CASE("SentencePiece ids match AlbertTokenizer on hard and corpus lines", "[spiece]") {
+  const auto& g = goldens();
+  REQUIRE(albert().vocab_size() == g["vocab_size"].get<size_t>());
+  for (const auto& [tok, id] : g["special"].items()) CHECK(albert().token_to_id(tok) == id.get<int>());
+  size_t n = 0;
+  for (const auto& s : g["singles"]) {
+    const std::string text = s["text"];
+    INFO("text: " << text);
+    CHECK(albert().encode(text).ids == s["ids"].get<std::vector<int32_t>>());
+    ++n;
+  }
+  CHECK(n > 50);
+}
+
+TEST_CASE("SentencePiece pairs match AlbertTokenizer with token type ids", "[spiece]") {
+  for (const auto& p : goldens()["pairs"]) {
+    const std::string a = p["a"], b = p["b"];
+    INFO("pair: " << a << " | " << b);
+    const Encoding e = albert().encode_pair(a, b);
+    CHECK(e.ids == p["ids"].get<std::vector<int32_t>>());
+    CHECK(e.type_ids == p["type_ids"].get<std::vector<int32_t>>());
+  }
+}
+
+TEST_CASE("SentencePiece decode matches AlbertTokenizer.decode", "[spiece]") {
+  for (const auto& d : goldens()["decoded"]) {
+    const std::string text = d["text"];
+    INFO("text: " << text);
+    CHECK(albert().decode(d["ids"].get<std::vector<int32_t>>()) == text);
+  }
+  // Round trip of lower-case ASCII text without runs of spaces.
+  const std::string plain = "the quick brown fox jumps over the lazy dog.";
+  CHECK(albert().decode(albert().encode(plain).ids) == plain);
+  CHECK_THAT(albert().decode(albert().encode(plain).ids, false), Contains("[CLS]"));
+}
+
+TEST_CASE("SentencePiece offsets, truncation, padding, batch and word starts", "[spiece]") {
+  const std::string text = "Caf\xC3\xA9  costs 1,000";  // "Café  costs 1,000": 17 code points
+  const auto toks = albert().tokenize(text);
+  REQUIRE(!toks.empty());
+  for (const auto& t : toks) {
+    CHECK(t.start <= t.end);
+    CHECK(t.end <= 17);
+  }
+  CHECK(toks.front().start == 0);
+  CHECK(toks.back().end == 17);
+
+  EncodeOptions opt;
+  opt.max_length = 5;
+  opt.pad_to = 8;
+  const Encoding e = albert().encode(text, opt);
+  REQUIRE(e.size() == 8);
+  CHECK(e.ids[0] == albert().cls_id());
+  CHECK(e.ids[4] == albert().sep_id());
+  CHECK(e.ids[5] == 0);
+  CHECK(e.attention_mask == std::vector<int32_t>{1, 1, 1, 1, 1, 0, 0, 0});
+  CHECK(albert().pad_id() == 0);
+  CHECK(albert().unk_id() == 1);
+  CHECK(albert().mask_id() == 4);
+
+  std::vector<std::string> texts;
+  for (const auto& s : goldens()["singles"]) texts.push_back(s["text"]);
+  const auto batch = albert().encode_batch(texts, {}, 4);
+  REQUIRE(batch.size() == texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) CHECK(batch[i].ids == goldens()["singles"][i]["ids"].get<std::vector<int32_t>>());
+
+  const int32_t the = albert().token_to_id("\xE2\x96\x81the");
+  REQUIRE(the >= 0);
+  CHECK(albert().starts_word(the));
+  CHECK_FALSE(albert().starts_word(albert().token_to_id(",")));
+}
+
+TEST_CASE("SentencePiece errors name the missing or corrupt spiece.model", "[spiece]") {
+  CHECK_THROWS_WITH(SentencePieceTokenizer("/nonexistent/spiece.model"), Contains("/nonexistent/spiece.model"));
+  const std::string bad = temp_path("spiece-corrupt.model");
+  { std::ofstream(bad) << "not a model"; }
+  CHECK_THROWS_WITH(SentencePieceTokenizer(bad), Contains(bad));
+  std::filesystem::remove(bad);
+  CHECK_THROWS_WITH(albert().id_to_token(2000), Contains("2000"));
+}
+
+TEST_CASE("load_tokenizer picks ALBERT for a directory with spiece.model and saves it back", "[spiece]") {
+  const auto t = load_tokenizer(kDir);
+  CHECK(t->tokenizer_class() == "AlbertTokenizer");
+  CHECK(t->encode("Hello World").ids == goldens()["singles"][2]["ids"].get<std::vector<int32_t>>());
+  const std::string out = temp_path("spiece-saved");
+  t->save_pretrained(out);
+  const auto back = load_tokenizer(out);
+  CHECK(back->tokenizer_class() == "AlbertTokenizer");
+  CHECK(back->encode("Hello World").ids == t->encode("Hello World").ids);
+  std::filesystem::remove_all(out);
+}
+
+TEST_CASE("train_sentencepiece trains a unigram model with ALBERT's special pieces", "[spiece]") {
+  // The first 1500 lines of the small corpus: enough for 600 pieces, quick to train.
+  const std::string corpus = temp_path("spiece-corpus.txt");
+  {
+    std::ifstream in(std::string(XGRAD_TEST_DATA_DIR) + "/../../data/pretrain_corpus_small.txt");
+    std::ofstream o(corpus);
+    std::string line;
+    for (int i = 0; i < 1500 && std::getline(in, line); ++i) o << line << '\n';
+  }
+  const std::string out = temp_path("spiece-trained.model");
+  train_sentencepiece(corpus, 600, out, 2);
+  std::filesystem::remove(corpus);
+  const SentencePieceTokenizer t(out);
+  CHECK(t.vocab_size() == 600);
+  CHECK(t.token_to_id("<pad>") == 0);
+  CHECK(t.token_to_id("<unk>") == 1);
+  CHECK(t.token_to_id("[CLS]") == 2);
+  CHECK(t.token_to_id("[SEP]") == 3);
+  CHECK(t.token_to_id("[MASK]") == 4);
+  const Encoding e = t.encode("the model learns");
+  CHECK(e.ids.size() >= 4);
+  CHECK(t.decode(e.ids) == "the model learns");
+  std::filesystem::remove(out);
+  CHECK_THROWS_WITH(train_sentencepiece("/nonexistent/corpus.txt", 600, out), Contains("/nonexistent/corpus.txt"));
+}
