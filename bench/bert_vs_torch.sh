@@ -6,7 +6,9 @@
 # slower), the fastest OpenBLAS kernel set that runs on this CPU (a GEMM probe tries the
 # auto-detected one, SkylakeX, Zen and Haswell: auto-detection picks SSE3 kernels on some CPUs,
 # and SkylakeX dies with SIGILL on others) and the best of torch threads x OpenBLAS threads.
-#   bench/bert_vs_torch.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]      e.g. bench/bert_vs_torch.sh "mini base" 8 128 10
+# RoBERTa models (roberta-SIZE) run against Hugging Face's RobertaForMaskedLM
+# (bench/roberta_pretrain_torch.py) under $HF_PYTHON, a Python with transformers over the same torch.
+#   bench/bert_vs_torch.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]      e.g. bench/bert_vs_torch.sh "mini roberta-mini" 8 128 10
 # BASELINE=path/to/another/bert_pretrain adds that build's numbers to the same run (before/after
 # a change, on the same machine at the same time).
 set -euo pipefail
@@ -16,6 +18,7 @@ batch=${2:-8}
 seq=${3:-128}
 steps=${4:-10}
 baseline=${BASELINE:-}
+hf_python=${HF_PYTHON:-/usr/bin/python3}
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
 if [[ "$blas" != *openblas* ]]; then
@@ -43,7 +46,7 @@ if [[ -z "${OPENBLAS_CORETYPE+set}" ]]; then
   export OPENBLAS_CORETYPE=$best_core
   echo "PyTorch BLAS: $blas, OPENBLAS_CORETYPE='${best_core}' (${best_gflops} GFLOP/s on a 1024^3 GEMM)" >&2
 fi
-printf "%-6s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"
+printf "%-12s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"
 [[ -n "$baseline" ]] && printf " %14s %7s %12s" "baseline tok/s" ratio "baseline MB"
 printf "\n"
 for m in $models; do
@@ -51,15 +54,16 @@ for m in $models; do
   o_tps=$(grep "^tokens/s" <<< "$ours" | awk '{print $2}')
   o_mb=$(grep "^peak memory" <<< "$ours" | awk '{print $4}')
   best=0; best_mb=0
+  peer=(/usr/bin/python3 bench/bert_pretrain_torch.py --model "$m")
+  [[ "$m" == roberta-* ]] && peer=("$hf_python" bench/roberta_pretrain_torch.py --model "${m#roberta-}")
   for ob in 1 2; do
-    t=$(OPENBLAS_NUM_THREADS=$ob \
-        /usr/bin/python3 bench/bert_pretrain_torch.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
+    t=$(OPENBLAS_NUM_THREADS=$ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
     tps=$(grep "^tokens/s" <<< "$t" | awk '{print $2}')
     mb=$(grep "^peak memory" <<< "$t" | awk '{print $4}')
     if python3 -c "import sys; sys.exit(0 if $tps > $best else 1)"; then best=$tps; best_mb=$mb; fi
   done
   ratio=$(python3 -c "print(f'{$o_tps / $best:.2f}')")
-  printf "%-6s %14s %14s %7s %12s %12s" "$m" "$o_tps" "$best" "$ratio" "$o_mb" "$best_mb"
+  printf "%-12s %14s %14s %7s %12s %12s" "$m" "$o_tps" "$best" "$ratio" "$o_mb" "$best_mb"
   if [[ -n "$baseline" ]]; then
     b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps")
     b_tps=$(grep "^tokens/s" <<< "$b" | awk '{print $2}')

@@ -49,8 +49,14 @@ AlbertTransformer::AlbertTransformer(const AlbertConfig& c) : num_hidden_layers(
 Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   Tensor h = embedding_hidden_mapping_in->forward(embedded);
   const size_t groups = albert_layer_groups->size();
-  for (size_t i = 0; i < num_hidden_layers; ++i)
-    h = (*albert_layer_groups)[i * groups / num_hidden_layers].forward(h, mask);
+  for (size_t i = 0; i < num_hidden_layers; ++i) {
+    AlbertLayerGroup* group = &(*albert_layer_groups)[i * groups / num_hidden_layers];
+    if (checkpoint_activations && is_training() && grad_enabled())
+      h = checkpoint([group, mask](const std::vector<Tensor>& in) { return group->forward(in[0], mask); }, {h},
+                     group->parameters());
+    else
+      h = group->forward(h, mask);
+  }
   return h;
 }
 
@@ -149,6 +155,15 @@ NamedOutputs AlbertForPreTraining::forward_named(const ModelInputs& in, const La
   return out;
 }
 
+PretrainingOutput AlbertForPreTraining::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
+  check_pretraining_targets(in, t, SentenceTask::SentenceOrder, kArchitecture);
+  const AlbertModel::Output base = albert->forward(in);
+  PretrainingOutput out;
+  masked_lm_loss(base.last_hidden_state, t, [&](const Tensor& h) { return predictions->forward(h); }, out);
+  add_sentence_loss(sop_classifier->forward(base.pooler_output), t, out);
+  return out;
+}
+
 AlbertForMaskedLM::AlbertForMaskedLM(const AlbertConfig& c) : AlbertPreTrainedModel(c, "albert.") {
   albert = register_module("albert", std::make_shared<AlbertModel>(c, /*add_pooling_layer=*/false));
   predictions = register_module("predictions", std::make_shared<AlbertMLMHead>(c, albert->embeddings->word_embeddings->weight));
@@ -159,6 +174,13 @@ NamedOutputs AlbertForMaskedLM::forward_named(const ModelInputs& in, const Label
   const Tensor hidden = albert->forward(in).last_hidden_state;
   NamedOutputs out{{"last_hidden_state", hidden}, {"logits", predictions->forward(hidden)}};
   if (labels.count("labels")) out["loss"] = token_labels_loss(out["logits"], labels.at("labels"));
+  return out;
+}
+
+PretrainingOutput AlbertForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
+  check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  PretrainingOutput out;
+  masked_lm_loss(albert->forward(in).last_hidden_state, t, [&](const Tensor& h) { return predictions->forward(h); }, out);
   return out;
 }
 

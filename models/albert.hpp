@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "models/bert.hpp"
+#include "models/pretraining.hpp"
 
 namespace xg::models {
 
@@ -94,6 +95,8 @@ class AlbertTransformer : public nn::Module {
   std::shared_ptr<nn::Linear> embedding_hidden_mapping_in;
   std::shared_ptr<nn::ModuleList<AlbertLayerGroup>> albert_layer_groups;
   size_t num_hidden_layers;
+  // Training keeps only each layer's input and recomputes the layer in the backward pass.
+  bool checkpoint_activations = false;
 };
 
 // What every ALBERT model shares: the config, the initialisation and the name map. Heads hold
@@ -148,11 +151,15 @@ class AlbertSOPHead : public nn::Module {
   float dropout_p;
 };
 
-class AlbertForPreTraining : public AlbertPreTrainedModel {
+class AlbertForPreTraining : public AlbertPreTrainedModel, public PretrainingHeads {
  public:
   static constexpr const char* kArchitecture = "AlbertForPreTraining";
   explicit AlbertForPreTraining(const AlbertConfig& c);
   std::string architecture() const override { return kArchitecture; }
+  // MLM at the masked positions + sentence-order prediction (sentence_labels: 1 = swapped).
+  SentenceTask sentence_task() const override { return SentenceTask::SentenceOrder; }
+  PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override;
+  void set_checkpoint_activations(bool on) override { albert->encoder->checkpoint_activations = on; }
   // prediction_logits (B, T, V), sop_logits (B, 2), last_hidden_state, pooler_output; with
   // "labels" ((B, T), -100 for none) and "sentence_order_label" (B: 0 in order, 1 swapped):
   // loss = MLM loss + SOP loss, also as mlm_loss and sop_loss.
@@ -163,11 +170,14 @@ class AlbertForPreTraining : public AlbertPreTrainedModel {
   std::shared_ptr<AlbertSOPHead> sop_classifier;
 };
 
-class AlbertForMaskedLM : public AlbertPreTrainedModel {
+class AlbertForMaskedLM : public AlbertPreTrainedModel, public PretrainingHeads {
  public:
   static constexpr const char* kArchitecture = "AlbertForMaskedLM";
   explicit AlbertForMaskedLM(const AlbertConfig& c);
   std::string architecture() const override { return kArchitecture; }
+  SentenceTask sentence_task() const override { return SentenceTask::None; }
+  PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override;
+  void set_checkpoint_activations(bool on) override { albert->encoder->checkpoint_activations = on; }
   // "logits" (B, T, V) and last_hidden_state; with "labels": "loss".
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   PretrainedModel& base_model() override { return *albert; }

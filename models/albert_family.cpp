@@ -7,7 +7,9 @@ namespace xg::models {
 FamilyEntry albert_family() {
   return {AlbertConfig::kModelType,
           {architecture_entry<AlbertModel, AlbertConfig>(), architecture_entry<AlbertForPreTraining, AlbertConfig>(),
-           architecture_entry<AlbertForMaskedLM, AlbertConfig>()}};
+           architecture_entry<AlbertForMaskedLM, AlbertConfig>()},
+          [](const std::string& size) { return AlbertConfig::preset(size).to_json(); },
+          {{SentenceTask::SentenceOrder, AlbertForPreTraining::kArchitecture}, {SentenceTask::None, AlbertForMaskedLM::kArchitecture}}};
 }
 
 }  // namespace xg::models

@@ -60,50 +60,12 @@ BertForPreTraining::BertForPreTraining(const BertConfig& c) : BertPreTrainedMode
   cls = register_module("cls", std::make_shared<BertPreTrainingHeads>(c, bert->embeddings->word_embeddings->weight));
 }
 
-namespace {
-size_t count_correct(const Tensor& logits, const Tensor& label_tensor) {
-  const size_t C = logits.size(-1);
-  const int64_t* labels = label_tensor.data_as<int64_t>();
-  size_t correct = 0;
-  for (size_t i = 0; i < label_tensor.numel(); ++i) {
-    const float* row = logits.data() + i * C;
-    correct += int64_t(std::max_element(row, row + C) - row) == labels[i];
-  }
-  return correct;
-}
-}  // namespace
-
-PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,
-                                            const std::vector<int64_t>& masked_labels,
-                                            const std::vector<int64_t>& next_sentence_labels) {
-  return {Tensor::from_ints(masked_positions, {masked_positions.size()}),
-          Tensor::from_ints(masked_labels, {masked_labels.size()}),
-          Tensor::from_ints(next_sentence_labels, {next_sentence_labels.size()})};
-}
-
-BertForPreTraining::Output BertForPreTraining::forward(const ModelInputs& in, const PretrainingTargets& t) {
-  const size_t n = in.batch() * in.seq_len();
-  for (const auto& [name, tensor] : {std::pair{"masked_positions", &t.masked_positions}, {"masked_labels", &t.masked_labels},
-                                     {"next_sentence_labels", &t.next_sentence_labels}})
-    if (!tensor->defined() || tensor->dtype() != Dtype::Int64 || tensor->dim() != 1)
-      throw std::invalid_argument(fmt::format("[bert] {} must be a 1-D int64 tensor", name));
-  if (t.masked_positions.numel() != t.masked_labels.numel())
-    throw std::invalid_argument(fmt::format("[bert] {} masked positions but {} labels", t.masked_positions.numel(), t.masked_labels.numel()));
-  if (t.next_sentence_labels.numel() != in.batch())
-    throw std::invalid_argument(fmt::format("[bert] {} next-sentence labels for a batch of {}", t.next_sentence_labels.numel(), in.batch()));
-  const std::vector<int64_t> positions = t.masked_positions.to_ints();
-  for (int64_t p : positions)
-    if (p < 0 || size_t(p) >= n) throw std::out_of_range(fmt::format("[bert] masked position {} outside the {} tokens", p, n));
+PretrainingOutput BertForPreTraining::forward(const ModelInputs& in, const PretrainingTargets& t) {
+  check_pretraining_targets(in, t, SentenceTask::NextSentence, "bert");
   const auto base = bert->forward(in);
-  Output out;
-  const Tensor rows = index_select(reshape(base.last_hidden_state, {long(n), -1}), 0, positions);
-  out.mlm_logits = cls->predictions->forward(rows);
-  out.nsp_logits = cls->seq_relationship->forward(base.pooler_output);
-  out.mlm_loss = cross_entropy(out.mlm_logits, t.masked_labels);
-  out.nsp_loss = cross_entropy(out.nsp_logits, t.next_sentence_labels);
-  out.loss = add(out.mlm_loss, out.nsp_loss);
-  out.mlm_correct = count_correct(out.mlm_logits, t.masked_labels);
-  out.nsp_correct = count_correct(out.nsp_logits, t.next_sentence_labels);
+  PretrainingOutput out;
+  masked_lm_loss(base.last_hidden_state, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
+  add_sentence_loss(cls->seq_relationship->forward(base.pooler_output), t, out);
   return out;
 }
 
@@ -134,6 +96,13 @@ NamedOutputs BertForPreTraining::forward_named(const ModelInputs& in, const Labe
 BertForMaskedLM::BertForMaskedLM(const BertConfig& c) : BertPreTrainedModel(c, "bert.") {
   bert = register_module("bert", std::make_shared<BertModel>(c, /*add_pooling_layer=*/false));
   cls = register_module("cls", std::make_shared<BertOnlyMLMHead>(c, bert->embeddings->word_embeddings->weight));
+}
+
+PretrainingOutput BertForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
+  check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  PretrainingOutput out;
+  masked_lm_loss(bert->forward(in).last_hidden_state, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
+  return out;
 }
 
 Tensor BertForMaskedLM::forward(const ModelInputs& in) {

@@ -9,6 +9,7 @@
 
 #include "models/bert_config.hpp"
 #include "models/pretrained.hpp"
+#include "models/pretraining.hpp"
 #include "nn/nn.hpp"
 
 namespace xg::models {
@@ -99,31 +100,16 @@ class BertModel : public BertPreTrainedModel {
   std::shared_ptr<BertPooler> pooler;  // null without a pooling layer
 };
 
-// What a pre-training step needs besides the inputs.
-// int64 tensors, as the model's inputs.
-struct PretrainingTargets {
-  Tensor masked_positions;      // (M): flat indices b*T + t of the predicted tokens
-  Tensor masked_labels;         // (M): their original ids
-  Tensor next_sentence_labels;  // (B): 0 = B follows A, 1 = random
-};
-// Targets from the data pipeline's plain vectors.
-PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,
-                                            const std::vector<int64_t>& masked_labels,
-                                            const std::vector<int64_t>& next_sentence_labels);
-
-class BertForPreTraining : public BertPreTrainedModel {
+class BertForPreTraining : public BertPreTrainedModel, public PretrainingHeads {
  public:
   static constexpr const char* kArchitecture = "BertForPreTraining";
   explicit BertForPreTraining(const BertConfig& c);
   std::string architecture() const override { return kArchitecture; }
-  struct Output {
-    Tensor loss, mlm_loss, nsp_loss;  // scalars: loss = mlm_loss + nsp_loss
-    Tensor mlm_logits;                // (masked tokens, V): only where predictions are made
-    Tensor nsp_logits;                // (B, 2)
-    size_t mlm_correct = 0, nsp_correct = 0;
-  };
-  // The MLM head runs only at the masked positions, as the original BERT does.
-  Output forward(const ModelInputs& in, const PretrainingTargets& targets);
+  // MLM at the masked positions + next-sentence prediction; sentence_loss is NSP's.
+  PretrainingOutput forward(const ModelInputs& in, const PretrainingTargets& targets);
+  SentenceTask sentence_task() const override { return SentenceTask::NextSentence; }
+  PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override { return forward(in, t); }
+  void set_checkpoint_activations(bool on) override { bert->encoder->checkpoint_activations = on; }
   // Logits at every position (B, T, V) and NSP logits, for inference and checkpoint parity.
   struct FullOutput {
     BertModel::Output base;
@@ -147,11 +133,14 @@ class BertOnlyMLMHead : public nn::Module {
 };
 
 // Masked language modelling without NSP (and, as in transformers, without the pooler).
-class BertForMaskedLM : public BertPreTrainedModel {
+class BertForMaskedLM : public BertPreTrainedModel, public PretrainingHeads {
  public:
   static constexpr const char* kArchitecture = "BertForMaskedLM";
   explicit BertForMaskedLM(const BertConfig& c);
   std::string architecture() const override { return kArchitecture; }
+  SentenceTask sentence_task() const override { return SentenceTask::None; }
+  PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override;
+  void set_checkpoint_activations(bool on) override { bert->encoder->checkpoint_activations = on; }
   // Vocabulary logits at every position: (B, T, V).
   Tensor forward(const ModelInputs& in);
   // "logits" and last_hidden_state; with "labels" (B*T, -100 for none): "loss".

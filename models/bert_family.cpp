@@ -21,7 +21,9 @@ std::string canonical_bert_name(const std::string& name) {
 FamilyEntry bert_family() {
   return {BertConfig::kModelType,
           {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
-           architecture_entry<BertForMaskedLM, BertConfig>()}};
+           architecture_entry<BertForMaskedLM, BertConfig>()},
+          [](const std::string& size) { return BertConfig::preset(size).to_json(); },
+          {{SentenceTask::NextSentence, BertForPreTraining::kArchitecture}, {SentenceTask::None, BertForMaskedLM::kArchitecture}}};
 }
 
 }  // namespace xg::models

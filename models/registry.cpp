@@ -85,6 +85,23 @@ std::vector<std::string> registered_architectures(const std::string& model_type)
   return names_of(family_or_throw(r, model_type, "registered_architectures"));
 }
 
+std::vector<std::pair<SentenceTask, std::string>> pretraining_architectures(const std::string& model_type) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return family_or_throw(r, model_type, "pretraining_architectures").pretraining;
+}
+
+nlohmann::json preset_config(const std::string& model_type, const std::string& size) {
+  Registry& r = registry();
+  std::function<nlohmann::json(const std::string&)> preset;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    preset = family_or_throw(r, model_type, "preset_config").preset;
+  }
+  if (!preset) throw std::invalid_argument(fmt::format("[registry] model_type '{}' has no presets", model_type));
+  return preset(size);
+}
+
 std::unique_ptr<PretrainedModel> build_model(const nlohmann::json& config, const std::string& source,
                                              const std::string& architecture) {
   Registry& r = registry();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/pretrained.hpp"
+#include "models/pretraining.hpp"
 
 namespace xg::models {
 
@@ -23,6 +24,12 @@ struct ArchitectureEntry {
 struct FamilyEntry {
   std::string model_type;                     // "bert"
   std::vector<ArchitectureEntry> architectures;  // the first is built when config.json names none
+  // config.json of a named size ("tiny", "base", ...); throws listing the family's sizes. Unset:
+  // the family has none.
+  std::function<nlohmann::json(const std::string& size)> preset;
+  // The architectures that implement PretrainingHeads, by the sentence task each trains; the
+  // family's own recipe first (BERT: BertForPreTraining with NSP).
+  std::vector<std::pair<SentenceTask, std::string>> pretraining;
 };
 
 // The entry for a model class M built from its family's Config: M(Config::from_json(...)).
@@ -43,6 +50,12 @@ std::vector<FamilyEntry> builtin_families();
 
 std::vector<std::string> registered_model_types();
 std::vector<std::string> registered_architectures(const std::string& model_type);
+
+// The config.json of `model_type`'s preset `size`; throws naming both when either is unknown.
+nlohmann::json preset_config(const std::string& model_type, const std::string& size);
+
+// `model_type`'s pre-training architectures (FamilyEntry::pretraining); throws for an unknown family.
+std::vector<std::pair<SentenceTask, std::string>> pretraining_architectures(const std::string& model_type);
 
 // Builds the model config.json describes: its family by "model_type", its class by
 // `architecture` when given, else the first of "architectures", else the family's first. Unknown

@@ -71,6 +71,13 @@ void RobertaForMaskedLM::init_weights(Generator& gen) {
 
 Tensor RobertaForMaskedLM::forward(const ModelInputs& in) { return lm_head->forward(roberta->forward(in).last_hidden_state); }
 
+PretrainingOutput RobertaForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
+  check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  PretrainingOutput out;
+  masked_lm_loss(roberta->forward(in).last_hidden_state, t, [&](const Tensor& h) { return lm_head->forward(h); }, out);
+  return out;
+}
+
 NamedOutputs RobertaForMaskedLM::forward_named(const ModelInputs& in, const Labels& labels) {
   check_label_names(labels, {"labels"}, kArchitecture);
   const Tensor hidden = roberta->forward(in).last_hidden_state;

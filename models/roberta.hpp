@@ -70,11 +70,14 @@ class RobertaLMHead : public nn::Module {
   Tensor decoder_weight;  // the word embeddings (registered by the encoder)
 };
 
-class RobertaForMaskedLM : public BertPreTrainedModel {
+class RobertaForMaskedLM : public BertPreTrainedModel, public PretrainingHeads {
  public:
   static constexpr const char* kArchitecture = "RobertaForMaskedLM";
   explicit RobertaForMaskedLM(const RobertaConfig& c);
   std::string architecture() const override { return kArchitecture; }
+  SentenceTask sentence_task() const override { return SentenceTask::None; }
+  PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override;
+  void set_checkpoint_activations(bool on) override { roberta->encoder->checkpoint_activations = on; }
   std::string model_type() const override { return RobertaConfig::kModelType; }
   nlohmann::json family_config_json() const override { return roberta->roberta_config.to_json(); }
   std::string name_from_checkpoint(const std::string& n) const override { return roberta_name_from_checkpoint(n, true); }

@@ -6,7 +6,9 @@ namespace xg::models {
 
 FamilyEntry roberta_family() {
   return {RobertaConfig::kModelType,
-          {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>()}};
+          {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>()},
+          [](const std::string& size) { return RobertaConfig::preset(size).to_json(); },
+          {{SentenceTask::None, RobertaForMaskedLM::kArchitecture}}};
 }
 
 }  // namespace xg::models

@@ -68,7 +68,7 @@ TEST_CASE("BERT matches PyTorch: outputs, losses and all gradients", "[bert][par
     const auto out = m.forward(c.inputs, c.targets);
     CHECK(out.loss.item() == Approx(c.f("loss").item()).epsilon(1e-5));
     CHECK(out.mlm_loss.item() == Approx(c.f("mlm_loss").item()).epsilon(1e-5));
-    CHECK(out.nsp_loss.item() == Approx(c.f("nsp_loss").item()).epsilon(1e-5));
+    CHECK(out.sentence_loss.item() == Approx(c.f("nsp_loss").item()).epsilon(1e-5));
     out.loss.backward();
     double worst = 0;
     size_t checked = 0;

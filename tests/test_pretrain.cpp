@@ -12,7 +12,7 @@
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
-#include "training/tasks/mlm_nsp.hpp"
+#include "training/tasks/pretraining.hpp"
 
 using namespace xg;
 using namespace xg::training;
@@ -22,14 +22,14 @@ namespace fs = std::filesystem;
 namespace {
 struct Run {
   TrainerOptions trainer;
-  MlmNspOptions task;
+  PretrainOptions task;
   int64_t go() const { return run_pretraining(trainer, task).step; }
 };
 
 Run tiny_run(const std::string& out) {
   Run r;
   r.task.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
-  r.task.vocab = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
+  r.task.tokenizer = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt";
   r.task.model = "tiny";
   r.task.seq_len = 64;
   r.task.eval_instances = 32;
@@ -90,7 +90,7 @@ TEST_CASE("batches from instances: padding, segments, flattened masked positions
         std::vector<float>{1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0});
   CHECK(batch.targets.masked_positions.to_ints() == std::vector<int64_t>{1, 4, 11});
   CHECK(batch.targets.masked_labels.to_ints() == std::vector<int64_t>{70, 90, 60});
-  CHECK(batch.targets.next_sentence_labels.to_ints() == std::vector<int64_t>{1, 0});
+  CHECK(batch.targets.sentence_labels.to_ints() == std::vector<int64_t>{1, 0});
   CHECK(batch.real_tokens == 11);
   CHECK_THROWS_WITH(make_batch({a}, 5, 0), Contains("--seq-len 5"));
 }
@@ -131,7 +131,7 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   // the checkpoint carries the tokenizer as Hugging Face lays it out
   for (const char* f : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"}) CHECK(fs::exists(ckpt / f));
   CHECK(text::load_tokenizer(ckpt.string())->encode("The cat sat.").ids ==
-        text::BertTokenizer::from_file(r.task.vocab).encode("The cat sat.").ids);
+        text::BertTokenizer::from_file(r.task.tokenizer).encode("The cat sat.").ids);
   const auto state = read_json(ckpt / "training_state.json");
   CHECK(state["task"] == "mlm_nsp");
   CHECK(state["options"]["seq_len"] == 64);
@@ -303,9 +303,9 @@ TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
 
 TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task", "[pretrain][options]") {
   TrainerOptions trainer;
-  MlmNspOptions task;
+  PretrainOptions task;
   CLI::App app("bert_pretrain", "bert_pretrain");
-  MlmNspOptions::table().add_to(app, task, "Data and model");
+  PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.parse("--lr 5e-4 --grad-accum 4 --seq-len 64 --whole-word-mask --keep 3 --tensorboard tb", false);
   CHECK(trainer.lr == 5e-4f);
@@ -317,10 +317,11 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   const std::string help = app.help();
   CHECK_THAT(help, Contains("--steps INT=800"));
   CHECK_THAT(help, Contains("--model TEXT=tiny"));
-  // The keys of a pre-split checkpoint's options, so those checkpoints restore.
+  // The keys of a pre-split checkpoint's options (but "vocab", now "tokenizer": a resumed run takes the
+  // tokenizer from its checkpoint), so those checkpoints restore.
   nlohmann::json saved = TrainerOptions::table().saved(trainer);
-  saved.update(MlmNspOptions::table().saved(task));
-  for (const char* key : {"corpus", "vocab", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
+  saved.update(PretrainOptions::table().saved(task));
+  for (const char* key : {"corpus", "tokenizer", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
                           "eval_instances", "model", "seq_len", "batch", "grad_accum", "lr", "warmup", "steps", "schedule",
                           "optimizer", "weight_decay", "clip", "seed"})
     CHECK(saved.contains(key));

@@ -163,23 +163,28 @@ void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json f
   auto strips = [&](const std::string& t) { return std::find(lstrip.begin(), lstrip.end(), t) != lstrip.end(); };
   fs::create_directories(dir);
   const SpecialTokens& st = tok.special_tokens();
-  json map = json::object();
+  json map = json::object(), names = json::object();  // special_tokens_map.json's; tokenizer_config.json's
   const std::pair<const char*, const std::string*> roles[] = {{"unk_token", &st.unk}, {"cls_token", &st.cls},
                                                               {"sep_token", &st.sep}, {"pad_token", &st.pad},
                                                               {"mask_token", &st.mask}, {"bos_token", &st.bos},
                                                               {"eos_token", &st.eos}};
-  for (const auto& [key, token] : roles)
-    if (!token->empty())
-      map[key] = strips(*token) ? json{{"content", *token}, {"lstrip", true}, {"normalized", false}, {"rstrip", false}, {"single_word", false}}
-                                : json(*token);
-  if (!st.additional.empty()) map["additional_special_tokens"] = st.additional;
+  // A token that strips the space before it is an object in special_tokens_map.json and a plain
+  // name in tokenizer_config.json (its lstrip is in added_tokens_decoder), as transformers writes
+  // them: transformers' slow tokenizers refuse the object form in tokenizer_config.json.
+  for (const auto& [key, token] : roles) {
+    if (token->empty()) continue;
+    names[key] = *token;
+    map[key] = strips(*token) ? json{{"content", *token}, {"lstrip", true}, {"normalized", false}, {"rstrip", false}, {"single_word", false}}
+                              : json(*token);
+  }
+  if (!st.additional.empty()) map["additional_special_tokens"] = names["additional_special_tokens"] = st.additional;
   // added_tokens_decoder: the tokens matched whole in raw text, by id (transformers >= 4.34)
   json added = json::object();
   for (size_t id = 0; id < tok.vocab_size(); ++id)
     if (tok.is_special(int32_t(id)))
       added[std::to_string(id)] = {{"content", tok.id_to_token(int32_t(id))}, {"lstrip", strips(tok.id_to_token(int32_t(id)))}, {"normalized", false},
                                    {"rstrip", false}, {"single_word", false}, {"special", true}};
-  fields.update(map);
+  fields.update(names);
   fields["added_tokens_decoder"] = added;
   fields["tokenizer_class"] = tok.tokenizer_class();
   if (tok.model_max_length() > 0) fields["model_max_length"] = tok.model_max_length();

@@ -15,6 +15,25 @@
 
 namespace xg::text {
 
+namespace {
+const std::pair<Pairing, const char*> kPairingNames[] = {{Pairing::NextSentence, "nsp"},
+                                                         {Pairing::SentenceOrder, "sop"},
+                                                         {Pairing::FullSentences, "full-sentences"},
+                                                         {Pairing::DocSentences, "doc-sentences"}};
+}
+
+std::string pairing_name(Pairing p) {
+  for (const auto& [value, name] : kPairingNames)
+    if (value == p) return name;
+  return "?";
+}
+
+Pairing parse_pairing(const std::string& name) {
+  for (const auto& [value, n] : kPairingNames)
+    if (name == n) return value;
+  throw std::invalid_argument(fmt::format("[pretraining data] unknown pairing '{}' (nsp, sop, full-sentences, doc-sentences)", name));
+}
+
 void PretrainingOptions::validate() const {
   auto fail = [](const std::string& m) { throw std::invalid_argument("[pretraining data] " + m); };
   if (max_seq_length < 5 || max_seq_length > 65535)
@@ -131,7 +150,24 @@ void create_instances_from_document(const std::vector<Document>& docs, size_t do
     std::vector<int32_t> a, b;
     for (size_t j = 0; j < a_end; ++j) a.insert(a.end(), chunk[j]->begin(), chunk[j]->end());
     bool random_next = false;
-    if (chunk.size() == 1 || rng.uniform() < 0.5f) {
+    if (opt.pairing == Pairing::SentenceOrder) {
+      if (chunk.size() == 1) {  // split the one sentence so that B still follows A
+        if (a.size() < 2) {
+          chunk.clear();
+          chunk_len = 0;
+          continue;
+        }
+        const size_t cut = randint(rng, 1, a.size() - 1);
+        b.assign(a.begin() + long(cut), a.end());
+        a.resize(cut);
+      } else {
+        for (size_t j = a_end; j < chunk.size(); ++j) b.insert(b.end(), chunk[j]->begin(), chunk[j]->end());
+      }
+      if (rng.uniform() < 0.5f) {
+        std::swap(a, b);
+        random_next = true;
+      }
+    } else if (chunk.size() == 1 || rng.uniform() < 0.5f) {
       random_next = true;
       const size_t target_b = target > a.size() ? target - a.size() : 1;
       size_t other = doc_index;
@@ -161,6 +197,47 @@ void create_instances_from_document(const std::vector<Document>& docs, size_t do
     chunk.clear();
     chunk_len = 0;
   }
+}
+
+void pack_full_sentences(const std::vector<Document>& docs, const std::vector<size_t>& order, const PretrainingOptions& opt,
+                         const MaskingVocab& vocab, std::vector<Instance>& out) {
+  const size_t max_tokens = opt.max_seq_length - 2;  // [CLS] ... [SEP]
+  std::vector<int32_t> body;
+  auto flush = [&] {
+    if (!body.empty() && body.back() == vocab.sep_id) body.pop_back();  // a document separator at the end
+    if (body.empty()) return;
+    Instance inst;
+    inst.tokens.reserve(body.size() + 2);
+    inst.tokens.push_back(vocab.cls_id);
+    inst.tokens.insert(inst.tokens.end(), body.begin(), body.end());
+    inst.a_end = inst.tokens.size();
+    inst.tokens.push_back(vocab.sep_id);
+    out.push_back(std::move(inst));
+    body.clear();
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (opt.pairing == Pairing::DocSentences) flush();
+    else if (!body.empty()) body.push_back(vocab.sep_id);  // between documents
+    for (const Sentence& sentence : docs[order[k]]) {
+      if (body.size() + sentence.size() > max_tokens) flush();  // sentences stay whole when they fit
+      for (size_t at = 0; at < sentence.size();) {
+        if (body.size() == max_tokens) flush();
+        const size_t take = std::min(max_tokens - body.size(), sentence.size() - at);
+        body.insert(body.end(), sentence.begin() + long(at), sentence.begin() + long(at + take));
+        at += take;
+      }
+    }
+  }
+  flush();
+}
+
+void create_instances(const std::vector<Document>& docs, const std::vector<size_t>& order, const PretrainingOptions& opt,
+                      const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out) {
+  if (opt.pairing == Pairing::FullSentences || opt.pairing == Pairing::DocSentences) {
+    pack_full_sentences(docs, order, opt, vocab, out);
+    return;
+  }
+  for (size_t d : order) create_instances_from_document(docs, d, opt, vocab, rng, out);
 }
 
 void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng) {
@@ -207,13 +284,25 @@ std::vector<Instance> create_static_instances(std::vector<Document> docs, const 
   shuffle(docs, rng);
   std::vector<Instance> out;
   const size_t total = opt.dupe_factor * docs.size();
-  for (size_t pass = 0; pass < opt.dupe_factor; ++pass)
+  const bool packing = opt.pairing == Pairing::FullSentences || opt.pairing == Pairing::DocSentences;
+  std::vector<size_t> all(docs.size());
+  for (size_t d = 0; d < docs.size(); ++d) all[d] = d;
+  auto add = [&](const std::vector<size_t>& order) {
+    const size_t first = out.size();
+    create_instances(docs, order, opt, vocab, rng, out);
+    for (size_t k = first; k < out.size(); ++k) mask_instance(out[k], opt, vocab, rng);
+  };
+  for (size_t pass = 0; pass < opt.dupe_factor; ++pass) {
+    if (packing) {  // packed sequences cross documents: a pass at once
+      add(all);
+      if (progress) progress((pass + 1) * docs.size(), total);
+      continue;
+    }
     for (size_t d = 0; d < docs.size(); ++d) {
-      const size_t first = out.size();
-      create_instances_from_document(docs, d, opt, vocab, rng, out);
-      for (size_t k = first; k < out.size(); ++k) mask_instance(out[k], opt, vocab, rng);
+      add({d});
       if (progress && (d % 16 == 0 || d + 1 == docs.size())) progress(pass * docs.size() + d + 1, total);
     }
+  }
   shuffle(out, rng);
   return out;
 }
@@ -231,7 +320,7 @@ void DynamicDataset::prepare(uint64_t epoch) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   shuffle(order, rng);
   pairs_.clear();
-  for (size_t d : order) create_instances_from_document(docs_, d, opt_, vocab_, rng, pairs_);
+  create_instances(docs_, order, opt_, vocab_, rng, pairs_);
   shuffle(pairs_, rng);
   prepared_epoch_ = epoch;
 }

@@ -1,5 +1,7 @@
 #pragma once
-// BERT pre-training examples (MLM + NSP) as Google's create_pretraining_data makes them.
+// Pre-training examples as the families' recipes make them: BERT's sentence pairs for MLM + NSP
+// (Google's create_pretraining_data), ALBERT's for MLM + SOP (Google's ALBERT version), and
+// RoBERTa's single segments of full sentences for MLM only (Liu et al. 2019, section 4.2).
 // Input: plain text, one sentence per line, a blank line between documents.
 #include <cstdint>
 #include <functional>
@@ -11,11 +13,24 @@
 
 namespace xg::text {
 
+// How sentences become an instance's tokens.
+enum class Pairing {
+  NextSentence,   // [CLS] A [SEP] B [SEP]; B follows A, or half the time comes from another document (BERT)
+  SentenceOrder,  // [CLS] A [SEP] B [SEP]; B follows A, half the time the two are swapped (ALBERT)
+  FullSentences,  // [CLS] sentences [SEP]: contiguous sentences packed to the length, crossing
+                  // document boundaries with a [SEP] between documents (RoBERTa's FULL-SENTENCES)
+  DocSentences,   // as FullSentences, but an instance never crosses a document boundary
+};
+// "nsp", "sop", "full-sentences", "doc-sentences"; parse_pairing throws listing them.
+std::string pairing_name(Pairing p);
+Pairing parse_pairing(const std::string& name);
+
 struct PretrainingOptions {
+  Pairing pairing = Pairing::NextSentence;
   size_t max_seq_length = 128;
   size_t max_predictions_per_seq = 20;
   float masked_lm_prob = 0.15f;
-  float short_seq_prob = 0.1f;  // how often to aim for a shorter sequence
+  float short_seq_prob = 0.1f;  // how often to aim for a shorter sequence (sentence pairs only)
   size_t dupe_factor = 5;       // static mode: passes over the corpus, each with fresh masks
   bool whole_word_mask = false;
   uint64_t seed = 12345;
@@ -37,9 +52,9 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
                                      const std::function<void(size_t, size_t)>& progress = nullptr);
 
 struct Instance {
-  std::vector<int32_t> tokens;  // [CLS] A [SEP] B [SEP], unpadded
+  std::vector<int32_t> tokens;  // [CLS] A [SEP] B [SEP] (or [CLS] A [SEP] for a single segment), unpadded
   size_t a_end = 0;             // index of the first [SEP]; segment 0 is tokens[0 .. a_end]
-  bool is_random_next = false;  // NSP label 1: B is from another document
+  bool is_random_next = false;  // the sentence label: NSP 1 = B is from another document, SOP 1 = swapped
   std::vector<int32_t> masked_positions, masked_labels;  // sorted by position
   int32_t segment_id(size_t i) const { return i <= a_end ? 0 : 1; }
 };
@@ -59,8 +74,21 @@ struct MaskingVocab {
 // sentence boundary; with probability 0.5 (always for one-sentence chunks) B comes from a random
 // other document and the unused sentences go back; the pair is trimmed from its longer side,
 // randomly front or back. Appends unmasked instances.
+// With Pairing::SentenceOrder, ALBERT's variant: the same chunks, B always the rest of the chunk,
+// A and B swapped with probability 0.5 (is_random_next = swapped). A chunk of one sentence is
+// split inside it: Google's ALBERT code pairs it with another document's text instead, which makes
+// such instances NSP's easy case rather than an order question.
 void create_instances_from_document(const std::vector<Document>& docs, size_t doc_index, const PretrainingOptions& opt,
                                     const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out);
+
+// RoBERTa's packing, over documents in `order`: see Pairing::FullSentences and DocSentences.
+// A sentence longer than a sequence fills whole sequences. Appends unmasked instances.
+void pack_full_sentences(const std::vector<Document>& docs, const std::vector<size_t>& order, const PretrainingOptions& opt,
+                         const MaskingVocab& vocab, std::vector<Instance>& out);
+
+// Instances of documents `order` per opt.pairing (unmasked).
+void create_instances(const std::vector<Document>& docs, const std::vector<size_t>& order, const PretrainingOptions& opt,
+                      const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out);
 
 // Google's create_masked_lm_predictions: masked_lm_prob of the tokens (at least 1, at most
 // max_predictions_per_seq), never a special token, whole words together when asked; each chosen
@@ -72,8 +100,8 @@ std::vector<Instance> create_static_instances(std::vector<Document> docs, const 
                                               const MaskingVocab& vocab,
                                               const std::function<void(size_t, size_t)>& progress = nullptr);
 
-// Dynamic mode (RoBERTa-style): each epoch pairs the documents anew and masks every instance on
-// the fly, from a generator seeded by (seed, epoch, index), so any position can be resumed.
+// Dynamic mode (RoBERTa-style): each epoch makes the instances anew (pairs drawn afresh, packed
+// sequences in a new order) and masks every instance on the fly, from a generator seeded by (seed, epoch, index), so any position can be resumed.
 class DynamicDataset {
  public:
   DynamicDataset(std::vector<Document> docs, PretrainingOptions opt, MaskingVocab vocab);

@@ -260,16 +260,17 @@ void SentencePieceTokenizer::save_pretrained(const std::string& dir) const {
 }
 
 void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, const std::string& out_model_path,
-                         size_t threads) {
+                         size_t threads, bool case_fold) {
   if (!fs::is_regular_file(corpus_path))
     throw std::runtime_error(fmt::format("[train_sentencepiece] {}: no such file", corpus_path));
   const std::string prefix = out_model_path + ".training";
   const size_t n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  const std::unordered_map<std::string, std::string> args = {
+  std::unordered_map<std::string, std::string> args = {
       {"input", corpus_path}, {"model_prefix", prefix}, {"model_type", "unigram"},
       {"vocab_size", std::to_string(vocab_size)}, {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "-1"},
       {"eos_id", "-1"}, {"control_symbols", "[CLS],[SEP],[MASK]"}, {"character_coverage", "1.0"},
-      {"num_threads", std::to_string(n)}};
+      {"num_threads", std::to_string(n)}, {"minloglevel", "1"}};  // warnings only: not a line per EM step
+  if (case_fold) args["normalization_rule_name"] = "nmt_nfkc_cf";
   check(sentencepiece::SentencePieceTrainer::Train(args), fmt::format("training on {}", corpus_path));
   fs::rename(prefix + ".model", out_model_path);
   fs::remove(prefix + ".vocab");

@@ -74,7 +74,9 @@ class SentencePieceTokenizer : public Tokenizer {
 // Trains a unigram SentencePiece model with ALBERT's settings (<pad> 0, <unk> 1, [CLS] [SEP]
 // [MASK] as control symbols, no bos/eos, full character coverage) on a text file, one sentence a
 // line, through the library's SentencePieceTrainer; writes the model to out_model_path.
+// `case_fold`: the model's normaliser folds case (nmt_nfkc_cf), so that an uncased tokenizer's
+// vocabulary holds no upper-case pieces it would never see.
 void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, const std::string& out_model_path,
-                         size_t threads = 0);
+                         size_t threads = 0, bool case_fold = false);
 
 }  // namespace xg::text

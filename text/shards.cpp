@@ -125,7 +125,7 @@ Instance ShardReader::get(size_t i) {
   auto bad = [&](const std::string& what) {
     return std::runtime_error(fmt::format("[shard] {}: record {}: {}", path_, i, what));
   };
-  if (len < 3 || len > seq_ || a_end == 0 || a_end + 1 >= len || n_pred > preds_ || p[4] > 1)
+  if (len < 3 || len > seq_ || a_end == 0 || a_end >= len || n_pred > preds_ || p[4] > 1)
     throw bad(fmt::format("length {}, a_end {}, predictions {} are inconsistent", len, a_end, n_pred));
   p += 8;
   for (size_t k = 0; k < len; ++k) {

@@ -9,7 +9,7 @@ namespace xg::training {
 Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, int32_t pad_id) {
   Batch b;
   std::vector<models::Sequence> sequences(instances.size());
-  std::vector<int64_t> positions, labels, next_sentence;
+  std::vector<int64_t> positions, labels, sentence_labels;
   for (size_t i = 0; i < instances.size(); ++i) {
     const auto& inst = instances[i];
     if (inst.tokens.size() > seq_len)
@@ -22,30 +22,30 @@ Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, i
       positions.push_back(int64_t(i * seq_len) + inst.masked_positions[k]);
       labels.push_back(inst.masked_labels[k]);
     }
-    next_sentence.push_back(inst.is_random_next ? 1 : 0);
+    sentence_labels.push_back(inst.is_random_next ? 1 : 0);
     b.real_tokens += inst.tokens.size();
   }
   b.inputs = models::pad_sequences(sequences, pad_id, seq_len);
-  b.targets = models::make_pretraining_targets(positions, labels, next_sentence);
+  b.targets = models::make_pretraining_targets(positions, labels, sentence_labels);
   return b;
 }
 
-Batch random_batch(size_t batch, size_t seq_len, size_t vocab_size, Generator& gen) {
+Batch random_batch(size_t batch, size_t seq_len, size_t vocab_size, size_t type_vocab_size, Generator& gen) {
   Batch b;
-  std::vector<int64_t> ids, types, positions, labels, next_sentence;
+  std::vector<int64_t> ids, types, positions, labels, sentence_labels;
   const size_t predictions = std::max<size_t>(1, size_t(std::lround(0.15 * double(seq_len))));
   for (size_t i = 0; i < batch; ++i) {
     for (size_t t = 0; t < seq_len; ++t) {
       ids.push_back(int64_t(gen.below(vocab_size)));
-      types.push_back(t < seq_len / 2 ? 0 : 1);
+      types.push_back(t < seq_len / 2 || type_vocab_size < 2 ? 0 : 1);
     }
     for (size_t k = 0; k < predictions; ++k) {  // evenly spread positions, random labels
       positions.push_back(int64_t(i * seq_len + (k * seq_len) / predictions));
       labels.push_back(int64_t(gen.below(vocab_size)));
     }
-    next_sentence.push_back(int64_t(gen.below(2)));
+    sentence_labels.push_back(int64_t(gen.below(2)));
   }
-  b.targets = models::make_pretraining_targets(positions, labels, next_sentence);
+  b.targets = models::make_pretraining_targets(positions, labels, sentence_labels);
   // an all-ones mask: the benchmark times the masked attention that real batches use
   b.inputs = models::make_inputs(batch, seq_len, std::move(ids), std::move(types), std::vector<int64_t>(batch * seq_len, 1));
   b.real_tokens = batch * seq_len;

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "autograd/parallel.hpp"
+#include "models/pretraining.hpp"
+#include "models/registry.hpp"
 #include "optim/optim.hpp"
 #include "training/batch.hpp"
 
@@ -17,22 +19,24 @@ double peak_rss_mb() {
   return 0;
 }
 
-BenchmarkResult run_benchmark(const TrainerOptions& opt, const MlmNspOptions& task) {
+BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& task) {
   if (opt.threads > 0) set_num_threads(opt.threads);
-  const size_t vocab = 30522;
-  models::BertForPreTraining model(bert_config_for(task.model, vocab, task.seq_len));
+  const nlohmann::json config = pretraining_config(task.model, 0, -1, -1, -1, task.seq_len);
+  const size_t vocab = config.at("vocab_size").get<size_t>();
+  auto model = models::build_model(config, task.model, pretraining_architecture(task));
+  auto* heads = dynamic_cast<models::PretrainingHeads*>(model.get());
   Generator gen(opt.seed);
-  model.init_weights(gen);
-  model.train();
-  model.bert->encoder->checkpoint_activations = task.checkpoint_activations;
-  model.flatten_parameters();
-  optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);
-  adamw.bind(*model.arena());
+  model->init_weights(gen);
+  model->train();
+  heads->set_checkpoint_activations(task.checkpoint_activations);
+  model->flatten_parameters();
+  optim::AdamW adamw(optim::bert_param_groups(model->named_parameters(), opt.weight_decay), opt.lr);
+  adamw.bind(*model->arena());
   std::vector<Batch> batches;
-  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, gen));
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, config.value("type_vocab_size", size_t(2)), gen));
   auto step = [&](size_t i) {
-    model.zero_grad();
-    const auto out = model.forward(batches[i % batches.size()].inputs, batches[i % batches.size()].targets);
+    model->zero_grad();
+    const auto out = heads->forward_pretraining(batches[i % batches.size()].inputs, batches[i % batches.size()].targets);
     out.loss.backward();
     adamw.step();
   };
@@ -42,7 +46,7 @@ BenchmarkResult run_benchmark(const TrainerOptions& opt, const MlmNspOptions& ta
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) step(size_t(i));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {double(n) * double(opt.batch * task.seq_len) / secs, secs / double(n), peak_rss_mb(), model.num_parameters()};
+  return {double(n) * double(opt.batch * task.seq_len) / secs, secs / double(n), peak_rss_mb(), model->num_parameters()};
 }
 
 }  // namespace xg::training

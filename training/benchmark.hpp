@@ -1,8 +1,8 @@
 #pragma once
-// The speed yardstick of bert_pretrain --benchmark: full MLM+NSP training steps on random ids.
+// The speed yardstick of bert_pretrain --benchmark: full pre-training steps on random ids.
 #include <cstddef>
 
-#include "training/tasks/mlm_nsp.hpp"
+#include "training/tasks/pretraining.hpp"
 #include "training/trainer.hpp"
 
 namespace xg::training {
@@ -13,10 +13,11 @@ struct BenchmarkResult {
   double peak_rss_mb;
   size_t parameters;
 };
-// Times full training steps (forward, backward, AdamW; MLM at 15% of positions + NSP) on random
-// token ids: trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len,
-// task.model, trainer.threads, trainer.lr, trainer.weight_decay and trainer.seed.
-BenchmarkResult run_benchmark(const TrainerOptions& trainer, const MlmNspOptions& task);
+// Times full training steps (forward, backward, AdamW; MLM at 15% of positions, plus the
+// sentence task of --pairing's head model) on random token ids of the preset's vocabulary:
+// trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len, task.model,
+// task.pairing, trainer.threads, trainer.lr, trainer.weight_decay and trainer.seed.
+BenchmarkResult run_benchmark(const TrainerOptions& trainer, const PretrainOptions& task);
 
 // Peak resident memory of this process so far (VmHWM), in MB.
 double peak_rss_mb();

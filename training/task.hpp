@@ -2,19 +2,26 @@
 // A Task is what the Trainer trains: it owns its model, its data (training batches in a
 // resumable order and a held-out set), the loss of a batch and its metrics. The Trainer owns the
 // loop, the optimizer, the schedule, checkpoints and logging, and knows nothing of what a task
-// predicts. MLM+NSP pre-training is one task (training/tasks/mlm_nsp.hpp); MLM-only, SOP,
+// predicts. Pre-training (MLM with NSP, SOP or alone: training/tasks/pretraining.hpp) is one task;
 // classification, NER and QA are further ones, each a new Task with no change to the Trainer.
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "nn/module.hpp"
 #include "training/metrics.hpp"
 
 namespace xg::training {
+
+// The optimizer settings of a task's recipe (RoBERTa's Adam: beta2 0.98, eps 1e-6); unset: the
+// optimizer's own defaults. --beta2 and --eps override them.
+struct OptimizerDefaults {
+  std::optional<float> beta2, eps;
+};
 
 // Counts a task sums over batches to compute its metrics (e.g. "masked", "mlm_correct").
 using Counts = std::map<std::string, double>;
@@ -48,6 +55,7 @@ class Task {
   // One line about the model and data for the start of a run.
   virtual std::string describe() const = 0;
   virtual nn::Module& model() = 0;
+  virtual OptimizerDefaults optimizer_defaults() const { return {}; }
   // Training examples in one pass over the data (--epochs derives the steps from it).
   virtual size_t train_examples_per_epoch() = 0;
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
@@ -36,6 +37,10 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore)
       .add("--optimizer", &O::optimizer, "adamw or lamb", kRestore)
       .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
+      .add("--beta2", &O::beta2, "Adam/LAMB second-moment decay (0: the model's recipe: RoBERTa 0.98, else 0.999)",
+           kRestore, between(0, 0.99999999))
+      .add("--eps", &O::eps, "Adam/LAMB epsilon (0: the model's recipe: RoBERTa 1e-6, AdamW 1e-8, LAMB 1e-6)", kRestore,
+           between(0, 1))
       .add("--clip", &O::clip, "global gradient-norm clip, 0 to disable", kRestore, at_least(0))
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
       .add("--out", &O::out, fmt::format("output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), "
@@ -78,10 +83,23 @@ class StopSignals {
   Handler int_, term_;
 };
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const nn::Module& m, float lr, float wd) {
-  auto groups = optim::bert_param_groups(m.named_parameters(), wd);  // no decay on biases and LayerNorm
-  if (name == "adamw") return std::make_unique<optim::AdamW>(groups, lr);
-  if (name == "lamb") return std::make_unique<optim::Lamb>(groups, lr);
+// --beta2 and --eps when set, else the task's recipe, else the optimizer's own defaults.
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, const nn::Module& m, const OptimizerDefaults& recipe) {
+  const std::string& name = o.optimizer;
+  auto groups = optim::bert_param_groups(m.named_parameters(), o.weight_decay);  // no decay on biases and LayerNorm
+  auto pick = [](float flag, std::optional<float> from_task, float own) { return flag > 0 ? flag : from_task.value_or(own); };
+  if (name == "adamw") {
+    optim::AdamOptions a;
+    a.beta2 = pick(o.beta2, recipe.beta2, a.beta2);
+    a.eps = pick(o.eps, recipe.eps, a.eps);
+    return std::make_unique<optim::AdamW>(groups, o.lr, a);
+  }
+  if (name == "lamb") {
+    optim::LambOptions l;
+    l.beta2 = pick(o.beta2, recipe.beta2, l.beta2);
+    l.eps = pick(o.eps, recipe.eps, l.eps);
+    return std::make_unique<optim::Lamb>(groups, o.lr, l);
+  }
   throw std::invalid_argument(fmt::format("[trainer] --optimizer {}: use adamw or lamb", name));
 }
 
@@ -213,7 +231,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   model.train();
   // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
   if (!model.arena()) model.flatten_parameters();
-  auto optimizer = make_optimizer(opt.optimizer, model, opt.lr, opt.weight_decay);
+  auto optimizer = make_optimizer(opt, model, task->optimizer_defaults());
   optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
   if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};

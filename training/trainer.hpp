@@ -33,6 +33,8 @@ struct TrainerOptions {
   std::string schedule = "linear";
   std::string optimizer = "adamw";
   float weight_decay = 0.01f;
+  float beta2 = 0;         // the optimizer's second-moment decay; 0: the task's recipe (Task::optimizer_defaults)
+  float eps = 0;           // the optimizer's epsilon; 0: the task's recipe
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
   // run control (each run's own values)

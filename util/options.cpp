@@ -72,7 +72,8 @@ void check_range(double value, const Range& range, const std::string& flag, cons
 }
 
 std::string json_key(const std::string& flag) {
-  std::string k = flag.substr(flag.find_first_not_of('-'));
+  const std::string first = flag.substr(0, flag.find(','));  // "--tokenizer,--vocab": the first name
+  std::string k = first.substr(first.find_first_not_of('-'));
   for (char& c : k)
     if (c == '-') c = '_';
   return k;

@@ -38,7 +38,7 @@ template <class T>
 T parse(const std::string& text, const std::string& flag);
 // Throws std::invalid_argument naming `flag` and `value` when it is outside `range` or not finite.
 void check_range(double value, const Range& range, const std::string& flag, const std::string& shown);
-// "--max-predictions" -> "max_predictions": the key in saved JSON.
+// "--max-predictions" -> "max_predictions": the key in saved JSON (of the first name of "--a,--b").
 std::string json_key(const std::string& flag);
 template <class T>
 std::string show(const T& v) {

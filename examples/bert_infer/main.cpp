@@ -1,10 +1,10 @@
 // Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors, and
 // the tokenizer's files: vocab.txt, tokenizer_config.json, special_tokens_map.json):
 //   bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]
-//   bert_infer tokenize --model DIR | --vocab FILE [--cased]   < lines   (ids of [CLS] line [SEP])
+//   bert_infer tokenize --model DIR | --tokenizer FILE|DIR [--cased]   < lines   (ids with the family's template)
 //   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
 //   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] < lines   (one vector per line)
-// --vocab FILE [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
+// --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -69,7 +69,10 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const TokenizerArgs& a, const cha
 void add_tokenizer_options(CLI::App* cmd, TokenizerArgs& a, bool model_required) {
   auto* model = cmd->add_option("--model", a.model, "checkpoint directory (its tokenizer files are used)")->type_name("DIR");
   if (model_required) model->required();
-  cmd->add_option("--vocab", a.vocab, "WordPiece vocab.txt or tokenizer directory, instead of the model's")->type_name("FILE|DIR");
+  cmd->add_option("--tokenizer,--vocab", a.vocab,
+                  "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model or a "
+                  "Hugging Face tokenizer directory, instead of the model's")
+      ->type_name("FILE|DIR");
   cmd->add_flag("--cased", a.cased, "with --vocab: keep case and accents");
 }
 

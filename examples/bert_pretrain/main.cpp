@@ -1,26 +1,27 @@
-// Pre-trains BERT (MLM + NSP) from raw text or shards. With no flags: a small model on the
-// bundled corpus for a few minutes. See --help.
+// Pre-trains BERT (MLM + NSP), RoBERTa (MLM on full sentences) or ALBERT (MLM + SOP) from raw text
+// or shards. With no flags: a small BERT on the bundled corpus for a few minutes. See --help.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 
 #include "training/benchmark.hpp"
-#include "training/tasks/mlm_nsp.hpp"
+#include "training/tasks/pretraining.hpp"
 #include "training/trainer.hpp"
 
-using xg::training::MlmNspOptions;
+using xg::training::PretrainOptions;
 using xg::training::TrainerOptions;
 
 int main(int argc, char** argv) {
   TrainerOptions trainer;
-  MlmNspOptions task;
+  PretrainOptions task;
   bool benchmark = false;
-  CLI::App app("Pre-trains BERT with masked-language-model and next-sentence losses.\n"
+  CLI::App app("Pre-trains BERT (masked-language-model + next-sentence losses), RoBERTa (masked-language-model on\n"
+               "full-sentence sequences) or ALBERT (masked-language-model + sentence-order losses): --model.\n"
                "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); --resume continues\n"
                "exactly where it stopped. Exit status: 0 done, 1 error, 2 bad command line.",
                "bert_pretrain");
   app.get_formatter()->column_width(34);
-  MlmNspOptions::table().add_to(app, task, "Data and model");
+  PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_flag("--benchmark", benchmark,
                "time training steps on random token ids (honours --model --batch --seq-len --steps --threads); "
@@ -33,8 +34,8 @@ int main(int argc, char** argv) {
   try {
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
-      fmt::print("benchmark: model {}, batch {} x {} tokens, {} timed steps (AdamW, MLM at 15% of positions + NSP)\n",
-                 task.model, trainer.batch, task.seq_len, trainer.steps);
+      fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (AdamW, MLM at 15% of positions)\n",
+                 task.model, xg::training::pretraining_architecture(task), trainer.batch, task.seq_len, trainer.steps);
       const auto r = xg::training::run_benchmark(trainer, task);
       fmt::print("parameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\ntokens/s: {:.1f}\n",
                  double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s);

@@ -1,0 +1,180 @@
+// Pre-training RoBERTa and ALBERT through the same Task as BERT: each family's recipe (RoBERTa:
+// MLM on packed full sentences, Adam beta2 0.98 / eps 1e-6, a byte-level BPE vocabulary; ALBERT:
+// MLM + sentence order, a SentencePiece vocabulary), learning, exact resume, Hugging Face
+// checkpoint files, and clear errors for combinations a family cannot train.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nn/safetensors.hpp"
+#include "tests/temp_path.hpp"
+#include "text/load_tokenizer.hpp"
+#include "training/tasks/pretraining.hpp"
+
+using namespace xg;
+using namespace xg::training;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+struct Run {
+  TrainerOptions trainer;
+  PretrainOptions task;
+  int64_t go() const { return run_pretraining(trainer, task).step; }
+};
+
+Run family_run(const std::string& model, const std::string& out) {
+  Run r;
+  r.task.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
+  r.task.model = model;
+  r.task.train_vocab = 600;
+  r.task.seq_len = 48;
+  r.task.eval_instances = 16;
+  r.trainer.batch = 8;
+  r.trainer.lr = 2e-3f;
+  r.trainer.steps = 30;
+  r.trainer.eval_every = 30;
+  r.trainer.save_every = 0;
+  r.trainer.log_every = 1;
+  r.trainer.quiet = true;
+  r.trainer.out = temp_path(out);
+  fs::remove_all(r.trainer.out);
+  return r;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<nlohmann::json> metrics(const std::string& out) {
+  std::ifstream in(fs::path(out) / "metrics.jsonl");
+  std::vector<nlohmann::json> rows;
+  for (std::string l; std::getline(in, l);) rows.push_back(nlohmann::json::parse(l));
+  return rows;
+}
+
+double weight_difference(const std::string& a_file, const std::string& b_file) {
+  const auto a = nn::safetensors::read_float_tensors(a_file);
+  const auto b = nn::safetensors::read_float_tensors(b_file);
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (const auto& [n, t] : a)
+    for (size_t i = 0; i < t.numel(); ++i) worst = std::max(worst, double(std::fabs(t.data()[i] - b.at(n).data()[i])));
+  return worst;
+}
+
+struct Family {
+  const char* model;
+  const char* task;           // training_state.json's task
+  const char* architecture;   // config.json's
+  const char* sentence_part;  // the sentence task's loss in metrics, or ""
+  std::vector<const char*> tokenizer_files;
+};
+const Family kFamilies[] = {
+    {"roberta-tiny", "mlm", "RobertaForMaskedLM", "", {"vocab.json", "merges.txt", "tokenizer_config.json"}},
+    {"albert-tiny", "mlm_sop", "AlbertForPreTraining", "sop_loss", {"spiece.model", "tokenizer_config.json"}},
+};
+}  // namespace
+
+TEST_CASE("RoBERTa and ALBERT pre-train with their own recipes: the loss falls, checkpoints are Hugging Face's", "[pretrain][families]") {
+  for (const Family& f : kFamilies) {
+    CAPTURE(f.model);
+    Run r = family_run(f.model, std::string("xgrad_pretrain_family_") + f.model);
+    REQUIRE(r.go() == 30);
+    std::vector<double> losses;
+    bool evaluated = false;
+    for (const auto& row : metrics(r.trainer.out)) {
+      if (row.contains("loss")) {
+        losses.push_back(row["loss"]);
+        CHECK(row.contains("mlm_loss"));
+        CHECK(!row.contains("nsp_loss"));
+        if (*f.sentence_part) {
+          CHECK(row["loss"].get<double>() == Approx(row["mlm_loss"].get<double>() + row[f.sentence_part].get<double>()));
+        } else {
+          CHECK(row["loss"].get<double>() == Approx(row["mlm_loss"].get<double>()));
+        }
+      }
+      if (row.contains("eval_perplexity")) evaluated = true;
+    }
+    REQUIRE(losses.size() == 30);
+    CHECK(losses.front() > 6.0);                    // ~ln(600) at the start
+    CHECK(losses.back() < losses.front() - 0.5);    // and learning
+    CHECK(evaluated);
+    const fs::path ckpt = fs::path(r.trainer.out) / "checkpoint-000030";
+    const auto config = read_json(ckpt / "config.json");
+    CHECK(config["architectures"][0] == f.architecture);
+    CHECK(config["vocab_size"] == 600);
+    for (const char* file : f.tokenizer_files) CHECK(fs::exists(ckpt / file));
+    const auto tok = text::load_tokenizer(ckpt.string());
+    CHECK(config["pad_token_id"] == tok->pad_id());
+    CHECK(read_json(ckpt / "training_state.json")["task"] == f.task);
+    const auto adam = read_json(ckpt / "optimizer.json")["settings"];
+    if (std::string(f.model).rfind("roberta", 0) == 0) {
+      CHECK(adam["beta2"].get<float>() == 0.98f);  // RoBERTa's recipe
+      CHECK(adam["eps"].get<float>() == 1e-6f);
+      CHECK(config["max_position_embeddings"].get<size_t>() >= 48 + 2);  // positions start after <pad> (1)
+    } else {
+      CHECK(adam["beta2"].get<float>() == 0.999f);
+    }
+    fs::remove_all(r.trainer.out);
+  }
+}
+
+TEST_CASE("RoBERTa and ALBERT runs stopped and resumed equal uninterrupted ones", "[pretrain][families]") {
+  for (const Family& f : kFamilies) {
+    CAPTURE(f.model);
+    Run full = family_run(f.model, std::string("xgrad_pretrain_family_full_") + f.model);
+    full.trainer.steps = 6;
+    full.trainer.eval_every = 0;
+    full.go();
+    Run part = family_run(f.model, std::string("xgrad_pretrain_family_part_") + f.model);
+    part.trainer.steps = 6;
+    part.trainer.eval_every = 0;
+    part.trainer.stop_at = 2;
+    REQUIRE(part.go() == 2);
+    Run resumed;  // defaults everywhere: the checkpoint decides (model, vocabulary, pairing)
+    resumed.trainer.out = resumed.trainer.resume = part.trainer.out;
+    resumed.trainer.quiet = true;
+    resumed.trainer.eval_every = 0;
+    REQUIRE(resumed.go() == 6);
+    CHECK(weight_difference(full.trainer.out + "/checkpoint-000006/model.safetensors",
+                            part.trainer.out + "/checkpoint-000006/model.safetensors") == 0);
+    fs::remove_all(full.trainer.out);
+    fs::remove_all(part.trainer.out);
+  }
+}
+
+TEST_CASE("BERT and ALBERT train MLM alone on packed sequences with --pairing", "[pretrain][families]") {
+  for (const char* model : {"tiny", "albert-tiny"}) {
+    CAPTURE(model);
+    Run r = family_run(model, std::string("xgrad_pretrain_mlm_only_") + model);
+    r.task.pairing = "doc-sentences";
+    r.trainer.steps = 3;
+    r.trainer.eval_every = 0;
+    REQUIRE(r.go() == 3);
+    const auto config = read_json(fs::path(r.trainer.out) / "checkpoint-000003" / "config.json");
+    CHECK(config["architectures"][0] == (std::string(model) == "tiny" ? "BertForMaskedLM" : "AlbertForMaskedLM"));
+    fs::remove_all(r.trainer.out);
+  }
+}
+
+TEST_CASE("pre-training refuses what a family cannot train, with clear errors", "[pretrain][families][errors]") {
+  Run r = family_run("roberta-tiny", "xgrad_pretrain_family_bad");
+  r.task.pairing = "nsp";
+  CHECK_THROWS_WITH(r.go(), Contains("--pairing nsp") && Contains("'roberta'") && Contains("RobertaForMaskedLM"));
+  r = family_run("roberta-tiny", "xgrad_pretrain_family_bad");
+  r.task.pairing = "sentence-order";
+  CHECK_THROWS_WITH(r.go(), Contains("'sentence-order'"));
+  // GPT-2's files put <pad> at 50260: RoBERTa's positions would start after it
+  r = family_run("roberta-tiny", "xgrad_pretrain_family_bad");
+  r.task.train_vocab = 0;
+  r.task.tokenizer = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/gpt2-vocab.json";
+  CHECK_THROWS_WITH(r.go(), Contains("pad token has id 50260") && Contains("--train-vocab"));
+  r = family_run("electra-tiny", "xgrad_pretrain_family_bad");  // not a family: a BERT size
+  CHECK_THROWS_WITH(r.go(), Contains("'electra-tiny'"));
+  r = family_run("albert-gigantic", "xgrad_pretrain_family_bad");
+  CHECK_THROWS_WITH(r.go(), Contains("'gigantic'"));
+  fs::remove_all(r.trainer.out);
+}

@@ -1,0 +1,444 @@
+#include "training/tasks/pretraining.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "models/checkpoint.hpp"
+#include "models/pretraining.hpp"
+#include "models/registry.hpp"
+#include "training/batch.hpp"
+#include "training/tasks/instance_sources.hpp"
+#include "training/tasks/vocabulary.hpp"
+#include "util/json_input.hpp"
+#include "util/progress.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+const OptionTable<PretrainOptions>& PretrainOptions::table() {
+  using O = PretrainOptions;
+  constexpr OnResume kRestore = OnResume::Restore;
+  static const OptionTable<O> t = OptionTable<O>()
+      .add("--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
+                                   "or a directory of create_pretraining_data shards", kRestore)
+      .add("--tokenizer,--vocab", &O::tokenizer,
+           "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model, or a Hugging "
+           "Face tokenizer directory (default: BERT's bundled bert-base-uncased vocabulary; RoBERTa and ALBERT train "
+           "one of 8000 tokens; a resumed run uses its checkpoint's)", kRestore)
+      .add("--train-vocab", &O::train_vocab, "train a vocabulary of SIZE tokens from the corpus, of the model's kind "
+                                             "(WordPiece, byte-level BPE, SentencePiece) instead of --tokenizer (0: no)", kRestore)
+      .add("--cased", &O::cased, "keep case and accents (default: uncased; byte-level BPE is always cased)", kRestore)
+      .add("--model", &O::model, "[family-]size: tiny, mini, small, medium, base, large (BERT), roberta-tiny ... "
+                                 "roberta-large, albert-tiny ... albert-xxlarge; or a config.json", kRestore)
+      .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa full-sentences, ALBERT sop), nsp, "
+                                     "sop, full-sentences or doc-sentences (MLM only)", kRestore)
+      .add("--seq-len", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
+      .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: masked-lm-prob x seq-len, rounded up)", kRestore)
+      .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
+      .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
+      .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore)
+      .add("--checkpoint-activations", &O::checkpoint_activations,
+           "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
+           "backward pass (less memory, one more forward)");
+  return t;
+}
+
+namespace {
+
+bool looks_like_path(const std::string& model) {
+  return model.find('/') != std::string::npos || fs::path(model).extension() == ".json";
+}
+
+// --model's family and size: "roberta-base" -> (roberta, base); "base" -> (bert, base).
+std::pair<std::string, std::string> family_and_size(const std::string& model) {
+  const size_t dash = model.find('-');
+  if (dash != std::string::npos) {
+    const std::string family = model.substr(0, dash);
+    for (const auto& t : models::registered_model_types())
+      if (t == family) return {family, model.substr(dash + 1)};
+  }
+  return {"bert", model};
+}
+
+// `what` names where the path came from in errors ("--model", "resume").
+nlohmann::json read_config(const std::string& path, const std::string& what) {
+  if (!fs::is_regular_file(path)) throw std::invalid_argument(fmt::format("[pretraining] {} {}: no such config file", what, path));
+  std::ifstream in(path, std::ios::binary);
+  try {
+    return parse_json_bounded(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("[pretraining] {} {}: not valid JSON: {}", what, path, e.what()));
+  }
+}
+
+// The config.json --model names, before sizing.
+nlohmann::json base_config(const std::string& model) {
+  if (looks_like_path(model) || fs::is_regular_file(model)) {
+    nlohmann::json j = read_config(model, "--model");
+    if (!j.is_object()) throw std::invalid_argument(fmt::format("[pretraining] --model {}: not a JSON object", model));
+    if (!j.contains("model_type")) j["model_type"] = "bert";  // this project's configs before families
+    return j;
+  }
+  const auto [family, size] = family_and_size(model);
+  nlohmann::json j = models::preset_config(family, size);
+  j["model_type"] = family;
+  return j;
+}
+
+std::string model_type_of(const std::string& model) {
+  const nlohmann::json j = base_config(model);
+  if (!j["model_type"].is_string()) throw std::invalid_argument(fmt::format("[pretraining] --model {}: model_type is not a string", model));
+  return j["model_type"].get<std::string>();
+}
+
+models::SentenceTask sentence_task_of(text::Pairing p) {
+  switch (p) {
+    case text::Pairing::NextSentence: return models::SentenceTask::NextSentence;
+    case text::Pairing::SentenceOrder: return models::SentenceTask::SentenceOrder;
+    default: return models::SentenceTask::None;
+  }
+}
+
+// --pairing: "auto" is the family's recipe, the sentence task of its first pre-training head.
+text::Pairing resolve_pairing(const std::string& pairing, const std::string& model_type) {
+  if (pairing != "auto") return text::parse_pairing(pairing);
+  const auto heads = models::pretraining_architectures(model_type);
+  if (heads.empty()) throw std::invalid_argument(fmt::format("[pretraining] model_type '{}' has no pre-training heads", model_type));
+  switch (heads.front().first) {
+    case models::SentenceTask::NextSentence: return text::Pairing::NextSentence;
+    case models::SentenceTask::SentenceOrder: return text::Pairing::SentenceOrder;
+    case models::SentenceTask::None: break;
+  }
+  return text::Pairing::FullSentences;
+}
+
+// The family's head model for `pairing`'s sentence task.
+std::string architecture_for(const std::string& model_type, text::Pairing pairing) {
+  const models::SentenceTask wanted = sentence_task_of(pairing);
+  std::vector<std::string> offered;
+  for (const auto& [task, name] : models::pretraining_architectures(model_type)) {
+    if (task == wanted) return name;
+    offered.push_back(fmt::format("{} ({})", name, models::sentence_task_name(task)));
+  }
+  throw std::invalid_argument(fmt::format("[pretraining] --pairing {}: model_type '{}' has no pre-training head for {} "
+                                          "(it has: {})", text::pairing_name(pairing), model_type,
+                                          models::sentence_task_name(wanted), fmt::join(offered, ", ")));
+}
+
+}  // namespace
+
+nlohmann::json pretraining_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
+                                  int64_t sep_id, size_t seq_len) {
+  nlohmann::json j = base_config(model);
+  if (vocab_size > 0) j["vocab_size"] = vocab_size;
+  if (pad_id >= 0) j["pad_token_id"] = pad_id;
+  if (cls_id >= 0 && j.contains("bos_token_id")) j["bos_token_id"] = cls_id;  // RoBERTa's <s>, ALBERT's [CLS]
+  if (sep_id >= 0 && j.contains("eos_token_id")) j["eos_token_id"] = sep_id;
+  if (!j.contains("pad_token_id") || !j["pad_token_id"].is_number_integer())
+    throw std::invalid_argument(fmt::format("[pretraining] --model {}: no integer pad_token_id", model));
+  pad_id = j["pad_token_id"].get<int64_t>();
+  // RoBERTa counts positions from pad_token_id + 1: the table must reach past the longest sequence.
+  const bool offset_positions = j["model_type"] == "roberta";
+  const size_t needed = seq_len + (offset_positions ? size_t(pad_id) + 1 : 0);
+  if (offset_positions && pad_id > 1024)
+    throw std::invalid_argument(fmt::format(
+        "[pretraining] the tokenizer's pad token has id {}: RoBERTa counts positions from pad_token_id + 1, so the "
+        "position table would need {} rows. Use a vocabulary with its special tokens first (roberta-base's: <s> 0, <pad> "
+        "1, </s> 2, <unk> 3), e.g. --train-vocab", pad_id, needed));
+  const size_t have = j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_unsigned()
+                          ? j["max_position_embeddings"].get<size_t>() : 0;
+  j["max_position_embeddings"] = std::max(have, needed);
+  return j;
+}
+
+std::string pretraining_architecture(const PretrainOptions& o) {
+  const std::string type = model_type_of(o.model);
+  return architecture_for(type, resolve_pairing(o.pairing, type));
+}
+
+namespace {
+
+// Sizes a training step's memory depends on, from config.json (every family has these fields;
+// ALBERT's shared layers make the estimate high, which only makes the refusal rarer).
+struct ModelShape {
+  double hidden, layers, intermediate, heads, vocab, positions, types;
+  static ModelShape of(const nlohmann::json& j) {
+    auto get = [&](const char* k, double fallback) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : fallback; };
+    return {get("hidden_size", 768), get("num_hidden_layers", 12), get("intermediate_size", 3072),
+            get("num_attention_heads", 12), get("vocab_size", 30522), get("max_position_embeddings", 512),
+            get("type_vocab_size", 2)};
+  }
+};
+
+// Bytes a training step needs, roughly: weights, gradients and two Adam moments; per layer and
+// sequence the activations kept for backward (hidden-sized tensors, the feed-forward's, and the
+// attention's scores and probabilities; one layer's with --checkpoint-activations, plus each
+// layer's input); the MLM logits. In double: absurd sizes must not wrap. It over-estimates the
+// measured peaks (README: BERT-Base 8 x 128 and 8 x 512) by 20 to 35%.
+struct MemoryEstimate {
+  double parameters = 0, activations = 0;
+  double total() const { return parameters + activations; }
+};
+MemoryEstimate training_memory(const ModelShape& c, size_t batch, size_t seq_len, size_t max_predictions,
+                               bool checkpoint_activations) {
+  const double h = c.hidden, t = double(seq_len);
+  const double params = (c.vocab + c.positions + c.types) * h + c.layers * (4 * h * h + 2 * h * c.intermediate) + c.vocab + h * h;
+  const double per_layer = t * h * 20 + t * c.intermediate * 3 + c.heads * t * t * 3;
+  const double per_sequence = (checkpoint_activations ? per_layer + c.layers * t * h : c.layers * per_layer) +
+                              double(max_predictions) * c.vocab * 3;
+  return {params * 4 * 4, double(batch) * per_sequence * 4};
+}
+
+double physical_memory_bytes() { return double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE)); }
+
+// Refuses, before allocating, what needs far more memory than the machine has: absurd sizes end in
+// a message with the estimate, not in std::bad_alloc. `batch` 0: the model alone.
+void refuse_if_too_big(const nlohmann::json& config, size_t batch, size_t seq_len, size_t max_predictions,
+                       bool checkpoint_activations) {
+  const ModelShape c = ModelShape::of(config);
+  const MemoryEstimate need = training_memory(c, batch, seq_len, max_predictions, checkpoint_activations);
+  const double have = physical_memory_bytes();
+  if (need.total() <= 2 * have) return;  // the estimate is rough: refuse only what cannot be near
+  std::string activations;
+  if (batch > 0) activations = fmt::format("; {:.3g} GB of activations for --batch {} x --seq-len {}", need.activations / 1e9, batch, seq_len);
+  throw std::invalid_argument(fmt::format(
+      "[pretraining] training needs about {:.3g} GB ({:.3g} GB of weights, gradients and optimizer state for {} layers of "
+      "hidden_size {}, intermediate_size {}, vocab_size {}, max_position_embeddings {}{}), more than twice this machine's "
+      "{:.3g} GB of memory",
+      need.total() / 1e9, need.parameters / 1e9, c.layers, c.hidden, c.intermediate, c.vocab, c.positions, activations,
+      have / 1e9));
+}
+
+size_t max_predictions_of(const PretrainOptions& o) {
+  const size_t n = o.max_predictions > 0 ? o.max_predictions : size_t(std::ceil(double(o.masked_lm_prob) * double(o.seq_len)));
+  if (n == 0 || n > o.seq_len)
+    throw std::invalid_argument(fmt::format("[pretraining] --max-predictions {} must be in [1, --seq-len {}]", n, o.seq_len));
+  return n;
+}
+
+std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const std::string& model_type, const TaskContext& ctx) {
+  VocabularyRequest r{model_type, o.tokenizer, o.train_vocab, o.corpus, ctx.out, o.cased, ctx.quiet};
+  if (!ctx.checkpoint.empty()) {
+    // the checkpoint's tokenizer; checkpoints from before tokenizer files carry vocab.txt only
+    const bool has_tokenizer_files = fs::exists(fs::path(ctx.checkpoint) / "tokenizer_config.json");
+    r.path = has_tokenizer_files ? ctx.checkpoint : (fs::path(ctx.checkpoint) / "vocab.txt").string();
+    r.train_size = 0;
+  } else if (r.path.empty() && r.train_size == 0) {
+    r.path = default_tokenizer_path(model_type);
+    if (r.path.empty()) {
+      r.train_size = PretrainOptions::kDefaultTrainedVocab;
+      if (!ctx.quiet)
+        fmt::print("{} has no bundled tokenizer: training one of {} tokens on {} (--tokenizer or --train-vocab to choose)\n",
+                   model_type, r.train_size, o.corpus);
+    }
+  }
+  return make_vocabulary(r);
+}
+
+class PretrainingTask : public Task {
+ public:
+  PretrainingTask(const PretrainOptions& o, const TaskContext& ctx) : opt_(o), max_predictions_(max_predictions_of(o)) {
+    const std::string model_type = ctx.checkpoint.empty() ? model_type_of(o.model) : "";
+    make_model_and_tokenizer(ctx, model_type);
+    load_data(ctx);
+  }
+
+  std::string name() const override {
+    switch (heads_->sentence_task()) {
+      case models::SentenceTask::NextSentence: return "mlm_nsp";
+      case models::SentenceTask::SentenceOrder: return "mlm_sop";
+      case models::SentenceTask::None: break;
+    }
+    return "mlm";
+  }
+  std::string describe() const override {
+    return fmt::format("model: {} ({:.1f}M parameters), {}; vocabulary {}; {} training instances per epoch, {} held out; "
+                       "sequences of {} tokens",
+                       model_->architecture(), double(model_->num_parameters()) / 1e6, text::pairing_name(pairing_),
+                       tok_->vocab_size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
+  }
+  nn::Module& model() override { return *model_; }
+  OptimizerDefaults optimizer_defaults() const override {
+    if (model_->model_type() == "roberta") return {0.98f, 1e-6f};  // Liu et al. 2019, section 3.1
+    return {};
+  }
+  size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
+
+  BatchLoss next_batch_loss(size_t batch_size) override {
+    if (!memory_checked_) refuse_if_too_big(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
+    memory_checked_ = true;
+    const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_->pad_id());
+    const auto out = heads_->forward_pretraining(b.inputs, b.targets);
+    BatchLoss l{out.loss, {{"mlm", out.mlm_loss.item()}},
+                {{"masked", double(b.targets.masked_labels.numel())}, {"mlm_correct", double(out.mlm_correct)}},
+                b.real_tokens};
+    if (has_sentence_task()) {
+      l.parts.emplace_back(sentence_name(), out.sentence_loss.item());
+      l.counts["sequences"] = double(b.inputs.batch());
+      l.counts["sentence_correct"] = double(out.sentence_correct);
+    }
+    return l;
+  }
+
+  Scalars train_metrics(const Counts& c) const override {
+    auto count = [&](const char* name) { return c.count(name) ? c.at(name) : 0.0; };
+    Scalars s = {{"mlm_acc", count("mlm_correct") / std::max(count("masked"), 1.0)}};
+    if (has_sentence_task()) s.emplace_back(sentence_name() + "_acc", count("sentence_correct") / std::max(count("sequences"), 1.0));
+    return s;
+  }
+
+  Evaluation evaluate(size_t batch_size) override {
+    if (eval_.empty()) return {};
+    size_t masked = 0, mlm_correct = 0, sentence_correct = 0;
+    double mlm_loss_sum = 0, sentence_loss_sum = 0;
+    for (size_t s = 0; s < eval_.size(); s += batch_size) {
+      const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
+      const Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
+      const auto out = heads_->forward_pretraining(b.inputs, b.targets);
+      const size_t m = b.targets.masked_labels.numel();
+      masked += m;
+      mlm_correct += out.mlm_correct;
+      mlm_loss_sum += double(out.mlm_loss.item()) * double(m);  // the loss is a mean: weigh by its count
+      if (has_sentence_task()) {
+        sentence_correct += out.sentence_correct;
+        sentence_loss_sum += double(out.sentence_loss.item()) * double(part.size());
+      }
+    }
+    const double mlm_acc = double(mlm_correct) / double(std::max<size_t>(masked, 1));
+    const double mlm_loss = mlm_loss_sum / double(std::max<size_t>(masked, 1));
+    Evaluation e{{{"mlm_acc", mlm_acc}, {"perplexity", std::exp(mlm_loss)}, {"mlm_loss", mlm_loss}},
+                 fmt::format("MLM accuracy {:.2f}%, perplexity {:.1f}", 100 * mlm_acc, std::exp(mlm_loss))};
+    if (has_sentence_task()) {
+      const std::string n = sentence_name();
+      const double acc = double(sentence_correct) / double(eval_.size());
+      e.metrics.emplace_back(n + "_acc", acc);
+      e.metrics.emplace_back(n + "_loss", sentence_loss_sum / double(eval_.size()));
+      e.summary = fmt::format("MLM accuracy {:.2f}%, {} accuracy {:.2f}%, perplexity {:.1f}", 100 * mlm_acc,
+                              n == "nsp" ? "NSP" : "SOP", 100 * acc, std::exp(mlm_loss));
+    }
+    return e;
+  }
+
+  nlohmann::json data_state() const override { return {{"epoch", pos_.epoch}, {"index", pos_.index}}; }
+  void restore_data_state(const nlohmann::json& s) override {
+    try {
+      pos_ = {s.at("epoch").get<uint64_t>(), s.at("index").get<size_t>()};
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(fmt::format("[pretraining] bad data position {}: {}", json_summary(s), e.what()));
+    }
+  }
+
+  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override {
+    // The tokenizer files are written from memory: the files it came from may be a checkpoint
+    // that --keep has since removed.
+    models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
+      tok_->save_pretrained(tmp);
+      extra(tmp);
+    });
+  }
+
+ private:
+  bool has_sentence_task() const { return heads_->sentence_task() != models::SentenceTask::None; }
+  std::string sentence_name() const { return models::sentence_task_name(heads_->sentence_task()); }
+
+  void make_model_and_tokenizer(const TaskContext& ctx, const std::string& model_type) {
+    if (!ctx.checkpoint.empty()) {
+      const nlohmann::json saved = read_config((fs::path(ctx.checkpoint) / "config.json").string(), "resume");
+      std::string type = "bert";  // this project's checkpoints from before the families have no model_type
+      if (saved.is_object() && saved.contains("model_type") && saved["model_type"].is_string()) type = saved["model_type"];
+      pairing_ = resolve_pairing(opt_.pairing, type);
+      model_ = std::move(models::load_pretrained(ctx.checkpoint, 0, architecture_for(type, pairing_)).model);
+      tok_ = make_tokenizer(opt_, type, ctx);
+      config_ = model_->config_json();
+    } else {
+      tok_ = make_tokenizer(opt_, model_type, ctx);
+      pairing_ = resolve_pairing(opt_.pairing, model_type);
+      config_ = pretraining_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
+      refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
+      model_ = models::build_model(config_, opt_.model, architecture_for(model_type, pairing_));
+      Generator init_gen(ctx.seed);
+      model_->init_weights(init_gen);
+    }
+    heads_ = dynamic_cast<models::PretrainingHeads*>(model_.get());
+    if (!heads_) throw std::invalid_argument(fmt::format("[pretraining] {} has no pre-training heads", model_->architecture()));
+    if (heads_->sentence_task() != sentence_task_of(pairing_))
+      throw std::invalid_argument(fmt::format("[pretraining] {} trains {}, not --pairing {}", model_->architecture(),
+                                              models::sentence_task_name(heads_->sentence_task()), text::pairing_name(pairing_)));
+    heads_->set_checkpoint_activations(opt_.checkpoint_activations);
+    const size_t model_vocab = config_.value("vocab_size", size_t(0));
+    if (model_vocab != tok_->vocab_size())
+      throw std::invalid_argument(fmt::format("[pretraining] the model's vocab_size {} differs from the tokenizer's {} tokens",
+                                              model_vocab, tok_->vocab_size()));
+  }
+
+  void load_data(const TaskContext& ctx) {
+    text::PretrainingOptions popt;
+    popt.pairing = pairing_;
+    popt.max_seq_length = opt_.seq_len;
+    popt.max_predictions_per_seq = max_predictions_;
+    popt.masked_lm_prob = opt_.masked_lm_prob;
+    popt.whole_word_mask = opt_.whole_word_mask;
+    popt.seed = ctx.seed;
+    popt.dupe_factor = 1;
+    popt.validate();
+    if (fs::is_directory(opt_.corpus)) {
+      auto s = std::make_unique<ShardSource>(opt_.corpus, opt_.eval_instances, eval_);
+      if (s->max_seq_length() > opt_.seq_len)
+        throw std::invalid_argument(fmt::format("[pretraining] the shards hold sequences up to {} tokens; --seq-len is {}",
+                                                s->max_seq_length(), opt_.seq_len));
+      if (s->vocab_size() != tok_->vocab_size())
+        throw std::invalid_argument(fmt::format("[pretraining] the shards in {} were made with a vocabulary of {} tokens; the "
+                                                "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
+      source_ = std::move(s);
+      return;
+    }
+    Progress p("reading corpus", 0, "lines");
+    auto docs = text::load_documents(opt_.corpus, *tok_, [&](size_t done, size_t) {
+      if (!ctx.quiet) p.update(done);
+    });
+    if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
+    // Hold out the last 2% of documents (at least one) for evaluation.
+    if (docs.size() >= 2 && opt_.eval_instances > 0) {
+      const size_t held = std::max<size_t>(1, docs.size() / 50);
+      std::vector<text::Document> eval_docs(docs.end() - long(held), docs.end());
+      docs.resize(docs.size() - held);
+      text::PretrainingOptions eopt = popt;
+      eopt.seed = ctx.seed + 1;
+      eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(*tok_));
+      if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
+    }
+    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, text::MaskingVocab::from(*tok_));
+  }
+
+  const PretrainOptions opt_;
+  const size_t max_predictions_;
+  text::Pairing pairing_ = text::Pairing::NextSentence;
+  std::unique_ptr<text::Tokenizer> tok_;
+  nlohmann::json config_;
+  std::unique_ptr<models::PretrainedModel> model_;
+  models::PretrainingHeads* heads_ = nullptr;
+  std::unique_ptr<InstanceSource> source_;
+  std::vector<text::Instance> eval_;
+  DataPosition pos_;
+  bool memory_checked_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx) {
+  return std::make_unique<PretrainingTask>(options, ctx);
+}
+
+RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task) {
+  Trainer t(std::move(trainer), BoundOptions(PretrainOptions::table(), task),
+            [&task](const TaskContext& ctx) { return make_pretraining_task(task, ctx); });
+  return t.run();
+}
+
+}  // namespace xg::training

@@ -1,0 +1,54 @@
+#pragma once
+// Pre-training as a Task, for every registered family with pre-training heads: MLM plus the
+// family's sentence task, each family's recipe by default:
+//   BERT     MLM + next-sentence prediction on sentence pairs (BertForPreTraining);
+//   RoBERTa  MLM only on FULL-SENTENCES packed sequences, Adam beta2 0.98, eps 1e-6 (RobertaForMaskedLM);
+//   ALBERT   MLM + sentence-order prediction on sentence pairs (AlbertForPreTraining).
+// --pairing picks another (BERT or ALBERT with MLM only on packed sequences: *ForMaskedLM).
+// Data from raw text (instances made on the fly, a fresh mask every time: dynamic masking) or
+// static shards. The last 2% of documents (or the last shard records) are held out: MLM accuracy,
+// perplexity and the sentence task's accuracy.
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "training/task.hpp"
+#include "training/trainer.hpp"
+#include "util/options.hpp"
+
+namespace xg::training {
+
+struct PretrainOptions {
+  std::string corpus = "data/pretrain_corpus_small.txt";  // text (BERT format) or a directory of shards
+  std::string tokenizer;   // "": the family's default (BERT: data/bert-base-uncased-vocab.txt; others: a trained one)
+  size_t train_vocab = 0;  // > 0: train a vocabulary of this size from the corpus (the family's kind)
+  bool cased = false;
+  std::string model = "tiny";  // [family-]preset ("tiny", "roberta-base", "albert-large") or a config.json
+  std::string pairing = "auto";  // auto (the family's recipe), nsp, sop, full-sentences, doc-sentences
+  size_t seq_len = 128;
+  size_t max_predictions = 0;  // 0: ceil(masked_lm_prob * seq_len)
+  float masked_lm_prob = 0.15f;
+  bool whole_word_mask = false;
+  size_t eval_instances = 256;  // held out for evaluation
+  bool checkpoint_activations = false;  // recompute each encoder layer in the backward pass
+
+  static const OptionTable<PretrainOptions>& table();
+  // The vocabulary size a family trains when it has no default tokenizer and none is given.
+  static constexpr size_t kDefaultTrainedVocab = 8000;
+};
+
+// The config.json of a fresh model: --model as "[family-]size" or a config.json path, sized for
+// the tokenizer (vocab_size 0 and ids < 0 keep the config's) and the sequence length.
+nlohmann::json pretraining_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
+                                  int64_t sep_id, size_t seq_len);
+// The head model --model and --pairing train (BertForPreTraining, RobertaForMaskedLM, ...).
+std::string pretraining_architecture(const PretrainOptions& o);
+
+// Builds the task: on resume (ctx.checkpoint) the model and tokenizer come from the checkpoint.
+std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx);
+
+// Pre-trains per `trainer` and `task` (restored from the checkpoint on --resume).
+RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task);
+
+}  // namespace xg::training

@@ -1,0 +1,96 @@
+#include "training/tasks/vocabulary.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "text/bpe_trainer.hpp"
+#include "text/load_tokenizer.hpp"
+#include "text/roberta_tokenizer.hpp"
+#include "text/sentencepiece_tokenizer.hpp"
+#include "text/wordpiece_trainer.hpp"
+#include "util/progress.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+namespace {
+
+std::string train_wordpiece_file(const VocabularyRequest& r) {
+  text::WordPieceTrainerOptions to;
+  to.vocab_size = r.train_size;
+  to.normalization.lowercase = !r.cased;
+  Progress p("training vocabulary", 0, "merges");
+  const text::Vocab v = text::train_wordpiece({r.corpus}, to, [&](size_t done, size_t) {
+    if (!r.quiet) p.update(done);
+  });
+  if (!r.quiet) p.finish(fmt::format("{} tokens", v.size()));
+  const std::string path = (fs::path(r.out) / "vocab.txt").string();
+  v.save(path);
+  return path;
+}
+
+// RoBERTa's special tokens come first (<s> 0, <pad> 1, </s> 2, <unk> 3, <mask> 4) as in
+// roberta-base's vocabulary: positions start after <pad>'s id.
+std::string train_bpe_files(const VocabularyRequest& r) {
+  text::BpeTrainerOptions to;
+  to.vocab_size = r.train_size;
+  to.special_tokens = {"<s>", "<pad>", "</s>", "<unk>", "<mask>"};
+  text::BpeTrainer trainer(to);
+  trainer.feed_file(r.corpus);
+  Progress p("training vocabulary", r.train_size, "tokens");
+  const text::BpeModel model = trainer.train([&](size_t done, size_t) {
+    if (!r.quiet) p.update(done);
+  });
+  if (!r.quiet) p.finish(fmt::format("{} tokens", model.vocab().size()));
+  model.save(r.out);
+  return (fs::path(r.out) / "vocab.json").string();
+}
+
+std::string train_spiece_file(const VocabularyRequest& r) {
+  if (!r.quiet) fmt::print("training a SentencePiece vocabulary of {} tokens...\n", r.train_size);
+  const std::string path = (fs::path(r.out) / "spiece.model").string();
+  text::train_sentencepiece(r.corpus, r.train_size, path, 0, /*case_fold=*/!r.cased);
+  return path;
+}
+
+struct FamilyVocabulary {
+  const char* model_type;
+  const char* default_path;  // "" : none bundled
+  std::string (*train)(const VocabularyRequest&);
+};
+const FamilyVocabulary kFamilies[] = {{"bert", "data/bert-base-uncased-vocab.txt", train_wordpiece_file},
+                                      {"roberta", "", train_bpe_files},
+                                      {"albert", "", train_spiece_file}};
+
+const FamilyVocabulary* find(const std::string& model_type) {
+  for (const auto& f : kFamilies)
+    if (model_type == f.model_type) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string default_tokenizer_path(const std::string& model_type) {
+  const FamilyVocabulary* f = find(model_type);
+  return f ? f->default_path : "";
+}
+
+std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
+  std::string path = r.path;
+  if (r.train_size > 0) {
+    const FamilyVocabulary* f = find(r.model_type);
+    if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
+    if (fs::is_directory(r.corpus)) throw std::invalid_argument("[vocabulary] --train-vocab needs a text corpus, not shards");
+    path = f->train(r);
+  }
+  if (path.empty())
+    throw std::invalid_argument(fmt::format("[vocabulary] model_type '{}' has no bundled tokenizer: pass --tokenizer or --train-vocab", r.model_type));
+  text::TokenizerOptions topt;
+  topt.lowercase = !r.cased;
+  return text::open_tokenizer(path, topt);
+}
+
+}  // namespace xg::training

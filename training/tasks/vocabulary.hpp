@@ -1,0 +1,27 @@
+#pragma once
+// The tokenizer a pre-training run uses, of its family's kind: a checkpoint's on resume, a file or
+// directory the user names, the family's bundled default, or one trained on the corpus (WordPiece
+// for BERT, byte-level BPE for RoBERTa, SentencePiece unigram for ALBERT).
+#include <memory>
+#include <string>
+
+#include "text/tokenizer.hpp"
+
+namespace xg::training {
+
+struct VocabularyRequest {
+  std::string model_type;  // "bert", "roberta", "albert"
+  std::string path;        // a tokenizer file or directory; "": the family's default
+  size_t train_size = 0;   // > 0: train this many tokens from `corpus` (written into `out`)
+  std::string corpus, out;
+  bool cased = false;
+  bool quiet = false;
+};
+
+// The family's default tokenizer file, or "" when it has none (a vocabulary is then trained).
+std::string default_tokenizer_path(const std::string& model_type);
+
+// Opens or trains the tokenizer `r` asks for; throws naming the family when it has no trainer.
+std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r);
+
+}  // namespace xg::training
