@@ -300,6 +300,14 @@ infer)
   expect 1 "$W/vocab_dir" "$I" tokenize --vocab "$W/vocab_dir"
   cp -r "$M" "$W/broken" && printf '{"model_type": "bert", ' > "$W/broken/config.json"
   expect 1 "config.json" "$I" fill-mask --model "$W/broken" --text "a [MASK]"
+  # a pytorch_model.bin that would run a command under torch.load: refused, naming the global
+  cp -r "$M" "$W/pickled" && rm -f "$W/pickled/model.safetensors" "$W/pickled/checksums.json"
+  cp "$SRC/tests/data/torch_pickle/global_os_system.bin" "$W/pickled/pytorch_model.bin"
+  expect 1 "pytorch_model.bin: global 'posix.system' is not allowed" "$I" fill-mask --model "$W/pickled" --text "a [MASK]"
+  printf 'one line\nand another\n' > "$W/two_lines.txt"
+  STDIN_FILE=$W/two_lines.txt
+  expect 0 "" "$I" embed --model "$M" --pooling mean --normalize
+  STDIN_FILE=/dev/null
   expect_unchanged "$R" "$before" "bert_infer reads only"
   ;;
 
