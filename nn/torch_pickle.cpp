@@ -76,6 +76,14 @@ safetensors::Entry gather(const std::string& path, const std::string& name, cons
     fail(path, fmt::format("tensor '{}' (offset {}, shape {}, strides {}) reads past its storage '{}' of {} elements", name, t.i,
                            shape_str(e.shape), fmt::join(t.strides, "x"), storage.s, capacity));
   e.bytes.resize(size_t(numel) * esize);
+  // Row-major strides (what state dicts almost always hold): one copy.
+  bool row_major = true;
+  for (size_t d = t.sizes.size(), expected = 1; d-- > 0; expected *= size_t(t.sizes[d]))
+    row_major = row_major && (t.sizes[d] == 1 || uint64_t(t.strides[d]) == expected);
+  if (row_major) {
+    if (numel > 0) std::memcpy(e.bytes.data(), data.data() + uint64_t(t.i) * esize, e.bytes.size());
+    return e;
+  }
   std::vector<uint64_t> index(t.sizes.size(), 0);
   for (uint64_t n = 0; n < numel; ++n) {
     uint64_t at = uint64_t(t.i);
