@@ -128,9 +128,28 @@ def shard_seeds():
     put("fuzz_shard", "truncated", shard(8, 2, 12, recs)[:-3])
 
 
+def torch_pickle_seeds():
+    """The small checkpoints tools/gen_torch_pickle_goldens.py wrote with torch.save (good and
+    hostile), and their data.pkl alone, which the target also feeds to the bare unpickler."""
+    import zipfile
+    src = os.path.join(os.path.dirname(ROOT), "..", "tests", "data", "torch_pickle")
+    for name in sorted(os.listdir(src)):
+        if not name.endswith(".bin") or name == "deep_nesting.bin":
+            continue
+        with open(os.path.join(src, name), "rb") as f:
+            data = f.read()
+        put("fuzz_torch_pickle", name[:-4], data)
+        try:
+            z = zipfile.ZipFile(os.path.join(src, name))
+            put("fuzz_torch_pickle", name[:-4] + "-pickle", z.read(name[:-4] + "/data.pkl"))
+        except (zipfile.BadZipFile, KeyError, OSError, NotImplementedError, zipfile.error):
+            pass
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
     training_state_seeds()
     text_seeds()
     shard_seeds()
+    torch_pickle_seeds()

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "nn/torch_pickle.hpp"
 #include "util/atomic_file.hpp"
 
 namespace fs = std::filesystem;
@@ -36,17 +37,22 @@ void save_pretrained(const PretrainedModel& model, const std::string& dir,
 
 LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture) {
   const fs::path d(dir);
-  const std::string config_path = (d / "config.json").string(), weights_path = (d / "model.safetensors").string();
+  const std::string config_path = (d / "config.json").string();
   if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("[load_pretrained] {}: not a directory", dir));
+  // safetensors first, as transformers does; else PyTorch's pickle, read without executing it.
+  std::string weights_path = (d / "model.safetensors").string();
+  const bool pickled = !fs::exists(weights_path) && fs::exists(d / "pytorch_model.bin");
+  if (pickled) weights_path = (d / "pytorch_model.bin").string();
   if (!fs::exists(weights_path))
-    throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors (pytorch_model.bin is not supported)", dir));
+    throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin", dir));
   LoadedModel out;
   out.model = build_model(config::read_json_file(config_path, "load_pretrained"), config_path, architecture);
   PretrainedModel& model = *out.model;
   Generator gen(seed);
   model.init_weights(gen);
   nn::StateDict state;
-  for (auto& [name, t] : nn::safetensors::read_float_tensors(weights_path)) {
+  for (auto& [name, t] : pickled ? nn::torch_pickle::read_float_tensors(weights_path)
+                                             : nn::safetensors::read_float_tensors(weights_path)) {
     const std::string n = model.name_from_checkpoint(name);
     if (n.empty() || state.count(n)) continue;  // skipped, or a second name of a tied tensor
     state[n] = t;

@@ -45,7 +45,8 @@ struct Loaded {
 using LoadedModel = Loaded<PretrainedModel>;
 using LoadedBert = Loaded<BertForPreTraining>;
 
-// Reads DIR/config.json and DIR/model.safetensors and builds, through the registry, the class
+// Reads DIR/config.json and DIR/model.safetensors (or, without it, DIR/pytorch_model.bin through
+// the restricted unpickler of nn/torch_pickle.hpp, which executes nothing) and builds, through the registry, the class
 // config.json names, or `architecture` when given (as transformers' <Class>.from_pretrained:
 // BertForPreTraining from a bare BertModel checkpoint). Accepts the names of any architecture of
 // the family and older spellings (the family's name map) and F32/F16/BF16 weights. Head tensors

@@ -27,4 +27,9 @@ uint32_t masked_crc32c(const void* data, size_t size) {
   return ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
 }
 
+uint32_t crc32_ieee(const void* data, size_t size) {
+  // crc32_gzip_refl inverts before and after, as zip's CRC-32 does; its length is 64-bit.
+  return crc32_gzip_refl(0, static_cast<const unsigned char*>(data), size);
+}
+
 }  // namespace xg

@@ -1,5 +1,5 @@
 #pragma once
-// CRC32C (Castagnoli), the checksum of TFRecord framing (TensorBoard event files), computed by
+// CRC32C (Castagnoli), the checksum of TFRecord framing (TensorBoard event files), and zip's CRC-32, computed by
 // Intel's ISA-L (Debian libisal-dev), which uses the SSE4.2 crc32 instruction where it can.
 #include <cstddef>
 #include <cstdint>
@@ -14,5 +14,8 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size);
 // TFRecord's masked CRC: the CRC rotated right by 15 bits plus 0xa282ead8, so that a CRC over
 // bytes that themselves contain CRCs does not degenerate.
 uint32_t masked_crc32c(const void* data, size_t size);
+
+// CRC-32 (IEEE 802.3, reflected: zip, gzip, PNG): crc32_ieee("123456789") == 0xCBF43926.
+uint32_t crc32_ieee(const void* data, size_t size);
 
 }  // namespace xg

@@ -3,7 +3,8 @@
 //   bert_infer dump --model DIR --inputs IN.safetensors --out OUT.safetensors [--grads]
 //   bert_infer tokenize --model DIR | --tokenizer FILE|DIR [--cased]   < lines   (ids with the family's template)
 //   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
-//   bert_infer embed --model DIR [--pooling cls|mean] [--batch N] < lines   (one vector per line)
+//   bert_infer embed --model DIR [--pooling cls|mean] [--normalize] [--batch N] < lines   (one vector per line;
+//     --pooling mean --normalize gives sentence-transformers' embeddings of all-MiniLM-L6-v2)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "models/checkpoint.hpp"
+#include "models/sentence_embedding.hpp"
 #include "text/load_tokenizer.hpp"
 #include "util/checksums.hpp"
 #include "util/cli.hpp"
@@ -43,6 +45,7 @@ struct FillMaskArgs {
 struct EmbedArgs {
   TokenizerArgs tok;  // tok.model is the checkpoint too
   std::string pooling = "cls";
+  bool normalize = false;
   size_t batch = 32;
 };
 
@@ -207,7 +210,6 @@ int fill_mask(const FillMaskArgs& a) {
 }
 
 int embed(const EmbedArgs& a) {
-  const std::string& pooling = a.pooling;
   const auto tok = tokenizer_for(a.tok, "embed");
   auto loaded = load_model(a.tok.model);
   check_vocabulary_fits(*tok, loaded, a.tok.model);
@@ -230,17 +232,11 @@ int embed(const EmbedArgs& a) {
     const models::ModelInputs in = models::pad_sequences(sequences, tok->pad_id());
     NoGradGuard no_grad;
     const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
-    const size_t H = h.size(2);
+    const Tensor pooled = models::pool_sentences(h, in.attention_mask, models::pooling_from_name(a.pooling), a.normalize);
+    const size_t H = pooled.size(1);
     for (size_t b = 0; b < in.batch(); ++b) {
-      std::vector<double> v(H, 0.0);
-      size_t n = 0;
-      for (size_t t = 0; t < in.seq_len(); ++t) {
-        if (pooling == "cls" ? t != 0 : in.attention_mask.data()[b * in.seq_len() + t] == 0.f) continue;
-        for (size_t i = 0; i < H; ++i) v[i] += h.data()[(b * in.seq_len() + t) * H + i];
-        ++n;
-      }
       std::string s;
-      for (size_t i = 0; i < H; ++i) s += fmt::format("{}{:.6g}", i ? " " : "", v[i] / double(n));
+      for (size_t i = 0; i < H; ++i) s += fmt::format("{}{:.8g}", i ? " " : "", pooled.data()[b * H + i]);
       fmt::print("{}\n", s);
     }
     lines.clear();
@@ -290,6 +286,7 @@ int main(int argc, char** argv) {
   add_tokenizer_options(embed_cmd, e.tok, /*model_required=*/true);
   embed_cmd->add_option("--pooling", e.pooling, "the [CLS] vector or the mean over tokens")
       ->check(CLI::IsMember({"cls", "mean"}));
+  embed_cmd->add_flag("--normalize", e.normalize, "scale each vector to unit length (cosine similarity = dot product)");
   xg::cli::add_number(*embed_cmd, "--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;

@@ -236,7 +236,7 @@ shards)
   corpus=$S small
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_shards"
   corpus=$S seq=16 small
-  expect 1 "--max-predictions 20 must be in [1, --seq-len 16]" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  expect 1 "--max-predictions 20 must be in [1, --seq-len 16]" "$P" "${SMALL[@]}" --max-predictions 20 --steps 2 --out "$W/o"
   expect 1 "sequences up to 32 tokens; --seq-len is 16" "$P" "${SMALL[@]}" --max-predictions 5 --steps 2 --out "$W/o"
   cp -r "$S" "$W/cut" && truncate -s 1000 "$W/cut/shard_00000.bin"
   corpus=$W/cut small
@@ -300,6 +300,14 @@ infer)
   expect 1 "$W/vocab_dir" "$I" tokenize --vocab "$W/vocab_dir"
   cp -r "$M" "$W/broken" && printf '{"model_type": "bert", ' > "$W/broken/config.json"
   expect 1 "config.json" "$I" fill-mask --model "$W/broken" --text "a [MASK]"
+  # a pytorch_model.bin that would run a command under torch.load: refused, naming the global
+  cp -r "$M" "$W/pickled" && rm -f "$W/pickled/model.safetensors" "$W/pickled/checksums.json"
+  cp "$SRC/tests/data/torch_pickle/global_os_system.bin" "$W/pickled/pytorch_model.bin"
+  expect 1 "pytorch_model.bin: global 'posix.system' is not allowed" "$I" fill-mask --model "$W/pickled" --text "a [MASK]"
+  printf 'one line\nand another\n' > "$W/two_lines.txt"
+  STDIN_FILE=$W/two_lines.txt
+  expect 0 "" "$I" embed --model "$M" --pooling mean --normalize
+  STDIN_FILE=/dev/null
   expect_unchanged "$R" "$before" "bert_infer reads only"
   ;;
 
