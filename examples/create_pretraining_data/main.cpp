@@ -1,6 +1,6 @@
-// Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format (one
-// sentence per line, a blank line between documents) and a tokenizer (a WordPiece vocabulary or a
-// Hugging Face tokenizer directory).
+// Builds static pre-training shards from a corpus in the BERT format (one sentence per line, a
+// blank line between documents) and a tokenizer (any of bert_pretrain's --tokenizer): BERT's
+// sentence pairs for NSP by default, ALBERT's for SOP, or RoBERTa's packed full sentences (--pairing).
 //   create_pretraining_data --input FILE --vocab FILE|DIR --output DIR [options]
 #include <fmt/format.h>
 
@@ -28,14 +28,19 @@ void require_writable_directory(const std::string& dir) {
 
 int main(int argc, char** argv) {
   xg::text::PretrainingOptions opt;
-  std::string input, vocab, output;
+  std::string input, vocab, output, pairing = "nsp";
   size_t per_shard = 100000;
   bool cased = false;
-  CLI::App app{"Builds static BERT pre-training shards (MLM + NSP) from a corpus in the BERT format.",
+  CLI::App app{"Builds static pre-training shards (MLM + NSP, SOP or packed full sentences) from a corpus in the BERT format.",
                "create_pretraining_data"};
   xg::cli::show_defaults(app);
   app.add_option("--input", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
-  app.add_option("--vocab", vocab, "WordPiece vocab.txt, or a tokenizer directory (tokenizer_config.json decides casing)")->required()->type_name("FILE|DIR");
+  app.add_option("--tokenizer,--vocab", vocab,
+                 "WordPiece vocab.txt, byte-level BPE vocab.json, SentencePiece .model, or a tokenizer directory "
+                 "(tokenizer_config.json decides casing)")
+      ->required()
+      ->type_name("FILE|DIR");
+  app.add_option("--pairing", pairing, "nsp (BERT), sop (ALBERT), full-sentences (RoBERTa) or doc-sentences");
   app.add_option("--output", output, "directory for shard_NNNNN.bin files")->required()->type_name("DIR");
   xg::cli::add_number(app, "--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
   xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
@@ -48,6 +53,7 @@ int main(int argc, char** argv) {
   xg::cli::add_number(app, "--seed", opt.seed, "seed for pairing and masking");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
+    opt.pairing = xg::text::parse_pairing(pairing);
     opt.validate();
     require_writable_directory(output);  // found now, not after the whole corpus is processed
     xg::text::TokenizerOptions topt;
