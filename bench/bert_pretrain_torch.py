@@ -6,18 +6,15 @@ each thread count and reports the best. Last line: 'tokens/s: X'.
   /usr/bin/python3 bench/bert_pretrain_torch.py --model mini --batch 8 --seq-len 128 --steps 10 [--threads 1,2]"""
 import argparse
 import os
-import resource
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_bert import BertForPreTraining  # noqa: E402
-
-PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8), "base": (12, 768, 12),
-           "large": (24, 1024, 16)}
+from torch_peer import PRESETS, report_best  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", default="mini")
@@ -54,16 +51,4 @@ def step():
     opt.step()
 
 
-best = None
-for t in [int(x) for x in a.threads.split(",")]:
-    torch.set_num_threads(t)
-    step(); step()
-    t0 = time.perf_counter()
-    for _ in range(a.steps):
-        step()
-    secs = time.perf_counter() - t0
-    tps = a.steps * B * T / secs
-    print(f"threads {t}: {tps:.1f} tokens/s, {secs / a.steps:.3f} s/step")
-    best = max(best or 0, tps)
-print(f"peak memory MB: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
-print(f"tokens/s: {best:.1f}")
+report_best(step, a.threads, a.steps, B * T)

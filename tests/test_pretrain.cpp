@@ -9,6 +9,7 @@
 #include "autograd/parallel.hpp"
 #include "nn/safetensors.hpp"
 #include "optim/schedule.hpp"
+#include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
@@ -20,11 +21,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-  TrainerOptions trainer;
-  PretrainOptions task;
-  int64_t go() const { return run_pretraining(trainer, task).step; }
-};
+using Run = PretrainRun;
 
 Run tiny_run(const std::string& out) {
   Run r;
@@ -45,29 +42,6 @@ Run tiny_run(const std::string& out) {
   return r;
 }
 
-std::vector<nlohmann::json> metrics(const std::string& out) {
-  std::ifstream in(fs::path(out) / "metrics.jsonl");
-  std::vector<nlohmann::json> rows;
-  for (std::string l; std::getline(in, l);) rows.push_back(nlohmann::json::parse(l));
-  return rows;
-}
-
-// The largest difference between two checkpoints' weights.
-double weight_difference(const std::string& a_file, const std::string& b_file) {
-  const auto a = nn::safetensors::read_float_tensors(a_file);
-  const auto b = nn::safetensors::read_float_tensors(b_file);
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (const auto& [n, t] : a)
-    for (size_t i = 0; i < t.numel(); ++i) worst = std::max(worst, double(std::fabs(t.data()[i] - b.at(n).data()[i])));
-  return worst;
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
-void write_json(const fs::path& p, const nlohmann::json& j) { std::ofstream(p) << j.dump(2); }
 }  // namespace
 
 TEST_CASE("batches from instances: padding, segments, flattened masked positions", "[pretrain]") {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nn/safetensors.hpp"
+#include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -18,11 +19,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
-  TrainerOptions trainer;
-  PretrainOptions task;
-  int64_t go() const { return run_pretraining(trainer, task).step; }
-};
+using Run = PretrainRun;
 
 Run family_run(const std::string& model, const std::string& out) {
   Run r;
@@ -41,28 +38,6 @@ Run family_run(const std::string& model, const std::string& out) {
   r.trainer.out = temp_path(out);
   fs::remove_all(r.trainer.out);
   return r;
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
-
-std::vector<nlohmann::json> metrics(const std::string& out) {
-  std::ifstream in(fs::path(out) / "metrics.jsonl");
-  std::vector<nlohmann::json> rows;
-  for (std::string l; std::getline(in, l);) rows.push_back(nlohmann::json::parse(l));
-  return rows;
-}
-
-double weight_difference(const std::string& a_file, const std::string& b_file) {
-  const auto a = nn::safetensors::read_float_tensors(a_file);
-  const auto b = nn::safetensors::read_float_tensors(b_file);
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (const auto& [n, t] : a)
-    for (size_t i = 0; i < t.numel(); ++i) worst = std::max(worst, double(std::fabs(t.data()[i] - b.at(n).data()[i])));
-  return worst;
 }
 
 struct Family {
