@@ -65,6 +65,10 @@ TEST_CASE("ALBERT matches transformers' AlbertForPreTraining: outputs, losses an
   }
   CHECK(checked == g.file.tensors.size() - 12);  // every gradient the generator wrote
   CHECK(checked == 80);  // 4 distinct layers of 16 tensors, not 8 layer applications
+  size_t reference_parameters = 0;  // transformers' num_parameters(): each shared or tied tensor once
+  for (const auto& [name, t] : g.file.tensors)
+    if (name.rfind("grad.", 0) == 0) reference_parameters += g.f(name).numel();
+  CHECK(m.num_parameters() == reference_parameters);  // what bert_pretrain prints
   std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", worst_output,
               out.at("loss").item(), g.f("loss").item(), checked, worst);
 }

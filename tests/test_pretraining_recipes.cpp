@@ -148,8 +148,7 @@ TEST_CASE("sentence-order pairs: B follows A in one document, swapped half the t
     swapped += inst.is_random_next;
   }
   const double share = double(swapped) / double(out.size());
-  CHECK(share > 0.4);
-  CHECK(share < 0.6);
+  CHECK(share == Approx(0.5).margin(0.06));
 }
 
 TEST_CASE("packed and sentence-order instances go through static and dynamic datasets, masked", "[pretraining][recipes]") {
@@ -175,4 +174,58 @@ TEST_CASE("packed and sentence-order instances go through static and dynamic dat
   }
   CHECK(parse_pairing("full-sentences") == Pairing::FullSentences);
   CHECK_THROWS_WITH(parse_pairing("nsp2"), Contains("'nsp2'") && Contains("doc-sentences"));
+}
+
+TEST_CASE("n-gram masking: span lengths 1/n, whole words, 15% of the tokens", "[pretraining][recipes]") {
+  xg::Generator rng(3);
+  std::map<size_t, size_t> drawn;
+  const size_t draws = 110000;
+  for (size_t i = 0; i < draws; ++i) ++drawn[draw_ngram_length(rng, 3)];
+  CHECK(double(drawn[1]) / draws == Approx(6.0 / 11).margin(0.01));
+  CHECK(double(drawn[2]) / draws == Approx(3.0 / 11).margin(0.01));
+  CHECK(double(drawn[3]) / draws == Approx(2.0 / 11).margin(0.01));
+  CHECK(draw_ngram_length(rng, 1) == 1);
+
+  // Real sentences, WordPiece words ("##" pieces continue one): the masked spans as they come out.
+  const auto docs = load_documents(kSample, tok());
+  PretrainingOptions opt;
+  opt.pairing = Pairing::FullSentences;
+  opt.max_seq_length = 256;
+  opt.max_predictions_per_seq = 256;  // the 15% is the only limit
+  opt.max_ngram = 3;
+  const auto inst = create_static_instances(docs, opt, vocab());
+  size_t tokens = 0, masked = 0;
+  std::map<size_t, size_t> span_words;  // runs of consecutive masked words, by length
+  for (const auto& in : inst) {
+    std::vector<bool> is_masked(in.tokens.size());
+    for (int32_t p : in.masked_positions) is_masked[size_t(p)] = true;
+    tokens += in.tokens.size();
+    masked += in.masked_positions.size();
+    // Recover the original tokens, then the words.
+    std::vector<int32_t> original = in.tokens;
+    for (size_t k = 0; k < in.masked_positions.size(); ++k) original[size_t(in.masked_positions[k])] = in.masked_labels[k];
+    size_t run = 0;
+    for (size_t i = 1; i + 1 < original.size(); ++i) {
+      const bool starts_word = !vocab().continuation[size_t(original[i])];
+      if (!starts_word) {
+        REQUIRE(is_masked[i] == is_masked[i - 1]);  // a word is masked whole or not at all
+        continue;
+      }
+      if (is_masked[i]) {
+        ++run;
+      } else if (run > 0) {
+        ++span_words[run];
+        run = 0;
+      }
+    }
+    if (run > 0) ++span_words[run];
+  }
+  CHECK(double(masked) / double(tokens) == Approx(0.15).margin(0.01));
+  // Adjacent spans merge into longer runs, and spans shrink at the budget's end: the runs of 1, 2
+  // and 3 words still keep the 6:3:2 shape within 3 points.
+  const double runs = double(span_words[1] + span_words[2] + span_words[3]);
+  INFO("runs of 1, 2, 3 words: " << span_words[1] << " " << span_words[2] << " " << span_words[3]);
+  CHECK(double(span_words[1]) / runs == Approx(6.0 / 11).margin(0.03));
+  CHECK(double(span_words[2]) / runs == Approx(3.0 / 11).margin(0.03));
+  CHECK(double(span_words[3]) / runs == Approx(2.0 / 11).margin(0.03));
 }

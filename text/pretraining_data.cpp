@@ -43,6 +43,7 @@ void PretrainingOptions::validate() const {
   if (!(masked_lm_prob > 0.f && masked_lm_prob < 1.f)) fail(fmt::format("masked_lm_prob {} must be in (0, 1)", masked_lm_prob));
   if (!(short_seq_prob >= 0.f && short_seq_prob <= 1.f)) fail(fmt::format("short_seq_prob {} must be in [0, 1]", short_seq_prob));
   if (dupe_factor == 0) fail("dupe_factor must be at least 1");
+  if (max_ngram == 0 || max_ngram > 16) fail(fmt::format("max_ngram {} must be in [1, 16]", max_ngram));
 }
 
 namespace {
@@ -242,23 +243,21 @@ void create_instances(const std::vector<Document>& docs, const std::vector<size_
 
 void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng) {
   auto& tokens = inst.tokens;
-  std::vector<std::vector<size_t>> candidates;
+  const bool whole_words = opt.whole_word_mask || opt.max_ngram > 1;
+  std::vector<std::vector<size_t>> candidates;  // words: their token positions
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int32_t t = tokens[i];
     if (vocab.never_mask[size_t(t)]) continue;
-    if (opt.whole_word_mask && !candidates.empty() && vocab.continuation[size_t(t)] && candidates.back().back() + 1 == i)
+    if (whole_words && !candidates.empty() && vocab.continuation[size_t(t)] && candidates.back().back() + 1 == i)
       candidates.back().push_back(i);
     else
       candidates.push_back({i});
   }
-  shuffle(candidates, rng);
   const size_t to_predict = std::min(opt.max_predictions_per_seq,
                                      std::max<size_t>(1, size_t(std::lround(double(tokens.size()) * opt.masked_lm_prob))));
   std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
   const std::vector<int32_t> original = tokens;
-  for (const auto& word : candidates) {
-    if (masked.size() >= to_predict) break;
-    if (masked.size() + word.size() > to_predict) continue;
+  auto mask_word = [&](const std::vector<size_t>& word) {
     for (size_t idx : word) {
       int32_t replacement;
       if (rng.uniform() < 0.8f) replacement = vocab.mask_id;
@@ -266,6 +265,35 @@ void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingV
       else replacement = vocab.random_choices[size_t(rng.below(vocab.random_choices.size()))];
       tokens[idx] = replacement;
       masked.emplace_back(int32_t(idx), original[idx]);
+    }
+  };
+  if (opt.max_ngram <= 1) {
+    shuffle(candidates, rng);
+    for (const auto& word : candidates) {
+      if (masked.size() >= to_predict) break;
+      if (masked.size() + word.size() > to_predict) continue;
+      mask_word(word);
+    }
+  } else {  // ALBERT's n-gram spans of whole words
+    std::vector<size_t> starts(candidates.size());
+    for (size_t w = 0; w < starts.size(); ++w) starts[w] = w;
+    shuffle(starts, rng);
+    std::vector<bool> covered(candidates.size());
+    auto span_tokens = [&](size_t first, size_t n) {
+      size_t count = 0;
+      for (size_t w = first; w < first + n; ++w) count += candidates[w].size();
+      return count;
+    };
+    for (size_t first : starts) {
+      if (masked.size() >= to_predict) break;
+      size_t n = draw_ngram_length(rng, std::min(opt.max_ngram, candidates.size() - first));
+      while (n > 1 && masked.size() + span_tokens(first, n) > to_predict) --n;  // shorter spans before none
+      if (masked.size() + span_tokens(first, n) > to_predict) continue;
+      if (std::any_of(covered.begin() + long(first), covered.begin() + long(first + n), [](bool c) { return c; })) continue;
+      for (size_t w = first; w < first + n; ++w) {
+        covered[w] = true;
+        mask_word(candidates[w]);
+      }
     }
   }
   std::sort(masked.begin(), masked.end());
@@ -275,6 +303,17 @@ void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingV
     inst.masked_positions.push_back(p);
     inst.masked_labels.push_back(l);
   }
+}
+
+size_t draw_ngram_length(Generator& rng, size_t max_n) {
+  double total = 0;
+  for (size_t n = 1; n <= max_n; ++n) total += 1.0 / double(n);
+  double u = double(rng.uniform()) * total;
+  for (size_t n = 1; n < max_n; ++n) {
+    u -= 1.0 / double(n);
+    if (u < 0) return n;
+  }
+  return std::max<size_t>(max_n, 1);
 }
 
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,

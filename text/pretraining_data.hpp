@@ -33,6 +33,7 @@ struct PretrainingOptions {
   float short_seq_prob = 0.1f;  // how often to aim for a shorter sequence (sentence pairs only)
   size_t dupe_factor = 5;       // static mode: passes over the corpus, each with fresh masks
   bool whole_word_mask = false;
+  size_t max_ngram = 1;  // > 1: mask spans of up to this many whole words (ALBERT: 3), see mask_instance
   uint64_t seed = 12345;
   // Throws naming the field for impossible settings.
   void validate() const;
@@ -93,7 +94,13 @@ void create_instances(const std::vector<Document>& docs, const std::vector<size_
 // Google's create_masked_lm_predictions: masked_lm_prob of the tokens (at least 1, at most
 // max_predictions_per_seq), never a special token, whole words together when asked; each chosen
 // token becomes [MASK] 80% of the time, a random token 10%, itself 10%.
+// With max_ngram > 1, ALBERT's n-gram masking: from whole words taken in random order, a span of n
+// consecutive words (n <= max_ngram, drawn by draw_ngram_length), shortened while it would exceed
+// the budget, skipped if it overlaps one already masked.
 void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng);
+
+// A span length in [1, max_n] with probability proportional to 1/n (ALBERT: 6:3:2 for n <= 3).
+size_t draw_ngram_length(Generator& rng, size_t max_n);
 
 // Static mode: dupe_factor passes over the (shuffled) documents, masked, shuffled.
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,

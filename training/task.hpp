@@ -17,9 +17,10 @@
 
 namespace xg::training {
 
-// The optimizer settings of a task's recipe (RoBERTa's Adam: beta2 0.98, eps 1e-6); unset: the
-// optimizer's own defaults. --beta2 and --eps override them.
+// The optimizer settings of a task's recipe (RoBERTa's Adam: beta2 0.98, eps 1e-6; ALBERT: LAMB);
+// unset: AdamW and the optimizer's own defaults. --optimizer, --beta2 and --eps override them.
 struct OptimizerDefaults {
+  std::optional<std::string> optimizer;
   std::optional<float> beta2, eps;
 };
 

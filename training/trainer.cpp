@@ -35,7 +35,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
       .add("--epochs", &O::epochs, "passes over the training data, setting --steps (0: use --steps)", kRestore)
       .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore)
-      .add("--optimizer", &O::optimizer, "adamw or lamb", kRestore)
+      .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore)
       .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
       .add("--beta2", &O::beta2, "Adam/LAMB second-moment decay (0: the model's recipe: RoBERTa 0.98, else 0.999)",
            kRestore, between(0, 0.99999999))
@@ -85,7 +85,7 @@ class StopSignals {
 
 // --beta2 and --eps when set, else the task's recipe, else the optimizer's own defaults.
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, const nn::Module& m, const OptimizerDefaults& recipe) {
-  const std::string& name = o.optimizer;
+  const std::string name = o.optimizer != "auto" ? o.optimizer : recipe.optimizer.value_or("adamw");
   auto groups = optim::bert_param_groups(m.named_parameters(), o.weight_decay);  // no decay on biases and LayerNorm
   auto pick = [](float flag, std::optional<float> from_task, float own) { return flag > 0 ? flag : from_task.value_or(own); };
   if (name == "adamw") {
@@ -100,7 +100,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, const 
     l.eps = pick(o.eps, recipe.eps, l.eps);
     return std::make_unique<optim::Lamb>(groups, o.lr, l);
   }
-  throw std::invalid_argument(fmt::format("[trainer] --optimizer {}: use adamw or lamb", name));
+  throw std::invalid_argument(fmt::format("[trainer] --optimizer {}: use auto, adamw or lamb", name));
 }
 
 // What the steps since the last log line add up to.

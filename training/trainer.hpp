@@ -31,7 +31,7 @@ struct TrainerOptions {
   int64_t steps = 800;     // optimizer steps in the whole run
   size_t epochs = 0;       // > 0: derive steps from passes over the training data
   std::string schedule = "linear";
-  std::string optimizer = "adamw";
+  std::string optimizer = "auto";  // auto: the task's recipe (LAMB for ALBERT, else AdamW)
   float weight_decay = 0.01f;
   float beta2 = 0;         // the optimizer's second-moment decay; 0: the task's recipe (Task::optimizer_defaults)
   float eps = 0;           // the optimizer's epsilon; 0: the task's recipe

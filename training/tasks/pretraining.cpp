@@ -42,6 +42,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: masked-lm-prob x seq-len, rounded up)", kRestore)
       .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
       .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
+      .add("--max-ngram", &O::max_ngram, "mask spans of up to N whole words, n drawn with probability ~ 1/n (0: the model's "
+                                         "recipe: 3 for ALBERT, 1 otherwise)", kRestore, between(0, 16))
       .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore)
       .add("--checkpoint-activations", &O::checkpoint_activations,
            "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
@@ -50,6 +52,17 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
 }
 
 namespace {
+
+// What a family's recipe sets beyond its pre-training head (FamilyEntry::pretraining).
+struct Recipe {
+  size_t max_ngram = 1;
+  OptimizerDefaults optimizer;
+};
+Recipe recipe_of(const std::string& model_type) {
+  if (model_type == "roberta") return {1, {std::nullopt, 0.98f, 1e-6f}};  // Liu et al. 2019, section 3.1
+  if (model_type == "albert") return {3, {"lamb", std::nullopt, std::nullopt}};  // Lan et al. 2019, sections 4.1 and A.2
+  return {};
+}
 
 bool looks_like_path(const std::string& model) {
   return model.find('/') != std::string::npos || fs::path(model).extension() == ".json";
@@ -264,10 +277,7 @@ class PretrainingTask : public Task {
                        tok_->vocab_size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
   }
   nn::Module& model() override { return *model_; }
-  OptimizerDefaults optimizer_defaults() const override {
-    if (model_->model_type() == "roberta") return {0.98f, 1e-6f};  // Liu et al. 2019, section 3.1
-    return {};
-  }
+  OptimizerDefaults optimizer_defaults() const override { return recipe_of(model_->model_type()).optimizer; }
   size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
@@ -384,6 +394,7 @@ class PretrainingTask : public Task {
     popt.max_predictions_per_seq = max_predictions_;
     popt.masked_lm_prob = opt_.masked_lm_prob;
     popt.whole_word_mask = opt_.whole_word_mask;
+    popt.max_ngram = opt_.max_ngram > 0 ? opt_.max_ngram : recipe_of(model_->model_type()).max_ngram;
     popt.seed = ctx.seed;
     popt.dupe_factor = 1;
     popt.validate();

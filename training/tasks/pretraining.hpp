@@ -30,6 +30,7 @@ struct PretrainOptions {
   size_t max_predictions = 0;  // 0: ceil(masked_lm_prob * seq_len)
   float masked_lm_prob = 0.15f;
   bool whole_word_mask = false;
+  size_t max_ngram = 0;  // mask spans of up to N whole words; 0: the family's recipe (ALBERT 3, else 1)
   size_t eval_instances = 256;  // held out for evaluation
   bool checkpoint_activations = false;  // recompute each encoder layer in the backward pass
 
