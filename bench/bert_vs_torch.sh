@@ -6,8 +6,9 @@
 # slower), the fastest OpenBLAS kernel set that runs on this CPU (a GEMM probe tries the
 # auto-detected one, SkylakeX, Zen and Haswell: auto-detection picks SSE3 kernels on some CPUs,
 # and SkylakeX dies with SIGILL on others) and the best of torch threads x OpenBLAS threads.
-# RoBERTa models (roberta-SIZE) run against Hugging Face's RobertaForMaskedLM
-# (bench/roberta_pretrain_torch.py) under $HF_PYTHON, a Python with transformers over the same torch.
+# RoBERTa and ALBERT models (roberta-SIZE, albert-SIZE) run against Hugging Face's
+# RobertaForMaskedLM / AlbertForPreTraining (bench/hf_pretrain_torch.py) under $HF_PYTHON, a Python
+# with transformers over the same torch.
 #   bench/bert_vs_torch.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]      e.g. bench/bert_vs_torch.sh "mini roberta-mini" 8 128 10
 # BASELINE=path/to/another/bert_pretrain adds that build's numbers to the same run (before/after
 # a change, on the same machine at the same time).
@@ -55,7 +56,7 @@ for m in $models; do
   o_mb=$(grep "^peak memory" <<< "$ours" | awk '{print $4}')
   best=0; best_mb=0
   peer=(/usr/bin/python3 bench/bert_pretrain_torch.py --model "$m")
-  [[ "$m" == roberta-* ]] && peer=("$hf_python" bench/roberta_pretrain_torch.py --model "${m#roberta-}")
+  [[ "$m" == roberta-* || "$m" == albert-* ]] && peer=("$hf_python" bench/hf_pretrain_torch.py --family "${m%%-*}" --model "${m#*-}")
   for ob in 1 2; do
     t=$(OPENBLAS_NUM_THREADS=$ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
     tps=$(grep "^tokens/s" <<< "$t" | awk '{print $2}')

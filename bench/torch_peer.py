@@ -8,6 +8,9 @@ import torch
 
 PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8), "base": (12, 768, 12),
            "large": (24, 1024, 16)}
+# ALBERT's: (layers, hidden, heads, embedding_size), as AlbertConfig::preset
+ALBERT_PRESETS = {"tiny": (2, 128, 2, 64), "small": (4, 512, 8, 128), "base": (12, 768, 12, 128),
+                  "large": (24, 1024, 16, 128), "xlarge": (24, 2048, 16, 128), "xxlarge": (12, 4096, 64, 128)}
 
 
 # Each thread count in turn: two warm-up steps, then `steps` timed ones; prints each count's figure,
