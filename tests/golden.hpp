@@ -4,6 +4,8 @@
 #include <string>
 
 #include "autograd/tensor.hpp"
+#include "models/model_inputs.hpp"
+#include "nn/safetensors.hpp"
 
 namespace xg::test {
 
@@ -21,5 +23,25 @@ double max_scaled_error(const Tensor& a, const Tensor& b);
 inline Tensor ints(const std::vector<int64_t>& values, Shape shape = {}) {
   return Tensor::from_ints(values, shape.empty() ? Shape{values.size()} : shape);
 }
+
+// A goldens.safetensors of a model family (tools/gen_*_goldens.py): float and int64 tensors by name,
+// and the model inputs stored as input_ids<suffix>, attention_mask<suffix> and, when present,
+// token_type_ids<suffix>.
+struct SafetensorsGolden {
+  explicit SafetensorsGolden(const std::string& path) : file(nn::safetensors::read(path)) {}
+  nn::safetensors::File file;
+  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
+  Tensor i(const std::string& n) const {
+    const auto& e = file.tensors.at(n);
+    return Tensor::from_ints(nn::safetensors::to_int64(e, n), e.shape);
+  }
+  models::ModelInputs inputs(const std::string& suffix = "") const {
+    const auto& ids = file.tensors.at("input_ids" + suffix);
+    const std::string types = "token_type_ids" + suffix;
+    return models::make_inputs(ids.shape[0], ids.shape[1], i("input_ids" + suffix).to_ints(),
+                               file.tensors.count(types) ? i(types).to_ints() : std::vector<int64_t>{},
+                               i("attention_mask" + suffix).to_ints());
+  }
+};
 
 }  // namespace xg::test

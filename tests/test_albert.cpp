@@ -8,6 +8,7 @@
 #include "models/albert.hpp"
 #include "models/checkpoint.hpp"
 #include "tests/golden.hpp"
+#include "tests/train_parity.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -18,18 +19,9 @@ using xg::test::max_scaled_error;
 namespace {
 const std::string kDir = std::string(XGRAD_TEST_DATA_DIR) + "/albert_a";
 
-struct Golden {
-  nn::safetensors::File file = nn::safetensors::read(kDir + "/goldens.safetensors");
-  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
-  Tensor i(const std::string& n) const {
-    const auto& e = file.tensors.at(n);
-    return Tensor::from_ints(nn::safetensors::to_int64(e, n), e.shape);
-  }
-  ModelInputs inputs() const {
-    const auto& ids = file.tensors.at("input_ids");
-    return make_inputs(ids.shape[0], ids.shape[1], i("input_ids").to_ints(), i("token_type_ids").to_ints(),
-                       i("attention_mask").to_ints());
-  }
+// goldens.safetensors (tools/gen_albert_goldens.py) or train_goldens.safetensors (tools/gen_train_goldens.py)
+struct Golden : test::SafetensorsGolden {
+  explicit Golden(const std::string& name = "goldens.safetensors") : SafetensorsGolden(kDir + "/" + name) {}
 };
 }  // namespace
 
@@ -71,6 +63,18 @@ TEST_CASE("ALBERT matches transformers' AlbertForPreTraining: outputs, losses an
   CHECK(m.num_parameters() == reference_parameters);  // what bert_pretrain prints
   std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", worst_output,
               out.at("loss").item(), g.f("loss").item(), checked, worst);
+}
+
+TEST_CASE("ALBERT's pre-training update equals transformers + torch AdamW: shared layers stepped once", "[albert][parity][train]") {
+  // tools/gen_train_goldens.py albert: 4 distinct layers applied 8 times; MLM + SOP loss; eps 1e-6
+  const Golden g("train_goldens.safetensors");
+  auto m = std::move(load_pretrained_as<AlbertForPreTraining>(kDir).model);
+  optim::AdamOptions adam;
+  adam.eps = 1e-6f;
+  const double worst = test::check_training_steps(*m, g, adam, [&](const std::string& k) -> Labels {
+    return {{"labels", g.i("labels" + k)}, {"sentence_order_label", g.i("sentence_order_label" + k)}};
+  });
+  std::printf("parity albert_a training: 6 AdamW steps, weights max scaled error %.1e\n", worst);
 }
 
 TEST_CASE("ALBERT config: transformers' defaults, presets and checks", "[albert][config]") {

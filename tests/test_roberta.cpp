@@ -7,9 +7,8 @@
 
 #include "models/checkpoint.hpp"
 #include "models/roberta.hpp"
-#include "optim/optim.hpp"
-#include "optim/schedule.hpp"
 #include "tests/golden.hpp"
+#include "tests/train_parity.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -20,19 +19,9 @@ using xg::test::max_scaled_error;
 namespace {
 const std::string kDir = std::string(XGRAD_TEST_DATA_DIR) + "/roberta_a";
 
-struct Golden {
-  explicit Golden(const std::string& name = "goldens.safetensors") : file(nn::safetensors::read(kDir + "/" + name)) {}
-  nn::safetensors::File file;
-  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
-  Tensor i(const std::string& n) const {
-    const auto& e = file.tensors.at(n);
-    return Tensor::from_ints(nn::safetensors::to_int64(e, n), e.shape);
-  }
-  ModelInputs inputs(const std::string& suffix = "") const {
-    const auto& ids = file.tensors.at("input_ids" + suffix);
-    return make_inputs(ids.shape[0], ids.shape[1], i("input_ids" + suffix).to_ints(), {},
-                       i("attention_mask" + suffix).to_ints());
-  }
+// goldens.safetensors (tools/gen_roberta_goldens.py) or train_goldens.safetensors (tools/gen_train_goldens.py)
+struct Golden : test::SafetensorsGolden {
+  explicit Golden(const std::string& name = "goldens.safetensors") : SafetensorsGolden(kDir + "/" + name) {}
 };
 }  // namespace
 
@@ -147,38 +136,14 @@ TEST_CASE("RoBERTa checkpoints: transformers' names both ways, the registry buil
 }
 
 TEST_CASE("RoBERTa's pre-training update equals transformers + torch AdamW, step for step", "[roberta][parity][train]") {
-  // tools/gen_roberta_train_goldens.py: 6 steps on two padded batches, clipping to norm 1, AdamW
-  // with RoBERTa's betas (0.9, 0.98) and eps 1e-6, decay 0.01 but not on biases and LayerNorm,
-  // linear schedule with 2 warm-up steps; dropout off on both sides.
+  // tools/gen_train_goldens.py roberta: RoBERTa's betas (0.9, 0.98) and eps 1e-6
   const Golden g("train_goldens.safetensors");
   auto m = std::move(load_pretrained_as<RobertaForMaskedLM>(kDir).model);
-  m->eval();
-  m->flatten_parameters();
   optim::AdamOptions adam;
   adam.beta2 = 0.98f;
   adam.eps = 1e-6f;
-  optim::AdamW opt(optim::bert_param_groups(m->named_parameters(), 0.01f), 3e-3f, adam);
-  opt.bind(*m->arena());
-  const optim::LrSchedule schedule = optim::LrSchedule::linear(3e-3f, 2, 6);
-  const Tensor losses = g.f("losses"), norms = g.f("grad_norms");
-  for (int64_t step = 0; step < 6; ++step) {
-    INFO("step " << step);
-    const std::string k = "." + std::to_string(step % 2);
-    m->zero_grad();
-    const NamedOutputs out = m->forward_named(g.inputs(k), {{"labels", g.i("labels" + k)}});
-    out.at("loss").backward();
-    const float norm = optim::clip_grad_norm(*m->arena(), 1.0f);
-    CHECK(out.at("loss").item() == Approx(losses.data()[step]).epsilon(1e-4));
-    CHECK(norm == Approx(norms.data()[step]).epsilon(1e-4));
-    opt.set_lr(schedule.at(step));
-    opt.step();
-  }
-  double worst = 0;
-  for (auto& [n, p] : m->named_parameters()) {
-    INFO(n);
-    const double e = max_scaled_error(p, g.f("weight." + n));
-    CHECK(e < 1e-4);
-    worst = std::max(worst, e);
-  }
+  const double worst = test::check_training_steps(*m, g, adam, [&](const std::string& k) -> Labels {
+    return {{"labels", g.i("labels" + k)}};
+  });
   std::printf("parity roberta_a training: 6 AdamW steps, weights max scaled error %.1e\n", worst);
 }
