@@ -153,13 +153,7 @@ std::vector<Token> RobertaTokenizer::tokenize(std::string_view text, const std::
   out.reserve(text.size() / 3 + 2);
   size_t seg = 0;
   for (size_t i = 0; i < cps.size();) {
-    const Special* hit = nullptr;
-    for (const Special& s : specials_)
-      if (s.content[0] == cps[i] && i + s.content.size() <= cps.size() &&
-          std::equal(s.content.begin(), s.content.end(), cps.begin() + long(i))) {
-        hit = &s;
-        break;
-      }
+    const Special* hit = special_at(cps, i, specials_);
     if (!hit) {
       ++i;
       continue;

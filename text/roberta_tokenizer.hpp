@@ -72,11 +72,7 @@ class RobertaTokenizer : public Tokenizer {
   const SpecialTokenTemplate& special_token_template() const override { return template_; }
 
  private:
-  struct Special {
-    std::u32string content;
-    int32_t id;
-    bool lstrip;
-  };
+  using Special = SpecialMatch;
   bool add_special(const std::string& token, bool lstrip);
   void encode_segment(const std::vector<char32_t>& cps, const std::string& utf8, const std::vector<size_t>& byte_at,
                       size_t begin, size_t end, std::vector<Token>& out) const;

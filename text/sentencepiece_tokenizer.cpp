@@ -95,7 +95,10 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, Se
     if (id < 0 || (sp_->IdToPiece(id) != *t))
       throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: no piece '{}' (ALBERT needs it)", model_path, *t));
     special_ids_[id] = true;
+    specials_.push_back({to_u32(*t), id, t == &special_tokens_.mask});
   }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const SpecialMatch& a, const SpecialMatch& b) { return a.content.size() > b.content.size(); });
   word_starts_.resize(sp_->GetPieceSize());
   for (int id = 0; id < sp_->GetPieceSize(); ++id) word_starts_[id] = sp_->IdToPiece(id).rfind(kWordMarkUtf8, 0) == 0;
   const int32_t cls = cls_id(), sep = sep_id();
@@ -162,6 +165,41 @@ std::u32string SentencePieceTokenizer::preprocess(std::string_view text, std::ve
 }
 
 std::vector<Token> SentencePieceTokenizer::tokenize(std::string_view text, const std::string& where) const {
+  std::vector<char32_t> cps;
+  try {
+    cps = decode_utf8(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: {}", where, e.what()));
+  }
+  std::vector<size_t> byte_at(cps.size() + 1, 0);
+  for (size_t i = 0; i < cps.size(); ++i)
+    byte_at[i + 1] = byte_at[i] + (cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4);
+  std::vector<Token> out;
+  auto plain = [&](size_t begin, size_t end) {
+    if (end <= begin) return;
+    const auto part = tokenize_plain(text.substr(byte_at[begin], byte_at[end] - byte_at[begin]), begin, where);
+    out.insert(out.end(), part.begin(), part.end());
+  };
+  size_t seg = 0;
+  for (size_t i = 0; i < cps.size();) {
+    const SpecialMatch* hit = special_at(cps, i, specials_);
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    if (hit->lstrip)
+      while (start > seg && is_whitespace(cps[start - 1])) --start;
+    plain(seg, start);
+    out.push_back({hit->id, i, i + hit->content.size()});
+    i += hit->content.size();
+    seg = i;
+  }
+  plain(seg, cps.size());
+  return out;
+}
+
+std::vector<Token> SentencePieceTokenizer::tokenize_plain(std::string_view text, size_t first, const std::string& where) const {
   std::vector<size_t> origin;
   const std::u32string pre = preprocess(text, origin, where);
   const std::string utf8 = encode_utf8(pre);
@@ -174,7 +212,7 @@ std::vector<Token> SentencePieceTokenizer::tokenize(std::string_view text, const
     const size_t cb = cp_at[b], ce = cp_at[e];
     const size_t start = cb < origin.size() ? origin[cb] : text_len;
     const size_t end = ce == 0 ? start : origin[ce - 1] + 1;
-    return {start, std::max(start, end)};
+    return {first + start, first + std::max(start, end)};
   };
   std::vector<Token> out;
   for (const auto& p : spt.pieces()) {

@@ -8,8 +8,8 @@
 // Templates [CLS] A [SEP] and [CLS] A [SEP] B [SEP] (B's type id 1). Offsets are code points in
 // the original text, mapped back through the preprocessing from the library's surface spans; the
 // pieces split out by the digit-comma fix share their piece's span (the ',' gets its own).
-// Special tokens written inside the text are not split out as Hugging Face does: they are
-// segmented like any other text.
+// Special tokens written inside the text ("the [MASK] sat") are matched whole, as transformers'
+// added tokens; [MASK] takes the whitespace before it.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,6 +69,9 @@ class SentencePieceTokenizer : public Tokenizer {
   SpecialTokens special_tokens_;
   SpecialTokenTemplate template_;
   std::vector<bool> special_ids_, word_starts_;
+  std::vector<SpecialMatch> specials_;  // longest first
+  // Tokens of text with no special token in it; offsets shifted by `first` code points.
+  std::vector<Token> tokenize_plain(std::string_view text, size_t first, const std::string& where) const;
 };
 
 // Trains a unigram SentencePiece model with ALBERT's settings (<pad> 0, <unk> 1, [CLS] [SEP]

@@ -10,6 +10,14 @@
 
 namespace xg::text {
 
+const SpecialMatch* special_at(const std::vector<char32_t>& cps, size_t i, const std::vector<SpecialMatch>& specials) {
+  for (const SpecialMatch& s : specials)
+    if (s.content[0] == cps[i] && i + s.content.size() <= cps.size() &&
+        std::equal(s.content.begin(), s.content.end(), cps.begin() + long(i)))
+      return &s;
+  return nullptr;
+}
+
 size_t SpecialTokenTemplate::added(bool is_pair) const {
   size_t n = 0;
   for (const Piece& p : is_pair ? pair : single) n += p.id >= 0;

@@ -57,6 +57,16 @@ struct SpecialTokenTemplate {
   size_t added(bool is_pair) const;
 };
 
+// A special token matched whole in raw text, as transformers' added-tokens trie matches it;
+// `lstrip`: it takes the whitespace before it (RoBERTa's <mask>, ALBERT's [MASK]).
+struct SpecialMatch {
+  std::u32string content;
+  int32_t id;
+  bool lstrip = false;
+};
+// The first of `specials` (sorted longest first) whose text starts at cps[i]; null when none.
+const SpecialMatch* special_at(const std::vector<char32_t>& cps, size_t i, const std::vector<SpecialMatch>& specials);
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

@@ -32,12 +32,16 @@ HARD = [
     "Café naïve résumé Ångström", "``quoted like this'' and 'single'", "It costs 1,000 or 9,9 dollars, 12,",
     "a1, b22, 3,", "東京 is in 日本", "emoji 😀 here 🚀!", "MiXeD CaSe TeXt", "ﬁ ligature and ① circled",
     "Ünïcödé ÀÉÎÕÜ", "tab\tat\tend\t", "numbers 2019, 2020,and 2021,",
+    # special tokens written in the text: matched whole, [MASK] taking the whitespace before it
+    "the cat [MASK] on the mat", "[MASK]", "two [MASK][MASK] masks", "a [CLS] b [SEP] c", "<unk> and <pad>",
+    "no space[MASK]here", "  [MASK]  spaced  ", "[mask] is not [MASK]",
 ]
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    train()
+    if not os.path.exists(os.path.join(OUT, "spiece.model")):  # keep the committed model; delete it to retrain
+        train()
     tok = AlbertTokenizer(os.path.join(OUT, "spiece.model"))
     with open(CORPUS, encoding="utf-8") as f:
         corpus = [l.rstrip("\n") for l in f if l.strip()][:40]
