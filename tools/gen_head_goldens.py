@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Random-init Hugging Face task heads saved as transformers writes them (save_pretrained:
+config.json + model.safetensors), with a padded batch, their labels, outputs, loss and every
+parameter gradient, for tests/test_heads.cpp; and what from_pretrained reports when the BERT
+pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
+
+Run: /work/venv-hf/bin/python tools/gen_head_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
+Writes tests/data/heads/<case>/{config.json, model.safetensors, goldens.safetensors} and
+tests/data/heads/loading_info.json."""
+import json
+import os
+
+import torch
+from safetensors.torch import save_file
+from transformers import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
+                          BertForTokenClassification)
+from transformers.utils import logging
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "tests", "data", "heads")
+logging.set_verbosity_error()
+
+# Tiny, so the goldens stay a few kilobytes; the sizes differ so a transposed weight cannot pass.
+BASE = dict(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+            hidden_act="gelu", max_position_embeddings=12, type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0)
+B, T = 3, 7
+
+CASES = {
+    # name: class, extra config, labels maker
+    "seq_single": (BertForSequenceClassification,
+                   dict(id2label={0: "negative", 1: "neutral", 2: "positive"},
+                        label2id={"negative": 0, "neutral": 1, "positive": 2}, classifier_dropout=0.2),
+                   lambda g: {"labels": torch.tensor([2, 0, 1])}),
+    "seq_regression": (BertForSequenceClassification, dict(num_labels=1),
+                       lambda g: {"labels": torch.tensor([0.5, -1.25, 2.0])}),
+    "seq_multi": (BertForSequenceClassification, dict(num_labels=3, problem_type="multi_label_classification"),
+                  lambda g: {"labels": torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 1.0, 1.0]])}),
+    "token": (BertForTokenClassification, dict(num_labels=5),
+              lambda g: {"labels": torch.tensor([[-100, 1, 4, 0, -100, -100, -100], [-100, 2, 2, 3, 1, 0, -100],
+                                                 [-100, 4, 0, 1, 1, 3, -100]])}),
+    # the second row's end lies beyond the window (clamped to T and ignored, as transformers does)
+    "qa": (BertForQuestionAnswering, dict(),
+           lambda g: {"start_positions": torch.tensor([1, 3, 0]), "end_positions": torch.tensor([2, 40, 0])}),
+}
+
+torch.manual_seed(44)
+ids = torch.randint(1, BASE["vocab_size"], (B, T))
+types = torch.zeros(B, T, dtype=torch.int64)
+types[:, 4:] = 1
+mask = torch.ones(B, T, dtype=torch.int64)
+mask[0, T - 3:] = 0  # padding
+mask[2, T - 1:] = 0
+ids[mask == 0] = 0
+types[mask == 0] = 0
+
+for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
+    torch.manual_seed(100 + seed)
+    model = cls(BertConfig(**BASE, **extra))
+    with torch.no_grad():  # larger than the default init, so errors are not hidden by tiny values
+        for n, p in model.named_parameters():
+            p.normal_(0, 0.3 if "LayerNorm" not in n else 1.0)
+            if n.endswith("LayerNorm.weight"):
+                p.add_(1.0)
+    model.eval()  # no dropout: the reference is deterministic
+    labels = make_labels(None)
+    out = model(input_ids=ids, token_type_ids=types, attention_mask=mask, **labels)
+    out.loss.backward()
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    model.save_pretrained(d, safe_serialization=True)
+    g = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "loss": out.loss.reshape(1)}
+    g.update(labels)
+    for k in ("logits", "start_logits", "end_logits"):
+        if getattr(out, k, None) is not None:
+            g[k] = out[k]
+    for n, p in model.named_parameters():
+        g["grad." + n] = p.grad
+    save_file({k: v.detach().contiguous() for k, v in g.items()}, os.path.join(d, "goldens.safetensors"),
+              {"generator": "tools/gen_head_goldens.py"})
+    print("wrote", os.path.normpath(d), sum(p.numel() for p in model.parameters()), "parameters")
+
+# A pre-training checkpoint into a classification head: what transformers initialises and drops.
+_, info = BertForSequenceClassification.from_pretrained(os.path.join(HERE, "..", "tests", "data", "bert_a"),
+                                                        num_labels=3, output_loading_info=True)
+with open(os.path.join(OUT, "loading_info.json"), "w") as f:
+    json.dump({"generator": "tools/gen_head_goldens.py", "checkpoint": "tests/data/bert_a",
+               "architecture": "BertForSequenceClassification", "newly_initialised": sorted(info["missing_keys"]),
+               "dropped": sorted(info["unexpected_keys"])}, f, indent=2)
+    f.write("\n")
+print("loading info:", info)
