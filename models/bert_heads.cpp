@@ -43,17 +43,8 @@ NamedOutputs BertForTokenClassification::forward_named(const ModelInputs& in, co
   return token_classification_outputs(forward(in), labels, kArchitecture);
 }
 
-namespace {
-const HeadConfig& two_span_labels(const HeadConfig& h) {
-  if (h.num_labels() != 2)
-    throw std::invalid_argument(fmt::format("[{}] num_labels is {}: question answering predicts 2 (start and end)",
-                                            BertForQuestionAnswering::kArchitecture, h.num_labels()));
-  return h;
-}
-}  // namespace
-
 BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, HeadConfig h)
-    : BertHeadModel(c, two_span_labels(h)) {
+    : BertHeadModel(c, span_head(std::move(h), kArchitecture)) {
   bert = register_module("bert", std::make_shared<BertModel>(c, /*add_pooling_layer=*/false));
   qa_outputs = register_module("qa_outputs", std::make_shared<nn::Linear>(c.hidden_size, 2));
 }

@@ -72,6 +72,13 @@ Tensor question_answering_loss(const Tensor& start_logits, const Tensor& end_log
   return mul(add(start, end), Tensor::scalar(0.5f));
 }
 
+HeadConfig span_head(HeadConfig head, const char* architecture) {
+  if (head.num_labels() != 2)
+    throw std::invalid_argument(
+        fmt::format("[{}] num_labels is {}: question answering predicts 2 (start and end)", architecture, head.num_labels()));
+  return head;
+}
+
 NamedOutputs sequence_classification_outputs(const Tensor& logits, const Labels& labels, const HeadConfig& head,
                                               const std::string& architecture) {
   check_label_names(labels, {"labels"}, architecture);

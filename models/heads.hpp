@@ -25,6 +25,10 @@ std::pair<Tensor, Tensor> split_span_logits(const Tensor& logits);
 Tensor question_answering_loss(const Tensor& start_logits, const Tensor& end_logits, const Tensor& start_positions,
                                const Tensor& end_positions);
 
+// `head` when it has the 2 labels question answering predicts (start and end), else throws
+// naming the architecture.
+HeadConfig span_head(HeadConfig head, const char* architecture);
+
 // dropout then a Linear to num_labels: the classifier of BERT's and ALBERT's sequence and token
 // heads (transformers registers the Linear as "classifier" on the model itself, the dropout has
 // no weights).

@@ -1,12 +1,16 @@
 // The RoBERTa family: its registered architectures (the bare encoder first, as AutoModel builds it).
 #include "models/registry.hpp"
 #include "models/roberta.hpp"
+#include "models/roberta_heads.hpp"
 
 namespace xg::models {
 
 FamilyEntry roberta_family() {
   return {RobertaConfig::kModelType,
-          {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>()}};
+          {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>(),
+           head_architecture_entry<RobertaForSequenceClassification, RobertaConfig>(),
+           head_architecture_entry<RobertaForTokenClassification, RobertaConfig>(),
+           head_architecture_entry<RobertaForQuestionAnswering, RobertaConfig>()}};
 }
 
 }  // namespace xg::models

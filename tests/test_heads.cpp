@@ -9,6 +9,7 @@
 
 #include "models/bert_heads.hpp"
 #include "models/checkpoint.hpp"
+#include "models/roberta_heads.hpp"
 #include "tests/golden.hpp"
 #include "tests/temp_path.hpp"
 
@@ -81,6 +82,24 @@ TEST_CASE("BertForTokenClassification matches transformers, -100 labels ignored"
 
 TEST_CASE("BertForQuestionAnswering matches transformers, a position beyond the window ignored", "[heads][parity]") {
   check_parity("qa", "BertForQuestionAnswering", {"start_positions", "end_positions"}, {"start_logits", "end_logits"});
+}
+
+TEST_CASE("RoBERTa's heads match transformers: RobertaClassificationHead on <s>, token classification, QA", "[heads][parity]") {
+  check_parity("roberta_seq", "RobertaForSequenceClassification", {"labels"}, {"logits"});
+  check_parity("roberta_token", "RobertaForTokenClassification", {"labels"}, {"logits"});
+  check_parity("roberta_qa", "RobertaForQuestionAnswering", {"start_positions", "end_positions"}, {"start_logits", "end_logits"});
+  auto seq = load_pretrained_as<RobertaForSequenceClassification>(head_dir("roberta_seq"));
+  CHECK(seq.model->classifier->dropout_p == Approx(0.3f));
+  CHECK(seq.model->config_json().at("model_type") == "roberta");
+  CHECK(seq.model->config_json().at("bos_token_id") == 0);  // RoBERTa's own fields are kept
+  // a masked-LM checkpoint into the classifier: lm_head dropped, the classification head new
+  auto from_mlm = load_pretrained_as<RobertaForSequenceClassification>(std::string(XGRAD_TEST_DATA_DIR) + "/roberta_a", 1);
+  std::sort(from_mlm.newly_initialised.begin(), from_mlm.newly_initialised.end());
+  std::sort(from_mlm.dropped.begin(), from_mlm.dropped.end());
+  CHECK(from_mlm.newly_initialised == std::vector<std::string>{"classifier.dense.bias", "classifier.dense.weight",
+                                                                "classifier.out_proj.bias", "classifier.out_proj.weight"});
+  CHECK(from_mlm.dropped == std::vector<std::string>{"lm_head.bias", "lm_head.dense.bias", "lm_head.dense.weight",
+                                                     "lm_head.layer_norm.bias", "lm_head.layer_norm.weight"});
 }
 
 TEST_CASE("head config: id2label, problem_type and classifier_dropout read as transformers reads them", "[heads]") {

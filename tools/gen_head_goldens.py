@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-init Hugging Face task heads saved as transformers writes them (save_pretrained:
+"""Random-init Hugging Face task heads (BERT's and RoBERTa's) saved as transformers writes them (save_pretrained:
 config.json + model.safetensors), with a padded batch, their labels, outputs, loss and every
 parameter gradient, for tests/test_heads.cpp; and what from_pretrained reports when the BERT
 pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
@@ -13,7 +13,8 @@ import os
 import torch
 from safetensors.torch import save_file
 from transformers import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
-                          BertForTokenClassification)
+                          BertForTokenClassification, RobertaConfig, RobertaForQuestionAnswering,
+                          RobertaForSequenceClassification, RobertaForTokenClassification)
 from transformers.utils import logging
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,10 +24,12 @@ logging.set_verbosity_error()
 # Tiny, so the goldens stay a few kilobytes; the sizes differ so a transposed weight cannot pass.
 BASE = dict(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
             hidden_act="gelu", max_position_embeddings=12, type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0)
+# RoBERTa: one token type, padding id 1, positions from padding_idx + 1 (room for 7 + 2)
+ROBERTA = dict(BASE, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2)
 B, T = 3, 7
 
 CASES = {
-    # name: class, extra config, labels maker
+    # name: class, config class, extra config, labels maker
     "seq_single": (BertForSequenceClassification,
                    dict(id2label={0: "negative", 1: "neutral", 2: "positive"},
                         label2id={"negative": 0, "neutral": 1, "positive": 2}, classifier_dropout=0.2),
@@ -41,6 +44,13 @@ CASES = {
     # the second row's end lies beyond the window (clamped to T and ignored, as transformers does)
     "qa": (BertForQuestionAnswering, dict(),
            lambda g: {"start_positions": torch.tensor([1, 3, 0]), "end_positions": torch.tensor([2, 40, 0])}),
+    "roberta_seq": (RobertaForSequenceClassification, dict(num_labels=3, classifier_dropout=0.3),
+                    lambda g: {"labels": torch.tensor([1, 2, 0])}),
+    "roberta_token": (RobertaForTokenClassification, dict(num_labels=4),
+                      lambda g: {"labels": torch.tensor([[-100, 1, 3, 0, -100, -100, -100], [-100, 2, 2, 3, 1, 0, -100],
+                                                         [-100, 0, 0, 1, 1, 3, -100]])}),
+    "roberta_qa": (RobertaForQuestionAnswering, dict(),
+                   lambda g: {"start_positions": torch.tensor([2, 1, 5]), "end_positions": torch.tensor([3, 4, 9])}),
 }
 
 torch.manual_seed(44)
@@ -53,22 +63,34 @@ mask[2, T - 1:] = 0
 ids[mask == 0] = 0
 types[mask == 0] = 0
 
+# RoBERTa's batch: <s> first, padding with id 1 (its positions skip padding)
+roberta_ids = ids.clone()
+roberta_ids[roberta_ids < 3] = 3
+roberta_ids[:, 0] = 0
+roberta_ids[mask == 0] = 1
+
 for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
     torch.manual_seed(100 + seed)
-    model = cls(BertConfig(**BASE, **extra))
+    roberta = name.startswith("roberta")
+    model = cls(RobertaConfig(**ROBERTA, **extra) if roberta else BertConfig(**BASE, **extra))
     with torch.no_grad():  # larger than the default init, so errors are not hidden by tiny values
         for n, p in model.named_parameters():
             p.normal_(0, 0.3 if "LayerNorm" not in n else 1.0)
             if n.endswith("LayerNorm.weight"):
                 p.add_(1.0)
+        if roberta:
+            model.roberta.embeddings.position_embeddings.weight[ROBERTA["pad_token_id"]].zero_()  # HF's padding row
     model.eval()  # no dropout: the reference is deterministic
     labels = make_labels(None)
-    out = model(input_ids=ids, token_type_ids=types, attention_mask=mask, **labels)
+    batch = dict(input_ids=roberta_ids, attention_mask=mask) if roberta else dict(input_ids=ids, token_type_ids=types,
+                                                                                attention_mask=mask)
+    out = model(**batch, **labels)
     out.loss.backward()
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
     model.save_pretrained(d, safe_serialization=True)
-    g = {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "loss": out.loss.reshape(1)}
+    g = {"input_ids": batch["input_ids"], "token_type_ids": types if not roberta else torch.zeros_like(types),
+         "attention_mask": mask, "loss": out.loss.reshape(1)}
     g.update(labels)
     for k in ("logits", "start_logits", "end_logits"):
         if getattr(out, k, None) is not None:
