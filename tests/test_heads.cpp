@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "models/bert_heads.hpp"
+#include "models/albert_heads.hpp"
 #include "models/checkpoint.hpp"
 #include "models/roberta_heads.hpp"
 #include "tests/golden.hpp"
@@ -100,6 +101,22 @@ TEST_CASE("RoBERTa's heads match transformers: RobertaClassificationHead on <s>,
                                                                 "classifier.out_proj.bias", "classifier.out_proj.weight"});
   CHECK(from_mlm.dropped == std::vector<std::string>{"lm_head.bias", "lm_head.dense.bias", "lm_head.dense.weight",
                                                      "lm_head.layer_norm.bias", "lm_head.layer_norm.weight"});
+}
+
+TEST_CASE("ALBERT's heads match transformers: regression, token classification, QA", "[heads][parity]") {
+  check_parity("albert_seq", "AlbertForSequenceClassification", {"labels"}, {"logits"});
+  check_parity("albert_token", "AlbertForTokenClassification", {"labels"}, {"logits"});
+  check_parity("albert_qa", "AlbertForQuestionAnswering", {"start_positions", "end_positions"}, {"start_logits", "end_logits"});
+  auto seq = load_pretrained_as<AlbertForSequenceClassification>(head_dir("albert_seq"));
+  CHECK(seq.model->head.problem_type == "regression");
+  CHECK(seq.model->classifier.dropout_p == Approx(0.1f));  // ALBERT's classifier_dropout_prob
+  CHECK(!seq.model->config_json().contains("classifier_dropout"));
+  // a pre-training checkpoint into the classifier: predictions and sop_classifier dropped, the classifier new
+  auto from_pre = load_pretrained_as<AlbertForSequenceClassification>(std::string(XGRAD_TEST_DATA_DIR) + "/albert_a", 1);
+  std::sort(from_pre.newly_initialised.begin(), from_pre.newly_initialised.end());
+  CHECK(from_pre.newly_initialised == std::vector<std::string>{"classifier.bias", "classifier.weight"});
+  for (const auto& d : from_pre.dropped) CHECK((d.rfind("predictions.", 0) == 0 || d.rfind("sop_classifier.", 0) == 0));
+  CHECK(from_pre.dropped.size() == 7);
 }
 
 TEST_CASE("head config: id2label, problem_type and classifier_dropout read as transformers reads them", "[heads]") {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Random-init Hugging Face task heads (BERT's and RoBERTa's) saved as transformers writes them (save_pretrained:
+"""Random-init Hugging Face task heads (BERT's, RoBERTa's and ALBERT's) saved as transformers writes them (save_pretrained:
 config.json + model.safetensors), with a padded batch, their labels, outputs, loss and every
 parameter gradient, for tests/test_heads.cpp; and what from_pretrained reports when the BERT
 pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
@@ -12,7 +12,8 @@ import os
 
 import torch
 from safetensors.torch import save_file
-from transformers import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
+from transformers import (AlbertConfig, AlbertForQuestionAnswering, AlbertForSequenceClassification,
+                          AlbertForTokenClassification, BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
                           BertForTokenClassification, RobertaConfig, RobertaForQuestionAnswering,
                           RobertaForSequenceClassification, RobertaForTokenClassification)
 from transformers.utils import logging
@@ -26,6 +27,9 @@ BASE = dict(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_hea
             hidden_act="gelu", max_position_embeddings=12, type_vocab_size=2, layer_norm_eps=1e-12, pad_token_id=0)
 # RoBERTa: one token type, padding id 1, positions from padding_idx + 1 (room for 7 + 2)
 ROBERTA = dict(BASE, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2)
+# ALBERT: factorised embeddings (6 wide), 2 layers sharing one group
+ALBERT = dict(vocab_size=30, embedding_size=6, hidden_size=8, num_hidden_layers=2, num_hidden_groups=1, num_attention_heads=2,
+              intermediate_size=12, hidden_act="gelu_new", max_position_embeddings=12, type_vocab_size=2, pad_token_id=0)
 B, T = 3, 7
 
 CASES = {
@@ -51,6 +55,13 @@ CASES = {
                                                          [-100, 0, 0, 1, 1, 3, -100]])}),
     "roberta_qa": (RobertaForQuestionAnswering, dict(),
                    lambda g: {"start_positions": torch.tensor([2, 1, 5]), "end_positions": torch.tensor([3, 4, 9])}),
+    "albert_seq": (AlbertForSequenceClassification, dict(num_labels=1),  # regression
+                   lambda g: {"labels": torch.tensor([1.5, -0.5, 0.25])}),
+    "albert_token": (AlbertForTokenClassification, dict(num_labels=3),
+                     lambda g: {"labels": torch.tensor([[-100, 1, 2, 0, -100, -100, -100], [-100, 2, 2, 0, 1, 0, -100],
+                                                        [-100, 0, 0, 1, 1, 2, -100]])}),
+    "albert_qa": (AlbertForQuestionAnswering, dict(),
+                  lambda g: {"start_positions": torch.tensor([3, 0, 2]), "end_positions": torch.tensor([4, 0, 6])}),
 }
 
 torch.manual_seed(44)
@@ -72,7 +83,12 @@ roberta_ids[mask == 0] = 1
 for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
     torch.manual_seed(100 + seed)
     roberta = name.startswith("roberta")
-    model = cls(RobertaConfig(**ROBERTA, **extra) if roberta else BertConfig(**BASE, **extra))
+    if roberta:
+        model = cls(RobertaConfig(**ROBERTA, **extra))
+    elif name.startswith("albert"):
+        model = cls(AlbertConfig(**ALBERT, **extra))
+    else:
+        model = cls(BertConfig(**BASE, **extra))
     with torch.no_grad():  # larger than the default init, so errors are not hidden by tiny values
         for n, p in model.named_parameters():
             p.normal_(0, 0.3 if "LayerNorm" not in n else 1.0)
