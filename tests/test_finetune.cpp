@@ -61,7 +61,7 @@ TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority ba
   o.model = dir + "/model.json";  // one small layer, no dropout: a few seconds, the same result every run
   std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
                               "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
-  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o);
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o).scores;
   // the majority class of the held-out lines
   const auto dev = text::read_text_examples(o.dev);
   const double positives = double(std::count_if(dev.begin(), dev.end(), [](const auto& e) { return e.label == "1"; }));
@@ -100,7 +100,7 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   o.test = o.dev;
   o.model = dir + "/pre";
   o.max_len = 32;
-  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o);
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o).scores;
   CHECK(report.at("test").at("examples") == 50);
   const auto best = models::load_pretrained(dir + "/run/best");
   CHECK(best.model->architecture() == "BertForSequenceClassification");
@@ -119,6 +119,18 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run3", 1, 25, 1e-3f, 50), regression), Contains("is not a number"));
   regression.model = dir + "/run/best";
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run4", 1, 25, 1e-3f, 50), regression), Contains("2-label classifier"));
+  // stopped early (--stop-at): no scores yet; resumed from its directory: it finishes and scores
+  TrainerOptions first = quiet_trainer(dir + "/run6", 2, 25, 1e-3f, 50);
+  first.stop_at = 3;
+  const FinetuneResult stopped = run_finetuning(first, o);
+  CHECK(stopped.run.step == 3);
+  CHECK(stopped.scores.is_null());
+  TrainerOptions resumed;
+  resumed.quiet = true;
+  resumed.resume = dir + "/run6";
+  const FinetuneResult finished = run_finetuning(resumed, o);
+  CHECK(finished.run.step == 4);
+  CHECK(finished.scores.at("dev").at("examples") == 50);
   ClassificationOptions no_dev = o;
   no_dev.dev.clear();
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev), Contains("--dev is required"));

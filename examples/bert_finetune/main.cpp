@@ -55,10 +55,11 @@ int main(int argc, char** argv) {
       const size_t per_step = trainer.batch * trainer.grad_accum;
       trainer.eval_every = int64_t((examples + per_step - 1) / per_step);
     }
-    const nlohmann::json scores = xg::training::run_finetuning(trainer, task);
-    if (scores.is_null()) return 130;  // interrupted: saved, no final scores
-    fmt::print("final scores of {}/best: {}\n", trainer.out, scores.dump());
-    if (!report.empty()) xg::write_text_atomically(report, scores.dump(2) + "\n");
+    const auto result = xg::training::run_finetuning(trainer, task);
+    if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
+    if (result.scores.is_null()) return 0;                         // --stop-at: resumable, no final scores yet
+    fmt::print("final scores of the best model: {}\n", result.scores.dump());
+    if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "bert_finetune: {}\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
 #include "training/tasks/classification.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -256,8 +257,12 @@ class ClassificationTask : public Task {
                                  !config["architectures"].empty() && config["architectures"][0] == arch;
       // A classifier keeps its labels; any other checkpoint gets a new head for the training labels.
       auto loaded = models::load_pretrained(opt_.model, ctx_.seed, arch, is_classifier ? nlohmann::json::object() : new_head_json());
-      if (!ctx_.quiet)
-        for (const auto& n : loaded.notes) fmt::print("note: {}\n", n);
+      if (!ctx_.quiet) {  // as transformers reports them
+        if (!loaded.newly_initialised.empty())
+          fmt::print("newly initialised in {} (not in {}): {}\n", arch, opt_.model, fmt::join(loaded.newly_initialised, ", "));
+        if (!loaded.dropped.empty())
+          fmt::print("not used by {} (dropped from {}): {}\n", arch, opt_.model, fmt::join(loaded.dropped, ", "));
+      }
       return std::move(loaded.model);
     }
     models::BertConfig c = bert_config_for(opt_.model, tok_->vocab_size(), opt_.max_len);
@@ -322,12 +327,12 @@ Scores score_checkpoint(const std::string& checkpoint, const std::string& file, 
   return score_set(model, set, tok->pad_id(), o.regression, batch_size);
 }
 
-nlohmann::json run_finetuning(TrainerOptions trainer, ClassificationOptions task) {
+FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task) {
   if (task.dev.empty()) throw std::invalid_argument("[classification] --dev is required: the best model is chosen on it");
   Trainer t(trainer, BoundOptions(ClassificationOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_classification_task(task, ctx); });
-  const RunResult r = t.run();
-  if (r.signal != 0) return nullptr;
+  FinetuneResult result{t.run(), nullptr};
+  if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
   // where the Trainer wrote: --out, else the resumed run's directory
   std::string out = trainer.out;
   if (out.empty()) out = trainer.resume.empty() ? TrainerOptions::kDefaultOut : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
@@ -341,7 +346,8 @@ nlohmann::json run_finetuning(TrainerOptions trainer, ClassificationOptions task
   };
   report["dev"] = scored(task.dev);
   if (!task.test.empty()) report["test"] = scored(task.test);
-  return report;
+  result.scores = report;
+  return result;
 }
 
 }  // namespace xg::training

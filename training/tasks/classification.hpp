@@ -49,8 +49,14 @@ std::unique_ptr<Task> make_classification_task(const ClassificationOptions& opti
 Scores score_checkpoint(const std::string& checkpoint, const std::string& file, const ClassificationOptions& options,
                         size_t batch_size);
 
-// Fine-tunes per `trainer` and `task`, evaluating on --dev each epoch, then scores OUT/best on
-// --dev and --test: {"dev": {...}, "test": {...}} (test absent without --test).
-nlohmann::json run_finetuning(TrainerOptions trainer, ClassificationOptions task);
+struct FinetuneResult {
+  RunResult run;
+  // The best model's scores when the run finished: {"dev": {...}, "test": {...}} (test absent
+  // without --test); null when it stopped early (a signal or --stop-at), to be resumed.
+  nlohmann::json scores;
+};
+
+// Fine-tunes per `trainer` and `task`, evaluating on --dev each epoch, then scores OUT/best.
+FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task);
 
 }  // namespace xg::training
