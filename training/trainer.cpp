@@ -209,7 +209,9 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     const size_t per_step = opt.batch * opt.grad_accum;
     if (opt.epochs > 0) opt.steps = int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step);
     if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
-    if (opt.warmup_ratio >= 0) opt.warmup = int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps)));  // as transformers
+    // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
+    if (opt.warmup_ratio >= 0)
+      opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
     if (opt.warmup < 0) opt.warmup = opt.steps / 10;
   }
   nn::Module& model = task->model();
