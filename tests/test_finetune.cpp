@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "models/bert_heads.hpp"
 #include "models/checkpoint.hpp"
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
@@ -106,6 +107,15 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   CHECK(best.model->architecture() == "BertForSequenceClassification");
   CHECK(best.model->config_json().at("id2label") == nlohmann::json({{"0", "negative"}, {"1", "positive"}}));
   CHECK(best.model->config_json().at("problem_type") == "single_label_classification");
+
+  // a classifier with transformers' placeholder labels (LABEL_0, LABEL_1) takes the training labels, keeping its weights
+  auto placeholder = models::load_pretrained(dir + "/run/best");
+  dynamic_cast<models::BertForSequenceClassification&>(*placeholder.model).head = models::HeadConfig::with_num_labels(2);
+  models::save_pretrained(*placeholder.model, dir + "/generic", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+  ClassificationOptions from_generic = o;
+  from_generic.model = dir + "/generic";
+  CHECK(run_finetuning(quiet_trainer(dir + "/run7", 1, 25, 1e-3f, 50), from_generic).scores.at("dev").at("examples") == 50);
+  CHECK(models::load_pretrained(dir + "/run7/best").model->config_json().at("id2label").at("1") == "positive");
 
   // a dev file with a label the model does not know names the file and line
   std::ofstream(dir + "/bad_dev.tsv") << "label\ttext\npositive\tfine\nmeh\tso so\n";

@@ -255,8 +255,12 @@ class ClassificationTask : public Task {
       const std::string arch = classifier_architecture(type, config_path);
       const bool is_classifier = config.contains("architectures") && config["architectures"].is_array() &&
                                  !config["architectures"].empty() && config["architectures"][0] == arch;
-      // A classifier keeps its labels; any other checkpoint gets a new head for the training labels.
-      auto loaded = models::load_pretrained(opt_.model, ctx_.seed, arch, is_classifier ? nlohmann::json::object() : new_head_json());
+      // A classifier keeps its labels unless they are transformers' placeholders (LABEL_0, ...), as
+      // run_glue decides; any other checkpoint gets a new head for the training labels.
+      const models::HeadConfig saved = models::HeadConfig::from_json(config, config_path);
+      const bool named_labels = saved.id2label != models::HeadConfig::with_num_labels(saved.num_labels()).id2label;
+      const bool keep = is_classifier && (named_labels || opt_.regression);
+      auto loaded = models::load_pretrained(opt_.model, ctx_.seed, arch, keep ? nlohmann::json::object() : new_head_json());
       if (!ctx_.quiet) {  // as transformers reports them
         if (!loaded.newly_initialised.empty())
           fmt::print("newly initialised in {} (not in {}): {}\n", arch, opt_.model, fmt::join(loaded.newly_initialised, ", "));
