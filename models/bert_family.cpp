@@ -25,7 +25,8 @@ FamilyEntry bert_family() {
            architecture_entry<BertForMaskedLM, BertConfig>(),
            head_architecture_entry<BertForSequenceClassification, BertConfig>(),
            head_architecture_entry<BertForTokenClassification, BertConfig>(),
-           head_architecture_entry<BertForQuestionAnswering, BertConfig>()}};
+           head_architecture_entry<BertForQuestionAnswering, BertConfig>(),
+           head_architecture_entry<BertForMultipleChoice, BertConfig>()}};
 }
 
 }  // namespace xg::models

@@ -55,4 +55,14 @@ NamedOutputs BertForQuestionAnswering::forward_named(const ModelInputs& in, cons
   return question_answering_outputs(forward(in), labels, kArchitecture);
 }
 
+BertForMultipleChoice::BertForMultipleChoice(const BertConfig& c, HeadConfig h) : BertHeadModel(c, std::move(h)) {
+  bert = register_module("bert", std::make_shared<BertModel>(c));
+  classifier = {register_module("classifier", std::make_shared<nn::Linear>(c.hidden_size, 1)), head.dropout_or(c.hidden_dropout_prob)};
+}
+
+NamedOutputs BertForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
+  const auto [rows, choices] = flatten_choices(in);
+  return multiple_choice_outputs(classifier.forward(bert->forward(rows).pooler_output, is_training()), choices, labels, kArchitecture);
+}
+
 }  // namespace xg::models

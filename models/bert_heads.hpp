@@ -55,4 +55,15 @@ class BertForQuestionAnswering : public BertHeadModel {
   std::shared_ptr<nn::Linear> qa_outputs;
 };
 
+// One score per choice from the pooled [CLS] state; inputs are (B, C, T) tensors, as transformers takes them.
+class BertForMultipleChoice : public BertHeadModel {
+ public:
+  static constexpr const char* kArchitecture = "BertForMultipleChoice";
+  explicit BertForMultipleChoice(const BertConfig& c, HeadConfig head = {});
+  std::string architecture() const override { return kArchitecture; }
+  // "logits" (B, C) and, with "labels" ((B) ids of the right choice), "loss".
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  DropoutLinear classifier;
+};
+
 }  // namespace xg::models

@@ -72,6 +72,35 @@ Tensor question_answering_loss(const Tensor& start_logits, const Tensor& end_log
   return mul(add(start, end), Tensor::scalar(0.5f));
 }
 
+std::pair<ModelInputs, size_t> flatten_choices(const ModelInputs& in) {
+  if (!in.input_ids.defined() || in.input_ids.dim() != 3)
+    throw std::invalid_argument(fmt::format("[multiple_choice] input_ids must be (batch, choices, tokens), got {}",
+                                            in.input_ids.defined() ? shape_str(in.input_ids.shape()) : "none"));
+  const size_t choices = in.input_ids.size(1);
+  const long rows = long(in.input_ids.size(0) * choices), T = long(in.input_ids.size(2));
+  auto flat = [&](const Tensor& t, const char* name) {
+    if (!t.defined()) return t;
+    if (t.shape() != in.input_ids.shape())
+      throw std::invalid_argument(fmt::format("[multiple_choice] {} has shape {}, input_ids {}", name, shape_str(t.shape()),
+                                              shape_str(in.input_ids.shape())));
+    return reshape(contiguous(t), {rows, T});
+  };
+  ModelInputs out;
+  out.input_ids = flat(in.input_ids, "input_ids");
+  out.token_type_ids = flat(in.token_type_ids, "token_type_ids");
+  out.position_ids = flat(in.position_ids, "position_ids");
+  out.attention_mask = flat(in.attention_mask, "attention_mask");
+  return {out, choices};
+}
+
+NamedOutputs multiple_choice_outputs(const Tensor& scores, size_t num_choices, const Labels& labels,
+                                     const std::string& architecture) {
+  check_label_names(labels, {"labels"}, architecture);
+  NamedOutputs out{{"logits", reshape(scores, {-1, long(num_choices)})}};
+  if (labels.count("labels")) out["loss"] = sequence_labels_loss(out["logits"], labels.at("labels"), "labels");
+  return out;
+}
+
 HeadConfig span_head(HeadConfig head, const char* architecture) {
   if (head.num_labels() != 2)
     throw std::invalid_argument(

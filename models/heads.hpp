@@ -25,6 +25,12 @@ std::pair<Tensor, Tensor> split_span_logits(const Tensor& logits);
 Tensor question_answering_loss(const Tensor& start_logits, const Tensor& end_logits, const Tensor& start_positions,
                                const Tensor& end_positions);
 
+// Multiple choice: inputs of (B, C, T) tensors as rows of B * C sequences, and C.
+std::pair<ModelInputs, size_t> flatten_choices(const ModelInputs& in);
+// (B * C, 1) scores -> "logits" (B, C) and, with "labels" ((B) ids of the right choice), "loss".
+NamedOutputs multiple_choice_outputs(const Tensor& scores, size_t num_choices, const Labels& labels,
+                                     const std::string& architecture);
+
 // `head` when it has the 2 labels question answering predicts (start and end), else throws
 // naming the architecture.
 HeadConfig span_head(HeadConfig head, const char* architecture);

@@ -35,6 +35,12 @@ struct Golden {
   Tensor label(const std::string& n) const { return file.tensors.at(n).dtype == nn::safetensors::DType::I64 ? i(n) : f(n); }
   ModelInputs inputs() const {
     const auto& ids = file.tensors.at("input_ids");
+    if (ids.shape.size() == 3) {  // multiple choice: (B, C, T), as transformers takes them
+      ModelInputs in{i("input_ids"), i("token_type_ids"), Tensor(), Tensor()};
+      const auto mask = i("attention_mask").to_ints();
+      in.attention_mask = Tensor::from_vector(std::vector<float>(mask.begin(), mask.end()), ids.shape);
+      return in;
+    }
     return make_inputs(ids.shape[0], ids.shape[1], i("input_ids").to_ints(), i("token_type_ids").to_ints(),
                        i("attention_mask").to_ints());
   }
@@ -83,6 +89,15 @@ TEST_CASE("BertForTokenClassification matches transformers, -100 labels ignored"
 
 TEST_CASE("BertForQuestionAnswering matches transformers, a position beyond the window ignored", "[heads][parity]") {
   check_parity("qa", "BertForQuestionAnswering", {"start_positions", "end_positions"}, {"start_logits", "end_logits"});
+}
+
+TEST_CASE("BertForMultipleChoice matches transformers on (batch, choices, tokens) inputs", "[heads][parity]") {
+  check_parity("multiple_choice", "BertForMultipleChoice", {"labels"}, {"logits"});
+  auto mc = load_pretrained_as<BertForMultipleChoice>(head_dir("multiple_choice"));
+  CHECK_THROWS_WITH(mc.model->forward_named(make_inputs(1, 3, {1, 2, 3})), Contains("must be (batch, choices, tokens)"));
+  ModelInputs bad = Golden("multiple_choice").inputs();
+  bad.token_type_ids = reshape(bad.token_type_ids, {2, 21});
+  CHECK_THROWS_WITH(mc.model->forward_named(bad), Contains("token_type_ids has shape"));
 }
 
 TEST_CASE("RoBERTa's heads match transformers: RobertaClassificationHead on <s>, token classification, QA", "[heads][parity]") {
