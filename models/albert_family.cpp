@@ -11,7 +11,8 @@ FamilyEntry albert_family() {
            architecture_entry<AlbertForMaskedLM, AlbertConfig>(),
            head_architecture_entry<AlbertForSequenceClassification, AlbertConfig>(),
            head_architecture_entry<AlbertForTokenClassification, AlbertConfig>(),
-           head_architecture_entry<AlbertForQuestionAnswering, AlbertConfig>()}};
+           head_architecture_entry<AlbertForQuestionAnswering, AlbertConfig>(),
+           head_architecture_entry<AlbertForMultipleChoice, AlbertConfig>()}};
 }
 
 }  // namespace xg::models

@@ -52,4 +52,15 @@ NamedOutputs AlbertForQuestionAnswering::forward_named(const ModelInputs& in, co
   return question_answering_outputs(forward(in), labels, kArchitecture);
 }
 
+AlbertForMultipleChoice::AlbertForMultipleChoice(const AlbertConfig& c, HeadConfig h)
+    : AlbertHeadModel(c, std::move(h), /*add_pooling_layer=*/true) {
+  classifier = {register_module("classifier", std::make_shared<nn::Linear>(c.hidden_size, 1)), c.classifier_dropout_prob};
+}
+
+NamedOutputs AlbertForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
+  const auto [rows, choices] = flatten_choices(in);
+  return multiple_choice_outputs(classifier.forward(albert->forward(rows).pooler_output, is_training()), choices, labels,
+                                 kArchitecture);
+}
+
 }  // namespace xg::models

@@ -47,4 +47,15 @@ class AlbertForQuestionAnswering : public AlbertHeadModel {
   std::shared_ptr<nn::Linear> qa_outputs;
 };
 
+// One score per choice from the pooled first token (dropout of classifier_dropout_prob); inputs
+// are (B, C, T) tensors.
+class AlbertForMultipleChoice : public AlbertHeadModel {
+ public:
+  static constexpr const char* kArchitecture = "AlbertForMultipleChoice";
+  explicit AlbertForMultipleChoice(const AlbertConfig& c, HeadConfig head = {});
+  std::string architecture() const override { return kArchitecture; }
+  NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  DropoutLinear classifier;
+};
+
 }  // namespace xg::models

@@ -10,7 +10,8 @@ FamilyEntry roberta_family() {
           {architecture_entry<RobertaModel, RobertaConfig>(), architecture_entry<RobertaForMaskedLM, RobertaConfig>(),
            head_architecture_entry<RobertaForSequenceClassification, RobertaConfig>(),
            head_architecture_entry<RobertaForTokenClassification, RobertaConfig>(),
-           head_architecture_entry<RobertaForQuestionAnswering, RobertaConfig>()}};
+           head_architecture_entry<RobertaForQuestionAnswering, RobertaConfig>(),
+           head_architecture_entry<RobertaForMultipleChoice, RobertaConfig>()}};
 }
 
 }  // namespace xg::models

@@ -2,9 +2,10 @@
 
 namespace xg::models {
 
-RobertaHeadModel::RobertaHeadModel(const RobertaConfig& c, HeadConfig h) : BertPreTrainedModel(c, "roberta."), head(std::move(h)) {
+RobertaHeadModel::RobertaHeadModel(const RobertaConfig& c, HeadConfig h, bool add_pooling_layer)
+    : BertPreTrainedModel(c, "roberta."), head(std::move(h)) {
   head.validate();
-  roberta = register_module("roberta", std::make_shared<RobertaModel>(c, /*add_pooling_layer=*/false));
+  roberta = register_module("roberta", std::make_shared<RobertaModel>(c, add_pooling_layer));
 }
 
 nlohmann::json RobertaHeadModel::family_config_json() const {
@@ -63,6 +64,17 @@ Tensor RobertaForQuestionAnswering::forward(const ModelInputs& in) {
 
 NamedOutputs RobertaForQuestionAnswering::forward_named(const ModelInputs& in, const Labels& labels) {
   return question_answering_outputs(forward(in), labels, kArchitecture);
+}
+
+RobertaForMultipleChoice::RobertaForMultipleChoice(const RobertaConfig& c, HeadConfig h)
+    : RobertaHeadModel(c, std::move(h), /*add_pooling_layer=*/true) {
+  classifier = {register_module("classifier", std::make_shared<nn::Linear>(c.hidden_size, 1)), c.hidden_dropout_prob};
+}
+
+NamedOutputs RobertaForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
+  const auto [rows, choices] = flatten_choices(in);
+  return multiple_choice_outputs(classifier.forward(roberta->forward(rows).pooler_output, is_training()), choices, labels,
+                                 kArchitecture);
 }
 
 }  // namespace xg::models

@@ -91,8 +91,10 @@ TEST_CASE("BertForQuestionAnswering matches transformers, a position beyond the 
   check_parity("qa", "BertForQuestionAnswering", {"start_positions", "end_positions"}, {"start_logits", "end_logits"});
 }
 
-TEST_CASE("BertForMultipleChoice matches transformers on (batch, choices, tokens) inputs", "[heads][parity]") {
+TEST_CASE("multiple choice (BERT, RoBERTa, ALBERT) matches transformers on (batch, choices, tokens) inputs", "[heads][parity]") {
   check_parity("multiple_choice", "BertForMultipleChoice", {"labels"}, {"logits"});
+  check_parity("roberta_multiple_choice", "RobertaForMultipleChoice", {"labels"}, {"logits"});
+  check_parity("albert_multiple_choice", "AlbertForMultipleChoice", {"labels"}, {"logits"});
   auto mc = load_pretrained_as<BertForMultipleChoice>(head_dir("multiple_choice"));
   CHECK_THROWS_WITH(mc.model->forward_named(make_inputs(1, 3, {1, 2, 3})), Contains("must be (batch, choices, tokens)"));
   ModelInputs bad = Golden("multiple_choice").inputs();

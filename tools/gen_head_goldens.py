@@ -12,7 +12,8 @@ import os
 
 import torch
 from safetensors.torch import save_file
-from transformers import (AlbertConfig, AlbertForQuestionAnswering, BertForMultipleChoice, AlbertForSequenceClassification,
+from transformers import (AlbertConfig, AlbertForMultipleChoice, AlbertForQuestionAnswering, BertForMultipleChoice,
+                          RobertaForMultipleChoice, AlbertForSequenceClassification,
                           AlbertForTokenClassification, BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
                           BertForTokenClassification, RobertaConfig, RobertaForQuestionAnswering,
                           RobertaForSequenceClassification, RobertaForTokenClassification)
@@ -118,36 +119,46 @@ for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
     print("wrote", os.path.normpath(d), sum(p.numel() for p in model.parameters()), "parameters")
 
 # Multiple choice: (B, C, T) inputs, one score per choice, the right choice's id as the label.
-torch.manual_seed(200)
-model = BertForMultipleChoice(BertConfig(**BASE, classifier_dropout=0.2))
-with torch.no_grad():
-    for n, p in model.named_parameters():
-        p.normal_(0, 0.3 if "LayerNorm" not in n else 1.0)
-        if n.endswith("LayerNorm.weight"):
-            p.add_(1.0)
-model.eval()
 C = 3
-mc_ids = torch.randint(1, BASE["vocab_size"], (2, C, T))
+mc_ids = torch.randint(3, BASE["vocab_size"], (2, C, T))
 mc_types = torch.zeros(2, C, T, dtype=torch.int64)
 mc_types[:, :, 3:] = 1
 mc_mask = torch.ones(2, C, T, dtype=torch.int64)
 mc_mask[0, 1, 5:] = 0
 mc_mask[1, 2, 4:] = 0
-mc_ids[mc_mask == 0] = 0
-mc_types[mc_mask == 0] = 0
 mc_labels = torch.tensor([2, 0])
-out = model(input_ids=mc_ids, token_type_ids=mc_types, attention_mask=mc_mask, labels=mc_labels)
-out.loss.backward()
-d = os.path.join(OUT, "multiple_choice")
-os.makedirs(d, exist_ok=True)
-model.save_pretrained(d, safe_serialization=True)
-g = {"input_ids": mc_ids, "token_type_ids": mc_types, "attention_mask": mc_mask, "loss": out.loss.reshape(1),
-     "labels": mc_labels, "logits": out.logits}
-for n, p in model.named_parameters():
-    g["grad." + n] = p.grad
-save_file({k: v.detach().contiguous() for k, v in g.items()}, os.path.join(d, "goldens.safetensors"),
-          {"generator": "tools/gen_head_goldens.py"})
-print("wrote", os.path.normpath(d), sum(p.numel() for p in model.parameters()), "parameters")
+MC = {"multiple_choice": (BertForMultipleChoice, BertConfig(**BASE, classifier_dropout=0.2), 0),
+      "roberta_multiple_choice": (RobertaForMultipleChoice, RobertaConfig(**ROBERTA), 1),
+      "albert_multiple_choice": (AlbertForMultipleChoice, AlbertConfig(**ALBERT), 0)}
+for seed, (name, (cls, config, pad)) in enumerate(MC.items()):
+    torch.manual_seed(200 + seed)
+    model = cls(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.normal_(0, 0.3 if "LayerNorm" not in n else 1.0)
+            if n.endswith("LayerNorm.weight"):
+                p.add_(1.0)
+        if name.startswith("roberta"):
+            model.roberta.embeddings.position_embeddings.weight[pad].zero_()
+    model.eval()
+    ids = mc_ids.clone()
+    if name.startswith("roberta"):
+        ids[:, :, 0] = 0  # <s>
+    ids[mc_mask == 0] = pad
+    types = mc_types.clone() if not name.startswith("roberta") else torch.zeros_like(mc_types)
+    types[mc_mask == 0] = 0
+    out = model(input_ids=ids, token_type_ids=types, attention_mask=mc_mask, labels=mc_labels)
+    out.loss.backward()
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    model.save_pretrained(d, safe_serialization=True)
+    g = {"input_ids": ids, "token_type_ids": types, "attention_mask": mc_mask, "loss": out.loss.reshape(1),
+         "labels": mc_labels, "logits": out.logits}
+    for n, p in model.named_parameters():
+        g["grad." + n] = p.grad
+    save_file({k: v.detach().contiguous() for k, v in g.items()}, os.path.join(d, "goldens.safetensors"),
+              {"generator": "tools/gen_head_goldens.py"})
+    print("wrote", os.path.normpath(d), sum(p.numel() for p in model.parameters()), "parameters")
 
 # A pre-training checkpoint into a classification head: what transformers initialises and drops.
 _, info = BertForSequenceClassification.from_pretrained(os.path.join(HERE, "..", "tests", "data", "bert_a"),
