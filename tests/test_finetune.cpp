@@ -141,6 +141,15 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   const FinetuneResult finished = run_finetuning(resumed, o);
   CHECK(finished.run.step == 4);
   CHECK(finished.scores.at("dev").at("examples") == 50);
+  // a model with fewer positions than the longest example is refused before training
+  ClassificationOptions too_long = o;
+  too_long.max_len = 100;
+  too_long.train = dir + "/long.tsv";
+  too_long.dev = dir + "/long.tsv";
+  std::string words;
+  for (int i = 0; i < 90; ++i) words += "good ";
+  std::ofstream(dir + "/long.tsv") << "label\ttext\npositive\t" << words << "\nnegative\tbad\n";
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run8", 1, 25, 1e-3f, 2), too_long), Contains("max_position_embeddings 64"));
   ClassificationOptions no_dev = o;
   no_dev.dev.clear();
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev), Contains("--dev is required"));

@@ -172,11 +172,16 @@ class ClassificationTask : public Task {
     tok_ = tokenizer_for(resume ? ctx.checkpoint : from_dir ? o.model : "", o);
     model_ = make_model(from_dir);
     head_ = head_config_of(*model_);
-    if (o.regression != (head_.num_labels() == 1 && head_.problem_type != "single_label_classification"))
-      throw std::invalid_argument(fmt::format("[classification] {} is a {}-label classifier{}", resume ? ctx.checkpoint : o.model,
-                                              head_.num_labels(), o.regression ? "; --regression needs one output" : ", not a regression"));
+    const std::string source = resume ? ctx.checkpoint : o.model;
+    const bool one_output = head_.num_labels() == 1 && head_.problem_type != "single_label_classification";
+    if (o.regression && !one_output)
+      throw std::invalid_argument(fmt::format("[classification] {} is a {}-label classifier; --regression needs one output",
+                                              source, head_.num_labels()));
+    if (!o.regression && one_output)
+      throw std::invalid_argument(fmt::format("[classification] {} is a regression model (one output): add --regression", source));
     train_ = encode_file(o.train, o, *tok_, head_);
     if (!o.dev.empty()) dev_ = encode_file(o.dev, o, *tok_, head_);
+    check_longest_fits();
   }
 
   std::string name() const override { return "classification"; }
@@ -276,6 +281,19 @@ class ClassificationTask : public Task {
     Generator gen(ctx_.seed);
     model->init_weights(gen);
     return model;
+  }
+
+  // A model with fewer positions than the longest example fails here, naming both, not mid-run.
+  void check_longest_fits() {
+    const models::Sequence* longest = nullptr;
+    for (const EncodedSet* set : {&train_, &dev_})
+      for (const auto& seq : set->sequences)
+        if (!longest || seq.ids.size() > longest->ids.size()) longest = &seq;
+    if (!longest) return;
+    NoGradGuard no_grad;
+    model_->eval();
+    model_->forward_named(models::pad_sequences({*longest}, tok_->pad_id()));
+    model_->train();
   }
 
   // The head for this run's labels: one regression output, or the training file's labels.
