@@ -79,13 +79,15 @@ std::string AlbertPreTrainedModel::name_from_checkpoint(const std::string& file_
   if (n == "embeddings.position_ids" || n == "embeddings.token_type_ids" || n == "predictions.decoder.weight" ||
       n == "predictions.decoder.bias")
     return "";
-  if (n.rfind("predictions.", 0) == 0 || n.rfind("sop_classifier.", 0) == 0) return n;
+  for (const char* head : {"predictions.", "sop_classifier.", "classifier.", "qa_outputs."})  // heads sit beside "albert."
+    if (n.rfind(head, 0) == 0) return n;
   return base_prefix_ + n;
 }
 
 bool AlbertPreTrainedModel::is_head_tensor(const std::string& name) const {
-  return name.rfind("predictions.", 0) == 0 || name.rfind("sop_classifier.", 0) == 0 ||
-         name.rfind("pooler.", 0) == 0 || name.rfind("albert.pooler.", 0) == 0;
+  for (const char* head : {"predictions.", "sop_classifier.", "pooler.", "albert.pooler.", "classifier.", "qa_outputs."})
+    if (name.rfind(head, 0) == 0) return true;
+  return false;
 }
 
 AlbertModel::AlbertModel(const AlbertConfig& c, bool add_pooling_layer) : AlbertPreTrainedModel(c, "") {

@@ -26,7 +26,9 @@ std::string BertPreTrainedModel::name_from_checkpoint(const std::string& file_na
 
 bool BertPreTrainedModel::is_head_tensor(const std::string& name) const {
   // BertForMaskedLM has no pooler, BertModel no heads: either may be absent from a checkpoint.
-  return name.rfind("cls.", 0) == 0 || name.rfind("pooler.", 0) == 0 || name.rfind("bert.pooler.", 0) == 0;
+  for (const char* head : {"cls.", "pooler.", "bert.pooler.", "classifier.", "qa_outputs."})
+    if (name.rfind(head, 0) == 0) return true;
+  return false;
 }
 
 BertModel::BertModel(const BertConfig& c, bool add_pooling_layer, std::shared_ptr<BertEmbeddings> own_embeddings)

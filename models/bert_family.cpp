@@ -1,5 +1,6 @@
 // The BERT family: its Hugging Face name map and its registered architectures.
 #include "models/bert.hpp"
+#include "models/bert_heads.hpp"
 #include "models/registry.hpp"
 
 namespace xg::models {
@@ -21,7 +22,11 @@ std::string canonical_bert_name(const std::string& name) {
 FamilyEntry bert_family() {
   return {BertConfig::kModelType,
           {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
-           architecture_entry<BertForMaskedLM, BertConfig>()},
+           architecture_entry<BertForMaskedLM, BertConfig>(),
+           head_architecture_entry<BertForSequenceClassification, BertConfig>(),
+           head_architecture_entry<BertForTokenClassification, BertConfig>(),
+           head_architecture_entry<BertForQuestionAnswering, BertConfig>(),
+           head_architecture_entry<BertForMultipleChoice, BertConfig>()},
           [](const std::string& size) { return BertConfig::preset(size).to_json(); },
           {{SentenceTask::NextSentence, BertForPreTraining::kArchitecture}, {SentenceTask::None, BertForMaskedLM::kArchitecture}}};
 }

@@ -35,7 +35,8 @@ void save_pretrained(const PretrainedModel& model, const std::string& dir,
   }
 }
 
-LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture) {
+LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture,
+                            const nlohmann::json& config_overrides) {
   const fs::path d(dir);
   const std::string config_path = (d / "config.json").string();
   if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("[load_pretrained] {}: not a directory", dir));
@@ -46,7 +47,18 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
   if (!fs::exists(weights_path))
     throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin", dir));
   LoadedModel out;
-  out.model = build_model(config::read_json_file(config_path, "load_pretrained"), config_path, architecture);
+  nlohmann::json config = config::read_json_file(config_path, "load_pretrained");
+  if (!config_overrides.is_object())
+    throw std::invalid_argument(fmt::format("[load_pretrained] config overrides must be a JSON object, got {}", config_overrides.dump()));
+  if (config.is_object()) {
+    // A new label count replaces the saved labels, as transformers' num_labels setter does.
+    if (config_overrides.contains("num_labels") && !config_overrides.contains("id2label")) {
+      config.erase("id2label");
+      config.erase("label2id");
+    }
+    config.update(config_overrides);
+  }
+  out.model = build_model(config, config_path, architecture);
   PretrainedModel& model = *out.model;
   Generator gen(seed);
   model.init_weights(gen);
@@ -64,6 +76,8 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
   for (const auto& m : report.missing) (model.is_head_tensor(m) ? missing_heads : bad.missing).push_back(m);
   for (const auto& u : report.unexpected) (model.is_head_tensor(u) ? unused_heads : bad.unexpected).push_back(u);
   if (!bad.ok()) throw std::runtime_error(fmt::format("[load_pretrained] {}: {}", weights_path, bad.str()));
+  out.newly_initialised = missing_heads;
+  for (const auto& u : unused_heads) out.dropped.push_back(out.file_names.at(u));  // by the checkpoint's names, as transformers
   for (const auto& u : unused_heads) out.file_names.erase(u);
   if (!missing_heads.empty())
     out.notes.push_back(fmt::format("{} head tensors of {} are not in the checkpoint (another architecture?): initialised "

@@ -27,12 +27,17 @@ template <class M = PretrainedModel>
 struct Loaded {
   std::unique_ptr<M> model;
   std::vector<std::string> notes;  // e.g. "2 head tensors are not in the checkpoint: initialised randomly"
+  // As transformers reports them: the model's head tensors the checkpoint lacked (newly
+  // initialised) and the checkpoint's head tensors the model has no place for (dropped).
+  std::vector<std::string> newly_initialised, dropped;
   std::map<std::string, std::string> file_names;  // parameter name -> its name in the checkpoint file
 
   Loaded() = default;
   // Takes over a model loaded as another class; throws when it is not an M.
   template <class From, class = std::enable_if_t<!std::is_same_v<From, M>>>
-  Loaded(Loaded<From>&& other) : notes(std::move(other.notes)), file_names(std::move(other.file_names)) {
+  Loaded(Loaded<From>&& other)
+      : notes(std::move(other.notes)), newly_initialised(std::move(other.newly_initialised)), dropped(std::move(other.dropped)),
+        file_names(std::move(other.file_names)) {
     M* m = dynamic_cast<M*>(other.model.get());
     if (!m)
       throw std::invalid_argument(fmt::format("[load_pretrained] the checkpoint holds a {}, not a {} (load it with "
@@ -52,12 +57,15 @@ using LoadedBert = Loaded<BertForPreTraining>;
 // the family and older spellings (the family's name map) and F32/F16/BF16 weights. Head tensors
 // the checkpoint lacks are initialised randomly (from `seed_for_missing_heads`) and head tensors
 // the class lacks are ignored, each with a note; missing encoder weights, unknown names or wrong
-// shapes throw, naming the file and the tensors.
-LoadedModel load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0, const std::string& architecture = "");
+// shapes throw, naming the file and the tensors. `config_overrides` replace config.json's keys
+// before the model is built, as from_pretrained(dir, num_labels=3, id2label=...) does.
+LoadedModel load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0, const std::string& architecture = "",
+                            const nlohmann::json& config_overrides = nlohmann::json::object());
 
 template <class M>
-Loaded<M> load_pretrained_as(const std::string& dir, uint64_t seed_for_missing_heads = 0) {
-  return load_pretrained(dir, seed_for_missing_heads, M::kArchitecture);
+Loaded<M> load_pretrained_as(const std::string& dir, uint64_t seed_for_missing_heads = 0,
+                             const nlohmann::json& config_overrides = nlohmann::json::object()) {
+  return load_pretrained(dir, seed_for_missing_heads, M::kArchitecture, config_overrides);
 }
 
 }  // namespace xg::models

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/head_config.hpp"
 #include "models/pretrained.hpp"
 #include "models/pretraining.hpp"
 
@@ -37,6 +38,15 @@ template <class M, class Config>
 ArchitectureEntry architecture_entry() {
   return {M::kArchitecture, [](const nlohmann::json& j, const std::string& source) -> std::unique_ptr<PretrainedModel> {
             return std::make_unique<M>(Config::from_json(j, source));
+          }};
+}
+
+// The entry for a task head M(Config, HeadConfig): the family's fields and the head's
+// (num_labels, id2label, problem_type, ...) from the same config.json.
+template <class M, class Config>
+ArchitectureEntry head_architecture_entry() {
+  return {M::kArchitecture, [](const nlohmann::json& j, const std::string& source) -> std::unique_ptr<PretrainedModel> {
+            return std::make_unique<M>(Config::from_json(j, source), HeadConfig::from_json(j, source));
           }};
 }
 

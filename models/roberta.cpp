@@ -27,12 +27,15 @@ std::string roberta_name_from_checkpoint(const std::string& file_name, bool has_
   if (n == "embeddings.position_ids" || n == "embeddings.token_type_ids" || n == "lm_head.decoder.weight" ||
       n == "lm_head.decoder.bias")
     return "";
-  if (n.rfind("lm_head.", 0) == 0) return n;
+  for (const char* head : {"lm_head.", "classifier.", "qa_outputs."})  // heads sit beside "roberta."
+    if (n.rfind(head, 0) == 0) return n;
   return has_prefix ? "roberta." + n : n;
 }
 
 bool is_roberta_head_tensor(const std::string& name) {
-  return name.rfind("lm_head.", 0) == 0 || name.rfind("pooler.", 0) == 0 || name.rfind("roberta.pooler.", 0) == 0;
+  for (const char* head : {"lm_head.", "pooler.", "roberta.pooler.", "classifier.", "qa_outputs."})
+    if (name.rfind(head, 0) == 0) return true;
+  return false;
 }
 
 namespace {

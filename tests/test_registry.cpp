@@ -131,8 +131,10 @@ TEST_CASE("registry: unknown model_type or architecture errors list the register
                     Contains("dir/config.json") && Contains("'gpt9'") && Contains("registered: bert"));
   j.erase("model_type");
   CHECK_THROWS_WITH(build_model(j, "dir/config.json"), Contains("no \"model_type\"") && Contains("registered: bert"));
-  CHECK_THROWS_WITH(build_model(config_for("BertForQuestionAnswering"), "dir/config.json"),
-                    Contains("'BertForQuestionAnswering'") && Contains("BertModel, BertForPreTraining, BertForMaskedLM"));
+  CHECK_THROWS_WITH(build_model(config_for("BertForNextSentencePrediction"), "dir/config.json"),
+                    Contains("'BertForNextSentencePrediction'") &&
+                        Contains("BertModel, BertForPreTraining, BertForMaskedLM, BertForSequenceClassification, "
+                                 "BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice"));
   nlohmann::json not_list = config_for("BertModel");
   not_list["architectures"] = "BertModel";
   CHECK_THROWS_WITH(build_model(not_list, "c.json"), Contains("\"architectures\" must be a list"));

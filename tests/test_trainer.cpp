@@ -302,3 +302,18 @@ TEST_CASE("checkpoints list their files' CRC32C, and a damaged one is refused on
   CHECK_THROWS_WITH(train_line(resumed), Contains(std::to_string(size - 4) + " bytes") && Contains("truncated"));
   fs::remove_all(t.out);
 }
+
+TEST_CASE("Trainer: --warmup-ratio sets the warm-up as a fraction of the run's steps", "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_warmup_ratio");
+  t.warmup = -1;
+  t.warmup_ratio = 0.25f;  // 12 steps: 3 of warm-up, lr/3, 2lr/3, then lr
+  REQUIRE(train_line(t) == 12);
+  const auto r = rows(t.out);
+  REQUIRE(r.size() >= 4);
+  CHECK(r[1].at("lr").get<double>() == Approx(t.lr / 3));
+  CHECK(r[2].at("lr").get<double>() == Approx(2 * t.lr / 3));
+  CHECK(r[3].at("lr").get<double>() == Approx(t.lr));
+  t.warmup_ratio = 1.5f;
+  CHECK_THROWS_WITH(train_line(t), Contains("--warmup-ratio"));
+  fs::remove_all(t.out);
+}

@@ -32,6 +32,8 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--grad-accum", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
       .add("--lr", &O::lr, "peak learning rate", kRestore, at_least(0))
       .add("--warmup", &O::warmup, "warm-up steps (-1: 10% of --steps)", kRestore, at_least(-1))
+      .add("--warmup-ratio", &O::warmup_ratio, "warm-up as a fraction of the run's steps, instead of --warmup (-1: not used)",
+           kRestore, between(-1, 1))
       .add("--steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
       .add("--epochs", &O::epochs, "passes over the training data, setting --steps (0: use --steps)", kRestore)
       .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore)
@@ -225,6 +227,9 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     const size_t per_step = opt.batch * opt.grad_accum;
     if (opt.epochs > 0) opt.steps = int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step);
     if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
+    // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
+    if (opt.warmup_ratio >= 0)
+      opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
     if (opt.warmup < 0) opt.warmup = opt.steps / 10;
   }
   nn::Module& model = task->model();

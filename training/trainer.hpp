@@ -27,7 +27,8 @@ struct TrainerOptions {
   size_t batch = 16;       // examples per micro-batch
   size_t grad_accum = 1;   // micro-batches per optimizer step
   float lr = 1e-3f;
-  int64_t warmup = -1;     // steps; -1: 10% of the run
+  int64_t warmup = -1;     // steps; -1: 10% of the run (or --warmup-ratio)
+  float warmup_ratio = -1; // >= 0: warm-up as this fraction of the run's steps, instead of --warmup
   int64_t steps = 800;     // optimizer steps in the whole run
   size_t epochs = 0;       // > 0: derive steps from passes over the training data
   std::string schedule = "linear";

@@ -3,7 +3,7 @@
 # (issue 15): every case asserts the exit status, that the message names what is wrong, that no
 # signal killed the program, and that existing checkpoints are byte-identical afterwards.
 #   hostile_inputs.sh BIN_DIR SOURCE_DIR GROUP
-# GROUP: flags | files | checkpoints | signals | kill_during_save | shards | infer | disk_full
+# GROUP: flags | files | checkpoints | signals | kill_during_save | shards | infer | disk_full | finetune
 # (one ctest entry each, so they run in parallel and each stays a few seconds).
 set -u
 BIN=$1
@@ -328,6 +328,35 @@ disk_full)  # a 400 KB tmpfs (two checkpoints of 160 KB): the third save fails c
     [[ $(basename "$c") == *.* ]] && fail "a failed save left $c"
     [[ -s $c/training_state.json && -s $c/model.safetensors ]] || fail "$c is incomplete"
   done
+  ;;
+
+finetune)
+  F=$BIN/bert_finetune
+  printf 'label\ttext\n1\tgood\n0\tbad\n' > "$W/train.tsv"
+  # ft: sets FT to a fast run's flags; train=, dev=, model= before it change one.
+  ft() { FT=(--train "${train:-$W/train.tsv}" --dev "${dev-$W/train.tsv}" --vocab "$VOCAB" --model "${model:-$CONFIG}"
+             --max-len 16 --batch 2 --threads 1 --out "$W/ft$((cases + 1))"); }
+  expect 2 "--bogus" "$F" --bogus
+  expect 2 "--max-len" "$F" --max-len 2
+  expect 2 "--warmup-ratio" "$F" --warmup-ratio 2
+  expect 1 "--train is required" "$F"
+  train=$W/none.tsv ft && expect 1 "$W/none.tsv: cannot open" "$F" "${FT[@]}"
+  dev="" ft && expect 1 "--dev is required" "$F" "${FT[@]}"
+  printf 'label\ttext\n1\tfine\n2\tnew label\n' > "$W/dev.tsv"
+  dev=$W/dev.tsv ft && expect 1 "$W/dev.tsv:3: unknown label '2'" "$F" "${FT[@]}"
+  printf 'label\ttext\n1\tfine\textra\n' > "$W/wide.tsv"
+  dev=$W/wide.tsv ft && expect 1 "$W/wide.tsv:2: 3 fields where the header has 2" "$F" "${FT[@]}"
+  printf 'text,label\n"never closed,1\n' > "$W/open.csv"
+  dev=$W/open.csv ft && expect 1 "$W/open.csv:2: a quoted field is never closed" "$F" "${FT[@]}"
+  model=$W/nothing/config.json ft && expect 1 "no such config file" "$F" "${FT[@]}"
+  mkdir -p "$W/empty_model"
+  model=$W/empty_model ft && expect 1 "config.json" "$F" "${FT[@]}"
+  printf 'label\ttext\npos\tfine\n' > "$W/words.tsv"
+  train=$W/words.tsv ft && expect 1 "$W/words.tsv:2: the label 'pos' is not a number" "$F" "${FT[@]}" --regression
+  # a good run of one step: its report holds the dev scores
+  ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --report "$W/report.json"
+  cases=$((cases + 1))
+  grep -q '"accuracy"' "$W/report.json" || fail "no accuracy in $W/report.json"
   ;;
 
 *)

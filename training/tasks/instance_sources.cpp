@@ -19,7 +19,7 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".bin") paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
-  if (paths.empty()) throw std::runtime_error(fmt::format("[mlm_nsp] {}: no shard_*.bin files", dir));
+  if (paths.empty()) throw std::runtime_error(fmt::format("[pretraining] {}: no shard_*.bin files", dir));
   verify_checksums(dir);  // a flipped token id or label would train silently
   const fs::path listing = fs::path(dir) / kChecksumsFile;
   if (fs::exists(listing)) {  // shards of an earlier run into the same folder are not listed
@@ -27,7 +27,7 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
     const auto listed = nlohmann::json::parse(in).at("files");
     for (const auto& p : paths)
       if (!listed.contains(fs::path(p).filename().string()))
-        throw std::runtime_error(fmt::format("[mlm_nsp] {}: not among the shards listed in {} (left from an earlier run?)", p,
+        throw std::runtime_error(fmt::format("[pretraining] {}: not among the shards listed in {} (left from an earlier run?)", p,
                                              listing.string()));
   }
   for (const auto& p : paths) {
@@ -37,14 +37,14 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
     if (r.max_seq_length() != first.max_seq_length() || r.max_predictions() != first.max_predictions() ||
         r.vocab_size() != first.vocab_size())
       throw std::runtime_error(fmt::format(
-          "[mlm_nsp] {}: max_seq_length {}, max_predictions {}, vocabulary {}; {} has {}, {}, {}: shards of different runs", p,
+          "[pretraining] {}: max_seq_length {}, max_predictions {}, vocabulary {}; {} has {}, {}, {}: shards of different runs", p,
           r.max_seq_length(), r.max_predictions(), r.vocab_size(), paths.front(), first.max_seq_length(), first.max_predictions(),
           first.vocab_size()));
   }
   for (size_t r = 0; r < readers_.size(); ++r)
     for (size_t i = 0; i < readers_[r]->size(); ++i) index_.emplace_back(r, i);
   if (index_.size() <= held_out)
-    throw std::runtime_error(fmt::format("[mlm_nsp] the shards hold {} instances, not more than the {} held out for evaluation",
+    throw std::runtime_error(fmt::format("[pretraining] the shards hold {} instances, not more than the {} held out for evaluation",
                                          index_.size(), held_out));
   for (size_t k = index_.size() - held_out; k < index_.size(); ++k) eval.push_back(read(k));
   index_.resize(index_.size() - held_out);
@@ -56,7 +56,7 @@ std::vector<text::Instance> next_instances(InstanceSource& src, DataPosition& po
     if (pos.index >= src.epoch_size(pos.epoch)) {
       ++pos.epoch;
       pos.index = 0;
-      if (src.epoch_size(pos.epoch) == 0) throw std::runtime_error("[mlm_nsp] the training data yields no instances");
+      if (src.epoch_size(pos.epoch) == 0) throw std::runtime_error("[pretraining] the training data yields no instances");
       continue;
     }
     out.push_back(src.get(pos.epoch, pos.index++));

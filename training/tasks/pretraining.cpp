@@ -146,7 +146,7 @@ std::string architecture_for(const std::string& model_type, text::Pairing pairin
 
 }  // namespace
 
-nlohmann::json pretraining_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
+nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
                                   int64_t sep_id, size_t seq_len) {
   nlohmann::json j = base_config(model);
   if (vocab_size > 0) j["vocab_size"] = vocab_size;
@@ -369,7 +369,7 @@ class PretrainingTask : public Task {
     } else {
       tok_ = make_tokenizer(opt_, model_type, ctx);
       pairing_ = resolve_pairing(opt_.pairing, model_type);
-      config_ = pretraining_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
+      config_ = fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
       refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
       model_ = models::build_model(config_, opt_.model, architecture_for(model_type, pairing_));
       Generator init_gen(ctx.seed);

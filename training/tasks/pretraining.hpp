@@ -41,7 +41,7 @@ struct PretrainOptions {
 
 // The config.json of a fresh model: --model as "[family-]size" or a config.json path, sized for
 // the tokenizer (vocab_size 0 and ids < 0 keep the config's) and the sequence length.
-nlohmann::json pretraining_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
+nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
                                   int64_t sep_id, size_t seq_len);
 // The head model --model and --pairing train (BertForPreTraining, RobertaForMaskedLM, ...).
 std::string pretraining_architecture(const PretrainOptions& o);

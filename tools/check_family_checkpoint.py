@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Loads a RoBERTa checkpoint directory (written by xgrad or by transformers) with transformers'
-RobertaForMaskedLM.from_pretrained, runs a padded batch with MLM labels, and compares with
-`bert_infer dump --grads` on the same directory and inputs: last_hidden_state, logits, loss and
-every parameter gradient by its Hugging Face name. Exits 1 if anything differs by more than 1e-4
-(outputs) / 1e-3 (gradients), relative to the largest magnitude.
+"""Loads a RoBERTa or ALBERT checkpoint directory (written by xgrad or by transformers) with
+transformers' from_pretrained (the class its config.json names: RobertaForMaskedLM,
+AlbertForPreTraining, AlbertForMaskedLM), runs a padded batch with MLM labels (and sentence-order
+labels for AlbertForPreTraining), and compares with `bert_infer dump --grads` on the same directory
+and inputs: last_hidden_state, the logits, the loss and every parameter gradient by its Hugging
+Face name. Exits 1 if anything differs by more than 1e-4 (outputs) / 1e-3 (gradients), relative
+to the largest magnitude.
 
-  /work/venv-hf/bin/python tools/check_roberta_checkpoint.py DIR [--bert-infer build/bin/bert_infer]"""
+  /work/venv-hf/bin/python tools/check_family_checkpoint.py DIR [--bert-infer build/bin/bert_infer]"""
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -14,14 +17,16 @@ import tempfile
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import RobertaForMaskedLM
+import transformers
 
 p = argparse.ArgumentParser()
 p.add_argument("checkpoint")
 p.add_argument("--bert-infer", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "bert_infer"))
 a = p.parse_args()
 
-model = RobertaForMaskedLM.from_pretrained(a.checkpoint)
+with open(os.path.join(a.checkpoint, "config.json")) as f:
+    architecture = json.load(f)["architectures"][0]
+model = getattr(transformers, architecture).from_pretrained(a.checkpoint)
 model.eval()
 cfg = model.config
 torch.manual_seed(0)
@@ -32,12 +37,13 @@ mask[1, T - 3:] = 0
 ids[mask == 0] = cfg.pad_token_id
 labels = torch.full((B, T), -100)
 labels[0, 2], labels[1, 1] = 5, 7
-out = model(input_ids=ids, attention_mask=mask, labels=labels, output_hidden_states=True)
+extra = {"sentence_order_label": torch.tensor([0, 1])} if architecture == "AlbertForPreTraining" else {}
+out = model(input_ids=ids, attention_mask=mask, labels=labels, output_hidden_states=True, **extra)
 out.loss.backward()
 
 with tempfile.TemporaryDirectory() as tmp:
     inputs, dumped = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
-    save_file({"input_ids": ids, "attention_mask": mask, "labels": labels}, inputs)
+    save_file({"input_ids": ids, "attention_mask": mask, "labels": labels, **extra}, inputs)
     subprocess.run([a.bert_infer, "dump", "--model", a.checkpoint, "--inputs", inputs, "--out", dumped, "--grads"],
                    check=True)
     ours = load_file(dumped)
@@ -48,8 +54,10 @@ def err(x, ref):
 
 
 worst, failed = {}, False
-for name, ref, tol in [("last_hidden_state", out.hidden_states[-1], 1e-4), ("logits", out.logits, 1e-4),
-                       ("loss", out.loss.reshape(1), 1e-4)]:
+logits = [("prediction_logits", out.prediction_logits), ("sop_logits", out.sop_logits)] \
+    if architecture == "AlbertForPreTraining" else [("logits", out.logits)]
+for name, ref, tol in [("last_hidden_state", out.hidden_states[-1], 1e-4), ("loss", out.loss.reshape(1), 1e-4)] + \
+        [(n, r, 1e-4) for n, r in logits]:
     worst[name] = err(ours[name].reshape(ref.shape), ref.detach())
     failed |= worst[name] > tol
 grads = 0

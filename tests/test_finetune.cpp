@@ -1,0 +1,157 @@
+// Fine-tuning end to end: a small BERT on a few hundred lines of data/sentiment_uci.tsv beats the
+// majority baseline on held-out lines; a pre-training checkpoint with string labels becomes a
+// classifier whose config.json keeps the label map; the data errors reach the user.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/bert_heads.hpp"
+#include "models/checkpoint.hpp"
+#include "tests/temp_path.hpp"
+#include "text/load_tokenizer.hpp"
+#include "training/tasks/classification.hpp"
+
+using namespace xg;
+using namespace xg::training;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
+
+// Lines i of sentiment_uci.tsv (0-based, after its header) with i % every == at, as label<TAB>text.
+std::string write_split(const std::string& path, size_t every, size_t at, const std::string& positive = "1",
+                        const std::string& negative = "0") {
+  std::ifstream in(kData + "sentiment_uci.tsv");
+  std::string line;
+  std::getline(in, line);
+  std::ofstream out(path);
+  out << "label\ttext\n";
+  for (size_t i = 0; std::getline(in, line); ++i) {
+    if (i % every != at) continue;
+    const size_t a = line.find('\t'), b = line.find('\t', a + 1);
+    out << (line.substr(a + 1, b - a - 1) == "1" ? positive : negative) << '\t' << line.substr(b + 1) << '\n';
+  }
+  return path;
+}
+
+TrainerOptions quiet_trainer(const std::string& out, size_t epochs, size_t batch, float lr, size_t train_lines) {
+  TrainerOptions t;
+  t.quiet = true;
+  t.out = out;
+  t.overwrite = true;
+  t.epochs = epochs;
+  t.batch = batch;
+  t.lr = lr;
+  t.warmup_ratio = 0.1f;
+  t.save_every = 0;
+  t.eval_every = int64_t((train_lines + batch - 1) / batch);  // each epoch, as bert_finetune does
+  return t;
+}
+}  // namespace
+
+TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority baseline", "[finetune]") {
+  const std::string dir = temp_path("xgrad_finetune");
+  fs::create_directories(dir);
+  ClassificationOptions o;
+  o.train = write_split(dir + "/train.tsv", 7, 0);  // 429 lines
+  o.dev = write_split(dir + "/dev.tsv", 10, 5);     // 300 held-out lines
+  o.vocab = kData + "bert-base-uncased-vocab.txt";
+  o.max_len = 48;
+  o.model = dir + "/model.json";  // one small layer, no dropout: a few seconds, the same result every run
+  std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
+                              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o).scores;
+  // the majority class of the held-out lines
+  const auto dev = text::read_text_examples(o.dev);
+  const double positives = double(std::count_if(dev.begin(), dev.end(), [](const auto& e) { return e.label == "1"; }));
+  const double majority = std::max(positives, double(dev.size()) - positives) / double(dev.size());
+  const double accuracy = report.at("dev").at("accuracy").get<double>();
+  INFO("dev accuracy " << accuracy << ", majority baseline " << majority);
+  CHECK(accuracy > majority + 0.1);  // measured: 0.76 against 0.50
+  CHECK(report.at("dev").at("examples") == 300);
+  CHECK(!report.contains("test"));
+  // the best checkpoint is a Hugging Face classifier directory with its labels and tokenizer
+  const std::string best = dir + "/run/best";
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(best + "/config.json"));
+  CHECK(config.at("architectures")[0] == "BertForSequenceClassification");
+  CHECK(config.at("id2label") == nlohmann::json({{"0", "0"}, {"1", "1"}}));
+  CHECK(fs::exists(best + "/vocab.txt"));
+  CHECK(score_checkpoint(best, o.dev, o, 64).values.front().second == Approx(accuracy));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the label map", "[finetune]") {
+  const std::string dir = temp_path("xgrad_finetune_ckpt");
+  fs::create_directories(dir);
+  // a pre-training checkpoint with its tokenizer, as bert_pretrain leaves one
+  models::BertConfig c;
+  c.hidden_size = 16, c.num_hidden_layers = 1, c.num_attention_heads = 2, c.intermediate_size = 32, c.max_position_embeddings = 64;
+  const auto tok = text::open_tokenizer(kData + "bert-base-uncased-vocab.txt");
+  c.vocab_size = tok->vocab_size();
+  models::BertForPreTraining pre(c);
+  Generator gen(3);
+  pre.init_weights(gen);
+  models::save_pretrained(pre, dir + "/pre", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+
+  ClassificationOptions o;
+  o.train = write_split(dir + "/train.tsv", 60, 0, "positive", "negative");  // 50 lines
+  o.dev = write_split(dir + "/dev.tsv", 60, 30, "positive", "negative");
+  o.test = o.dev;
+  o.model = dir + "/pre";
+  o.max_len = 32;
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o).scores;
+  CHECK(report.at("test").at("examples") == 50);
+  const auto best = models::load_pretrained(dir + "/run/best");
+  CHECK(best.model->architecture() == "BertForSequenceClassification");
+  CHECK(best.model->config_json().at("id2label") == nlohmann::json({{"0", "negative"}, {"1", "positive"}}));
+  CHECK(best.model->config_json().at("problem_type") == "single_label_classification");
+
+  // a classifier with transformers' placeholder labels (LABEL_0, LABEL_1) takes the training labels, keeping its weights
+  auto placeholder = models::load_pretrained(dir + "/run/best");
+  dynamic_cast<models::BertForSequenceClassification&>(*placeholder.model).head = models::HeadConfig::with_num_labels(2);
+  models::save_pretrained(*placeholder.model, dir + "/generic", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+  ClassificationOptions from_generic = o;
+  from_generic.model = dir + "/generic";
+  CHECK(run_finetuning(quiet_trainer(dir + "/run7", 1, 25, 1e-3f, 50), from_generic).scores.at("dev").at("examples") == 50);
+  CHECK(models::load_pretrained(dir + "/run7/best").model->config_json().at("id2label").at("1") == "positive");
+
+  // a dev file with a label the model does not know names the file and line
+  std::ofstream(dir + "/bad_dev.tsv") << "label\ttext\npositive\tfine\nmeh\tso so\n";
+  ClassificationOptions bad = o;
+  bad.dev = dir + "/bad_dev.tsv";
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run2", 1, 25, 1e-3f, 50), bad),
+                    Contains(dir + "/bad_dev.tsv:3: unknown label 'meh' (the model's labels: negative, positive)"));
+  // string labels cannot train a regression, nor a classifier be trained as one
+  ClassificationOptions regression = o;
+  regression.regression = true;
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run3", 1, 25, 1e-3f, 50), regression), Contains("is not a number"));
+  regression.model = dir + "/run/best";
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run4", 1, 25, 1e-3f, 50), regression), Contains("2-label classifier"));
+  // stopped early (--stop-at): no scores yet; resumed from its directory: it finishes and scores
+  TrainerOptions first = quiet_trainer(dir + "/run6", 2, 25, 1e-3f, 50);
+  first.stop_at = 3;
+  const FinetuneResult stopped = run_finetuning(first, o);
+  CHECK(stopped.run.step == 3);
+  CHECK(stopped.scores.is_null());
+  TrainerOptions resumed;
+  resumed.quiet = true;
+  resumed.resume = dir + "/run6";
+  const FinetuneResult finished = run_finetuning(resumed, o);
+  CHECK(finished.run.step == 4);
+  CHECK(finished.scores.at("dev").at("examples") == 50);
+  // a model with fewer positions than the longest example is refused before training
+  ClassificationOptions too_long = o;
+  too_long.max_len = 100;
+  too_long.train = dir + "/long.tsv";
+  too_long.dev = dir + "/long.tsv";
+  std::string words;
+  for (int i = 0; i < 90; ++i) words += "good ";
+  std::ofstream(dir + "/long.tsv") << "label\ttext\npositive\t" << words << "\nnegative\tbad\n";
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run8", 1, 25, 1e-3f, 2), too_long), Contains("max_position_embeddings 64"));
+  ClassificationOptions no_dev = o;
+  no_dev.dev.clear();
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev), Contains("--dev is required"));
+  fs::remove_all(dir);
+}

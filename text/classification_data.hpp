@@ -1,0 +1,45 @@
+#pragma once
+// Labelled text for classification and regression: TSV (tabs, no quoting, as GLUE ships it),
+// CSV (RFC 4180: quoted fields with "" for a quote and embedded newlines) and JSONL (an object per
+// line). Columns by name (the header row's names, the JSON keys) or by number (1-based, for files
+// without a header). A TSV with a header row `label<TAB>text` (and `text_b` for pairs) needs no
+// column options. A UTF-8 BOM and CRLF line ends are accepted; a row with another number of fields
+// than the header, an empty label or an unknown one are errors naming the file, line and field.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xg::text {
+
+struct TextExample {
+  std::string text_a, text_b;  // text_b empty for single sentences
+  std::string label;           // as written ("positive", "1", "3.8", "true")
+  size_t line = 0;             // where the record starts (1-based), for errors
+};
+
+struct TextColumns {
+  // A header name, or a 1-based column number ("2"); JSONL takes names only.
+  std::string label = "label";
+  std::string text = "text";
+  // The second text of pairs; empty: the column "text_b" when the header has one, else none.
+  std::string text_b;
+  // With numbered columns only: whether the first row is a header to skip. Named columns always
+  // read the first row as the header.
+  bool skip_header = false;
+};
+
+// Reads every example; the format from the extension (.tsv, .csv, .jsonl or .json for JSON Lines).
+// Throws std::invalid_argument "[data] path:line: ..." naming the field.
+std::vector<TextExample> read_text_examples(const std::string& path, const TextColumns& columns = {});
+
+// The distinct labels in a stable order: numerically when all are integers, else by their text
+// (as transformers' run_glue sorts them).
+std::vector<std::string> label_list(const std::vector<TextExample>& examples);
+
+// Each example's label id in `id2label`; an unknown label throws naming the file, line and value.
+std::vector<int64_t> label_ids(const std::vector<TextExample>& examples, const std::vector<std::string>& id2label,
+                               const std::string& path);
+// Each example's label as a number (regression); a label that is not a number throws likewise.
+std::vector<double> label_values(const std::vector<TextExample>& examples, const std::string& path);
+
+}  // namespace xg::text
