@@ -85,6 +85,10 @@ def training_state_seeds():
     v1.update({"data_epoch": 0, "data_index": 24})
     put("fuzz_training_state", "format1", json.dumps(v1))
     put("fuzz_training_state", "format3", json.dumps(dict(state, format=3)))
+    adamw = {"optimizer": "adamw", "step": 3, "lr": 0.001, "settings": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-08}}
+    put("fuzz_optimizer_state", "adamw", json.dumps(adamw, indent=2))
+    put("fuzz_optimizer_state", "fractional-step", json.dumps(dict(adamw, step=3.5)))
+    put("fuzz_optimizer_state", "lamb", json.dumps(dict(adamw, optimizer="lamb")))
 
 
 def text_seeds():

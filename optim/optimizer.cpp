@@ -151,8 +151,16 @@ void Optimizer::load_state(const std::string& prefix) {
     if (j.at("optimizer").get<std::string>() != name())
       throw std::runtime_error(fmt::format("[optimizer] {}: state is for '{}', this optimizer is '{}'",
                                            json_path, j.at("optimizer").get<std::string>(), name()));
-    step_ = j.at("step").get<int64_t>();
-    set_lr(j.at("lr").get<float>());
+    // A step must be a count and the rate a finite non-negative number: get<>() alone would truncate
+    // 3.7 to 3 and take -5 or 1e39 (inf as a float), and the next update would use them.
+    const nlohmann::json& step = j.at("step");
+    if (!step.is_number_unsigned() || step.get<uint64_t>() > uint64_t(INT64_MAX))
+      throw std::runtime_error(fmt::format("[optimizer] {}: step {} is not a step count", json_path, json_summary(step)));
+    const nlohmann::json& lr = j.at("lr");
+    if (!lr.is_number() || !std::isfinite(lr.get<float>()) || lr.get<float>() < 0.f)
+      throw std::runtime_error(fmt::format("[optimizer] {}: lr {} is not a finite rate >= 0", json_path, json_summary(lr)));
+    step_ = step.get<int64_t>();
+    set_lr(lr.get<float>());
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[optimizer] {}: bad state JSON ({})", json_path, e.what()));
   }

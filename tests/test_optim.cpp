@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
@@ -166,5 +168,18 @@ TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]")
   // a different optimizer refuses the state
   Sgd sgd(bert_param_groups(b.named_parameters(), 0.f), 0.1f);
   CHECK_THROWS_WITH(sgd.load_state(prefix), Catch::Matchers::Contains("adamw"));
+  // a state JSON whose step or rate is not one is refused, naming the value
+  const nlohmann::json good = opt_a->state_json();
+  for (const auto& [field, value, message] : {std::tuple{"step", nlohmann::json(3.7), "step 3.7 is not a step count"},
+                                             {"step", nlohmann::json(-5), "step -5 is not a step count"},
+                                             {"step", nlohmann::json("3"), "is not a step count"},
+                                             {"lr", nlohmann::json(1e39), "is not a finite rate"},
+                                             {"lr", nlohmann::json(-0.1), "lr -0.1 is not a finite rate"}}) {
+    nlohmann::json bad = good;
+    bad[field] = value;
+    std::ofstream(prefix + ".json") << bad.dump();
+    AdamW fresh(bert_param_groups(b.named_parameters(), 0.01f), 0.5f);
+    CHECK_THROWS_WITH(fresh.load_state(prefix), Catch::Matchers::Contains(message) && Catch::Matchers::Contains(prefix + ".json"));
+  }
   std::filesystem::remove_all(dir);
 }

@@ -141,4 +141,14 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
   out_of_range["rate"] = 7;
   Demo ranged;
   CHECK_THROWS_WITH(Demo::table().restore(ranged, out_of_range, "state.json"), Contains("--rate"));
+  // Values of the wrong kind are refused, not converted: -1 would wrap into a huge size, 2.5 would be cut to 2.
+  for (const auto& [key, value] : {std::pair{"size", nlohmann::json(-1)}, {"size", nlohmann::json(2.5)},
+                                   {"offset", nlohmann::json(uint64_t(1) << 63)}, {"size", nlohmann::json(true)},
+                                   {"rate", nlohmann::json("0.5")}}) {
+    nlohmann::json bad = saved;
+    bad[key] = value;
+    Demo target;
+    CHECK_THROWS_WITH(Demo::table().restore(target, bad, "state.json"),
+                      Contains(std::string("state.json options.") + key) && Contains("is not a value for"));
+  }
 }

@@ -44,10 +44,10 @@ bool BertTokenizer::add_special(const std::string& t) {
   if (size_t(id) >= special_ids_.size()) special_ids_.resize(size_t(id) + 1, false);
   if (special_ids_[size_t(id)]) return false;
   special_ids_[size_t(id)] = true;
-  specials_.emplace_back(std::u32string(cps.begin(), cps.end()), id);
+  specials_.push_back({std::u32string(cps.begin(), cps.end()), id});
   // Longest first, so "[MASK]x" never loses to a shorter token sharing its start.
   std::stable_sort(specials_.begin(), specials_.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+                   [](const SpecialMatch& a, const SpecialMatch& b) { return a.content.size() > b.content.size(); });
   return true;
 }
 
@@ -200,23 +200,14 @@ std::vector<Token> BertTokenizer::tokenize(std::string_view text, const std::str
     for (const auto& w : words) wordpiece(w, out);
   };
   for (size_t i = 0; i < cps.size();) {
-    int32_t matched = -1;
-    size_t len = 0;
-    if (cps[i] == '[' || !specials_.empty()) {
-      for (const auto& [s, id] : specials_)
-        if (s[0] == cps[i] && i + s.size() <= cps.size() && std::equal(s.begin(), s.end(), cps.begin() + long(i))) {
-          matched = id;
-          len = s.size();
-          break;
-        }
-    }
-    if (matched < 0) {
+    const SpecialMatch* hit = special_at(cps, i, specials_);
+    if (!hit) {
       ++i;
       continue;
     }
     flush_segment(i);
-    out.push_back({matched, i, i + len});
-    i += len;
+    out.push_back({hit->id, i, i + hit->content.size()});
+    i += hit->content.size();
     seg = i;
   }
   flush_segment(cps.size());

@@ -89,7 +89,7 @@ class BertTokenizer : public Tokenizer {
   TokenizerOptions opt_;
   SpecialTokens special_tokens_;
   SpecialTokenTemplate template_;
-  std::vector<std::pair<std::u32string, int32_t>> specials_;  // longest first
+  std::vector<SpecialMatch> specials_;  // longest first
   std::vector<bool> special_ids_;
   int32_t unk_id_;
 };

@@ -45,9 +45,9 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
            between(0, 1))
       .add("--clip", &O::clip, "global gradient-norm clip, 0 to disable", kRestore, at_least(0))
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
-      .add("--out", &O::out, fmt::format("output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), "
-                                         "metrics.jsonl; locked while the run lasts (default: {}; with --resume: the "
-                                         "resumed run's directory)", O::kDefaultOut))
+      .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
+                             "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
+                             "directory)")
       .add("--overwrite", &O::overwrite, "let a new run replace the checkpoints and metrics of an earlier run in --out")
       .add("--resume", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
                                    "the settings saved with it are kept")
@@ -202,7 +202,7 @@ RunResult Trainer::run() {
   task_options_.check();
   if (opt.on_nonfinite != "stop" && opt.on_nonfinite != "skip")
     throw std::invalid_argument(fmt::format("[trainer] --on-nonfinite {}: use stop or skip", option_detail::show(opt.on_nonfinite)));
-  if (opt.out.empty()) opt.out = ckpt.empty() ? TrainerOptions::kDefaultOut : run_directory_of(ckpt);
+  if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
   OutputDirectory out_dir(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
   bool started = false;
   try {

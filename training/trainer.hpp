@@ -39,7 +39,7 @@ struct TrainerOptions {
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
   // run control (each run's own values)
-  std::string out;           // empty: the resumed run's directory, or kDefaultOut for a new run
+  std::string out;           // empty: the resumed run's directory, or default_out for a new run
   bool overwrite = false;   // a new run may replace the files of an earlier run in --out
   std::string resume;       // checkpoint directory, or an --out directory (its newest checkpoint)
   std::string tensorboard;  // directory for TensorBoard event files; empty: none
@@ -53,7 +53,7 @@ struct TrainerOptions {
   std::string on_nonfinite = "stop";  // a NaN/Inf loss or gradient: "stop" (no update made) or "skip" the update
   bool quiet = false;       // no output (tests); not a flag
 
-  static constexpr const char* kDefaultOut = "runs/bert_pretrain";
+  std::string default_out = "runs/bert_pretrain";  // a new run's --out when none is given: runs/<program>; not a flag
   static const OptionTable<TrainerOptions>& table();
 };
 

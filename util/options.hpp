@@ -40,6 +40,18 @@ T parse(const std::string& text, const std::string& flag);
 void check_range(double value, const Range& range, const std::string& flag, const std::string& shown);
 // "--max-predictions" -> "max_predictions": the key in saved JSON (of the first name of "--a,--b").
 std::string json_key(const std::string& flag);
+// Whether `j` is a value of T: a string, a boolean, a number (floating T), or an integer within T's
+// range (integral T).
+template <class T>
+bool holds(const nlohmann::json& j) {
+  if constexpr (std::is_same_v<T, std::string>) return j.is_string();
+  else if constexpr (std::is_same_v<T, bool>) return j.is_boolean();
+  else if constexpr (std::is_floating_point_v<T>) return j.is_number();
+  else if (j.is_number_unsigned()) return j.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+  else if (j.is_number_integer()) return std::is_signed_v<T> && j.get<int64_t>() >= int64_t(std::numeric_limits<T>::min());
+  else return false;
+}
+
 template <class T>
 std::string show(const T& v) {
   if constexpr (std::is_same_v<T, std::string>) return v.empty() ? "\"\"" : v;
@@ -150,12 +162,11 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
   };
   e.to_json = [=](const Owner& o) { return nlohmann::json(o.*member); };
   e.restore = [=](Owner& o, const nlohmann::json& j, const std::string& where) {
-    T saved{};
-    try {
-      saved = j.get<T>();
-    } catch (const nlohmann::json::exception&) {
+    // Exactly T's kind of JSON value: get<T>() alone would wrap -1 into a huge size_t and cut 2.5
+    // down to 2.
+    if (!option_detail::holds<T>(j))
       throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, json_summary(j), flag));
-    }
+    const T saved = j.get<T>();
     const T current = o.*member, fallback = Owner{}.*member;
     if (current != fallback && current != saved)
       throw std::invalid_argument(fmt::format(

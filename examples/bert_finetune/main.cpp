@@ -28,6 +28,7 @@ void set_finetuning_defaults(TrainerOptions& t) {
 
 int main(int argc, char** argv) {
   TrainerOptions trainer;
+  trainer.default_out = "runs/bert_finetune";
   set_finetuning_defaults(trainer);
   ClassificationOptions task;
   std::string report;
@@ -45,7 +46,6 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (!app.count("--out") && trainer.resume.empty()) trainer.out = "runs/bert_finetune";
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     if (!app.count("--eval-every") && trainer.resume.empty()) {
       // once per epoch: the optimizer steps one pass over the training data takes

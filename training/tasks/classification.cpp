@@ -357,7 +357,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
   // where the Trainer wrote: --out, else the resumed run's directory
   std::string out = trainer.out;
-  if (out.empty()) out = trainer.resume.empty() ? TrainerOptions::kDefaultOut : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
+  if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
   const std::string best = (fs::path(out) / "best").string();
   if (!fs::exists(best)) throw std::runtime_error(fmt::format("[classification] no best checkpoint in {}: was --eval-every 0?", out));
   nlohmann::json report = nlohmann::json::object();
