@@ -290,7 +290,8 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   CHECK(task.whole_word_mask);
   const std::string help = app.help();
   CHECK_THAT(help, Contains("--steps INT=800"));
-  CHECK_THAT(help, Contains("--model TEXT=tiny"));
+  CHECK_THAT(help, Contains("(\"\": tiny; with --init-from the checkpoint's config"));  // unset: a conflict is a choice
+  CHECK_THAT(help, Contains("--extend-vocab INT=0"));
   // The keys of a pre-split checkpoint's options (but "vocab", now "tokenizer": a resumed run takes the
   // tokenizer from its checkpoint), so those checkpoints restore.
   nlohmann::json saved = TrainerOptions::table().saved(trainer);
@@ -298,6 +299,8 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   for (const char* key : {"corpus", "tokenizer", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
                           "eval_instances", "model", "seq_len", "batch", "grad_accum", "lr", "warmup", "steps", "schedule",
                           "optimizer", "weight_decay", "clip", "seed"})
+    CHECK(saved.contains(key));
+  for (const char* key : {"init_from", "extend_vocab", "extend_min_count", "extend_min_pieces"})  // an --init-from run resumes exactly
     CHECK(saved.contains(key));
   CHECK_THROWS_AS(app.parse("--batch -1", false), CLI::ValidationError);
   CHECK_THROWS_AS(app.parse("--no-such-flag", false), CLI::ExtrasError);

@@ -37,6 +37,15 @@ void BertTokenizer::add_special_tokens(const std::vector<std::string>& tokens) {
     if (add_special(t)) special_tokens_.additional.push_back(t);
 }
 
+void BertTokenizer::append_tokens(const std::vector<std::string>& tokens) {
+  for (const auto& t : tokens) {
+    if (t.empty() || vocab_.id(t) >= 0)
+      throw std::invalid_argument(fmt::format("[BertTokenizer] cannot append token '{}': {}", t, t.empty() ? "empty" : "already in the vocabulary"));
+    decode_utf8(t, InvalidUtf8::Error, "appended token");
+    vocab_.add(t);
+  }
+}
+
 bool BertTokenizer::add_special(const std::string& t) {
   if (t.empty()) throw std::invalid_argument("[BertTokenizer] a special token cannot be empty");
   const auto cps = decode_utf8(t, InvalidUtf8::Error, "special token");

@@ -66,6 +66,9 @@ class BertTokenizer : public Tokenizer {
 
   // Tokens matched whole in the raw text before normalisation (added to the vocabulary if new).
   void add_special_tokens(const std::vector<std::string>& tokens);
+  // Appends ordinary tokens (whole words, or "##" continuations) after the last id, so every
+  // existing id keeps its meaning; throws naming a token already in the vocabulary.
+  void append_tokens(const std::vector<std::string>& tokens);
   // The normalised, pre-tokenised words of a text (what the WordPiece model sees).
   std::vector<std::u32string> words(std::string_view text, const std::string& where = "input") const;
 

@@ -21,9 +21,9 @@ double peak_rss_mb() {
 
 BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& task) {
   if (opt.threads > 0) set_num_threads(opt.threads);
-  const nlohmann::json config = fresh_model_config(task.model, 0, -1, -1, -1, task.seq_len);
+  const nlohmann::json config = fresh_model_config(task.model_or_default(), 0, -1, -1, -1, task.seq_len);
   const size_t vocab = config.at("vocab_size").get<size_t>();
-  auto model = models::build_model(config, task.model, pretraining_architecture(task));
+  auto model = models::build_model(config, task.model_or_default(), pretraining_architecture(task));
   auto* heads = dynamic_cast<models::PretrainingHeads*>(model.get());
   Generator gen(opt.seed);
   model->init_weights(gen);

@@ -14,7 +14,7 @@ using xg::training::TrainerOptions;
 int main(int argc, char** argv) {
   TrainerOptions trainer;
   PretrainOptions task;
-  bool benchmark = false;
+  bool benchmark = false, eval_only = false;
   CLI::App app("Pre-trains BERT (masked-language-model + next-sentence losses), RoBERTa (masked-language-model on\n"
                "full-sentence sequences) or ALBERT (masked-language-model + sentence-order losses): --model.\n"
                "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); --resume continues\n"
@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_flag("--benchmark", benchmark,
                "time training steps on random token ids (honours --model --batch --seq-len --steps --threads); "
                "last line 'tokens/s: X'");
+  app.add_flag("--eval-only", eval_only,
+               "evaluate the --init-from checkpoint (extended per --extend-vocab) on the corpus's held-out documents, as "
+               "training would, and stop; then one 'name: value' line per metric (mlm_acc, perplexity, ...)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -35,10 +38,17 @@ int main(int argc, char** argv) {
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (AdamW, MLM at 15% of positions)\n",
-                 task.model, xg::training::pretraining_architecture(task), trainer.batch, task.seq_len, trainer.steps);
+                 task.model_or_default(), xg::training::pretraining_architecture(task), trainer.batch, task.seq_len, trainer.steps);
       const auto r = xg::training::run_benchmark(trainer, task);
       fmt::print("parameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\ntokens/s: {:.1f}\n",
                  double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s);
+      return 0;
+    }
+    if (eval_only) {
+      const auto e = xg::training::evaluate_pretraining(trainer, task);
+      if (e.result.metrics.empty()) throw std::invalid_argument(fmt::format("[pretraining] {}: no held-out documents (it needs 2 or more)", task.corpus));
+      fmt::print("{}\nheld-out: {}\n", e.data, e.result.summary);
+      for (const auto& [name, value] : e.result.metrics) fmt::print("{}: {:.6g}\n", name, value);
       return 0;
     }
     const auto result = xg::training::run_pretraining(trainer, task);

@@ -8,9 +8,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autograd/engine.hpp"
+#include "autograd/parallel.hpp"
 #include "models/checkpoint.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
+#include "models/vocab_extension.hpp"
+#include "text/bert_tokenizer.hpp"
+#include "text/domain_words.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/instance_sources.hpp"
 #include "training/tasks/vocabulary.hpp"
@@ -35,7 +40,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
                                              "(WordPiece, byte-level BPE, SentencePiece) instead of --tokenizer (0: no)", kRestore)
       .add("--cased", &O::cased, "keep case and accents (default: uncased; byte-level BPE is always cased)", kRestore)
       .add("--model", &O::model, "[family-]size: tiny, mini, small, medium, base, large (BERT), roberta-tiny ... "
-                                 "roberta-large, albert-tiny ... albert-xxlarge; or a config.json", kRestore)
+                                 "roberta-large, albert-tiny ... albert-xxlarge; or a config.json (\"\": tiny; with "
+                                 "--init-from the checkpoint's config, which a conflicting --model may not change)", kRestore)
       .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa full-sentences, ALBERT sop), nsp, "
                                      "sop, full-sentences or doc-sentences (MLM only)", kRestore)
       .add("--seq-len", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
@@ -47,7 +53,16 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore)
       .add("--checkpoint-activations", &O::checkpoint_activations,
            "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
-           "backward pass (less memory, one more forward)");
+           "backward pass (less memory, one more forward)")
+      .add("--init-from", &O::init_from, "domain-adaptive pre-training: start from this checkpoint directory's weights "
+                                         "and tokenizer (any family; its config shapes the model) with a fresh optimizer "
+                                         "and schedule, unlike --resume", kRestore)
+      .add("--extend-vocab", &O::extend_vocab, "with --init-from: add the N most frequent words of the corpus's training "
+                                               "documents that the tokenizer splits into pieces as new tokens, their "
+                                               "embeddings the mean of their pieces' (WordPiece vocabularies only)", kRestore)
+      .add("--extend-min-count", &O::extend_min_count, "occurrences a word needs for --extend-vocab", kRestore, at_least(1))
+      .add("--extend-min-pieces", &O::extend_min_pieces, "pieces a word must be split into for --extend-vocab", kRestore,
+           at_least(2));
   return t;
 }
 
@@ -118,16 +133,38 @@ models::SentenceTask sentence_task_of(text::Pairing p) {
   }
 }
 
+// The pairing a sentence task trains on (MLM alone: FULL-SENTENCES packing).
+text::Pairing pairing_of(models::SentenceTask t) {
+  switch (t) {
+    case models::SentenceTask::NextSentence: return text::Pairing::NextSentence;
+    case models::SentenceTask::SentenceOrder: return text::Pairing::SentenceOrder;
+    case models::SentenceTask::None: break;
+  }
+  return text::Pairing::FullSentences;
+}
+
 // --pairing: "auto" is the family's recipe, the sentence task of its first pre-training head.
 text::Pairing resolve_pairing(const std::string& pairing, const std::string& model_type) {
   if (pairing != "auto") return text::parse_pairing(pairing);
   const auto heads = models::pretraining_architectures(model_type);
   if (heads.empty()) throw std::invalid_argument(fmt::format("[pretraining] model_type '{}' has no pre-training heads", model_type));
-  switch (heads.front().first) {
-    case models::SentenceTask::NextSentence: return text::Pairing::NextSentence;
-    case models::SentenceTask::SentenceOrder: return text::Pairing::SentenceOrder;
-    case models::SentenceTask::None: break;
-  }
+  return pairing_of(heads.front().first);
+}
+
+// --pairing for a model loaded from a checkpoint of `architecture`: "auto" continues what its heads
+// train (BertForPreTraining: MLM + NSP; BertForMaskedLM: MLM alone). A checkpoint without a
+// pre-training head (BertModel, a classifier) continues with MLM alone on FULL-SENTENCES, with a
+// fresh MLM head where it has none: a sentence head trained from nothing beside a trained encoder
+// would only add noise to the encoder's updates; --pairing nsp|sop asks for one anyway.
+text::Pairing checkpoint_pairing(const std::string& pairing, const std::string& model_type, const std::string& architecture,
+                                 bool quiet) {
+  if (pairing != "auto" || architecture.empty()) return resolve_pairing(pairing, model_type);  // no name: the family's first head
+  for (const auto& [task, name] : models::pretraining_architectures(model_type))
+    if (name == architecture) return pairing_of(task);
+  const text::Pairing recipe = resolve_pairing("auto", model_type);
+  if (!quiet && recipe != text::Pairing::FullSentences)
+    fmt::print("{} has no {} head: continuing with MLM alone (full-sentences); --pairing {} trains a new one\n",
+               architecture, text::pairing_name(recipe), text::pairing_name(recipe));
   return text::Pairing::FullSentences;
 }
 
@@ -171,7 +208,7 @@ nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, i
 }
 
 std::string pretraining_architecture(const PretrainOptions& o) {
-  const std::string type = model_type_of(o.model);
+  const std::string type = model_type_of(o.model_or_default());
   return architecture_for(type, resolve_pairing(o.pairing, type));
 }
 
@@ -235,13 +272,16 @@ size_t max_predictions_of(const PretrainOptions& o) {
   return n;
 }
 
-std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const std::string& model_type, const TaskContext& ctx) {
+// `checkpoint`: the directory the model comes from (--resume, --init-from), whose tokenizer is used.
+std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const std::string& model_type, const TaskContext& ctx,
+                                                const std::string& checkpoint) {
   VocabularyRequest r{model_type, o.tokenizer, o.train_vocab, o.corpus, ctx.out, o.cased, ctx.quiet};
-  if (!ctx.checkpoint.empty()) {
+  if (!checkpoint.empty()) {
     // the checkpoint's tokenizer; checkpoints from before tokenizer files carry vocab.txt only
-    const bool has_tokenizer_files = fs::exists(fs::path(ctx.checkpoint) / "tokenizer_config.json");
-    r.path = has_tokenizer_files ? ctx.checkpoint : (fs::path(ctx.checkpoint) / "vocab.txt").string();
+    const bool has_tokenizer_files = fs::exists(fs::path(checkpoint) / "tokenizer_config.json");
+    r.path = has_tokenizer_files ? checkpoint : (fs::path(checkpoint) / "vocab.txt").string();
     r.train_size = 0;
+    r.cased = false;  // the checkpoint's files say
   } else if (r.path.empty() && r.train_size == 0) {
     r.path = default_tokenizer_path(model_type);
     if (r.path.empty()) {
@@ -254,11 +294,37 @@ std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const 
   return make_vocabulary(r);
 }
 
+// What --init-from and --extend-vocab exclude, refused before anything is read.
+void check_init_from_options(const PretrainOptions& o) {
+  if (o.init_from.empty()) {
+    if (o.extend_vocab > 0) throw std::invalid_argument("[pretraining] --extend-vocab extends the vocabulary of --init-from's checkpoint: pass --init-from");
+    return;
+  }
+  auto refuse = [&](const char* flag) {
+    throw std::invalid_argument(fmt::format("[pretraining] {} with --init-from {}: the checkpoint's tokenizer is used (its token "
+                                            "ids are what the embeddings were trained on); --extend-vocab adds words to it",
+                                            flag, o.init_from));
+  };
+  if (!o.tokenizer.empty()) refuse("--tokenizer");
+  if (o.train_vocab > 0) refuse("--train-vocab");
+  if (o.cased) refuse("--cased");
+  if (!fs::is_directory(o.init_from))
+    throw std::invalid_argument(fmt::format("[pretraining] --init-from {}: not a checkpoint directory", o.init_from));
+  if (o.extend_vocab > 0 && fs::is_directory(o.corpus))
+    throw std::invalid_argument(fmt::format("[pretraining] --extend-vocab needs a text corpus to count words in, not the shards in {} "
+                                            "(made with the old vocabulary)", o.corpus));
+}
+
 class PretrainingTask : public Task {
  public:
   PretrainingTask(const PretrainOptions& o, const TaskContext& ctx) : opt_(o), max_predictions_(max_predictions_of(o)) {
-    const std::string model_type = ctx.checkpoint.empty() ? model_type_of(o.model) : "";
-    make_model_and_tokenizer(ctx, model_type);
+    if (ctx.checkpoint.empty()) check_init_from_options(o);  // a resumed run needs its own checkpoint only
+    if (!ctx.checkpoint.empty()) load_checkpoint(ctx.checkpoint, "resume", ctx);
+    else if (!o.init_from.empty()) load_checkpoint(o.init_from, "--init-from", ctx);
+    else make_fresh_model(ctx);
+    // On resume the checkpoint holds the extended vocabulary already.
+    if (ctx.checkpoint.empty() && o.extend_vocab > 0) extend_vocabulary(ctx);
+    bind_heads();
     load_data(ctx);
   }
 
@@ -357,24 +423,94 @@ class PretrainingTask : public Task {
   bool has_sentence_task() const { return heads_->sentence_task() != models::SentenceTask::None; }
   std::string sentence_name() const { return models::sentence_task_name(heads_->sentence_task()); }
 
-  void make_model_and_tokenizer(const TaskContext& ctx, const std::string& model_type) {
-    if (!ctx.checkpoint.empty()) {
-      const nlohmann::json saved = read_config((fs::path(ctx.checkpoint) / "config.json").string(), "resume");
-      std::string type = "bert";  // this project's checkpoints from before the families have no model_type
-      if (saved.is_object() && saved.contains("model_type") && saved["model_type"].is_string()) type = saved["model_type"];
-      pairing_ = resolve_pairing(opt_.pairing, type);
-      model_ = std::move(models::load_pretrained(ctx.checkpoint, 0, architecture_for(type, pairing_)).model);
-      tok_ = make_tokenizer(opt_, type, ctx);
-      config_ = model_->config_json();
-    } else {
-      tok_ = make_tokenizer(opt_, model_type, ctx);
-      pairing_ = resolve_pairing(opt_.pairing, model_type);
-      config_ = fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
-      refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
-      model_ = models::build_model(config_, opt_.model, architecture_for(model_type, pairing_));
-      Generator init_gen(ctx.seed);
-      model_->init_weights(init_gen);
+  // The model and tokenizer of checkpoint `dir` (`what`: "resume" or "--init-from", in errors).
+  void load_checkpoint(const std::string& dir, const std::string& what, const TaskContext& ctx) {
+    const nlohmann::json saved = read_config((fs::path(dir) / "config.json").string(), what);
+    if (!saved.is_object()) throw std::invalid_argument(fmt::format("[pretraining] {} {}: config.json is not a JSON object", what, dir));
+    std::string type = "bert";  // this project's checkpoints from before the families have no model_type
+    if (saved.contains("model_type") && saved["model_type"].is_string()) type = saved["model_type"];
+    const bool init = what == "--init-from";
+    if (init) check_model_matches(saved, type, dir);
+    std::string architecture;
+    if (saved.contains("architectures") && saved["architectures"].is_array() && !saved["architectures"].empty() &&
+        saved["architectures"][0].is_string())
+      architecture = saved["architectures"][0];
+    pairing_ = checkpoint_pairing(opt_.pairing, type, architecture, ctx.quiet || !init);
+    auto loaded = models::load_pretrained(dir, ctx.seed, architecture_for(type, pairing_));
+    if (init && !ctx.quiet && !loaded.newly_initialised.empty())
+      fmt::print("newly initialised (not in {}): {}\n", dir, fmt::join(loaded.newly_initialised, ", "));
+    model_ = std::move(loaded.model);
+    tok_ = make_tokenizer(opt_, type, ctx, dir);
+    config_ = model_->config_json();
+    if (init) check_positions(dir);
+  }
+
+  void make_fresh_model(const TaskContext& ctx) {
+    const std::string model = opt_.model_or_default(), model_type = model_type_of(model);
+    tok_ = make_tokenizer(opt_, model_type, ctx, "");
+    pairing_ = resolve_pairing(opt_.pairing, model_type);
+    config_ = fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
+    refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
+    model_ = models::build_model(config_, model, architecture_for(model_type, pairing_));
+    Generator init_gen(ctx.seed);
+    model_->init_weights(init_gen);
+  }
+
+  // --init-from: the checkpoint's config shapes the model; a --model given anyway must agree with it.
+  void check_model_matches(const nlohmann::json& saved, const std::string& type, const std::string& dir) const {
+    if (opt_.model.empty()) return;
+    const nlohmann::json wanted = base_config(opt_.model);
+    auto refuse = [&](const std::string& field, const nlohmann::json& a, const nlohmann::json& b) {
+      throw std::invalid_argument(fmt::format("[pretraining] --model {} conflicts with --init-from {}: {} {} vs the checkpoint's {} "
+                                              "(leave --model out: the checkpoint's config.json shapes the model)",
+                                              opt_.model, dir, field, a.dump(), b.dump()));
+    };
+    if (wanted["model_type"] != type) refuse("model_type", wanted["model_type"], type);
+    for (const char* field : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "embedding_size",
+                              "num_hidden_groups", "inner_group_num"})
+      if (wanted.contains(field) && saved.contains(field) && wanted[field] != saved[field]) refuse(field, wanted[field], saved[field]);
+  }
+
+  // The checkpoint's position table must hold --seq-len tokens (RoBERTa's counts from pad_token_id + 1).
+  void check_positions(const std::string& dir) const {
+    const size_t have = config_.value("max_position_embeddings", size_t(0));
+    const size_t offset = model_->model_type() == "roberta" ? size_t(tok_->pad_id()) + 1 : 0;
+    if (opt_.seq_len + offset > have)
+      throw std::invalid_argument(fmt::format("[pretraining] --seq-len {} needs {} positions; the model of --init-from {} has {} "
+                                              "(max_position_embeddings)", opt_.seq_len, opt_.seq_len + offset, dir, have));
+  }
+
+  // --extend-vocab: the training documents' most frequent split words become tokens (WordPiece only).
+  void extend_vocabulary(const TaskContext& ctx) {
+    auto* wordpiece = dynamic_cast<text::BertTokenizer*>(tok_.get());
+    if (!wordpiece)
+      throw std::invalid_argument(fmt::format(
+          "[pretraining] --extend-vocab supports WordPiece vocabularies (BERT's); the checkpoint's tokenizer is a {}: a "
+          "byte-level BPE token is only produced through a chain of merges (each intermediate a token, which changes how "
+          "other words split), and a SentencePiece piece needs a score in the unigram model", tok_->tokenizer_class()));
+    std::vector<text::Document> docs = text::load_documents(opt_.corpus, *tok_);
+    docs.resize(docs.size() - held_out_documents(docs.size()));  // the held-out documents choose nothing
+    const auto words = text::frequent_split_words(docs, *tok_, {opt_.extend_vocab, opt_.extend_min_count, opt_.extend_min_pieces});
+    std::vector<std::string> texts;
+    std::vector<std::vector<int32_t>> pieces;
+    for (const auto& w : words) {
+      texts.push_back(text::wordpiece_word(*tok_, w.pieces));
+      pieces.push_back(w.pieces);
     }
+    const size_t old_size = tok_->vocab_size();
+    wordpiece->append_tokens(texts);
+    model_ = models::with_new_tokens(*model_, pieces);
+    config_ = model_->config_json();
+    if (ctx.quiet) return;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < std::min<size_t>(words.size(), 12); ++i)
+      shown.push_back(fmt::format("{} ({}x, {} pieces)", texts[i], words[i].count, words[i].pieces.size()));
+    fmt::print("--extend-vocab: {} new tokens (ids {} to {}; asked for {}, of >= {} pieces and >= {} occurrences): {}{}\n",
+               words.size(), old_size, tok_->vocab_size() - 1, opt_.extend_vocab, opt_.extend_min_pieces,
+               opt_.extend_min_count, fmt::join(shown, ", "), words.size() > shown.size() ? ", ..." : "");
+  }
+
+  void bind_heads() {
     heads_ = dynamic_cast<models::PretrainingHeads*>(model_.get());
     if (!heads_) throw std::invalid_argument(fmt::format("[pretraining] {} has no pre-training heads", model_->architecture()));
     if (heads_->sentence_task() != sentence_task_of(pairing_))
@@ -386,6 +522,9 @@ class PretrainingTask : public Task {
       throw std::invalid_argument(fmt::format("[pretraining] the model's vocab_size {} differs from the tokenizer's {} tokens",
                                               model_vocab, tok_->vocab_size()));
   }
+
+  // The last 2% of documents (at least one) are held out for evaluation.
+  size_t held_out_documents(size_t docs) const { return docs >= 2 && opt_.eval_instances > 0 ? std::max<size_t>(1, docs / 50) : 0; }
 
   void load_data(const TaskContext& ctx) {
     text::PretrainingOptions popt;
@@ -414,9 +553,7 @@ class PretrainingTask : public Task {
       if (!ctx.quiet) p.update(done);
     });
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
-    // Hold out the last 2% of documents (at least one) for evaluation.
-    if (docs.size() >= 2 && opt_.eval_instances > 0) {
-      const size_t held = std::max<size_t>(1, docs.size() / 50);
+    if (const size_t held = held_out_documents(docs.size()); held > 0) {
       std::vector<text::Document> eval_docs(docs.end() - long(held), docs.end());
       docs.resize(docs.size() - held);
       text::PretrainingOptions eopt = popt;
@@ -444,6 +581,19 @@ class PretrainingTask : public Task {
 
 std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx) {
   return std::make_unique<PretrainingTask>(options, ctx);
+}
+
+HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const PretrainOptions& task) {
+  if (task.init_from.empty() || !trainer.resume.empty())
+    throw std::invalid_argument("[pretraining] --eval-only evaluates the checkpoint --init-from names: pass it (not --resume)");
+  TrainerOptions::table().check(trainer);
+  PretrainOptions::table().check(task);
+  if (task.eval_instances == 0) throw std::invalid_argument("[pretraining] --eval-only with --eval-instances 0: nothing to evaluate");
+  if (trainer.threads > 0) set_num_threads(trainer.threads);
+  auto t = make_pretraining_task(task, {"", "", trainer.seed, trainer.quiet});
+  NoGradGuard no_grad;
+  t->model().eval();
+  return {t->describe(), t->evaluate(trainer.batch)};
 }
 
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task) {

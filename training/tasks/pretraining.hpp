@@ -8,6 +8,9 @@
 // Data from raw text (instances made on the fly, a fresh mask every time: dynamic masking) or
 // static shards. The last 2% of documents (or the last shard records) are held out: MLM accuracy,
 // perplexity and the sentence task's accuracy.
+// Domain-adaptive pre-training (--init-from): the model and tokenizer of a checkpoint of any family,
+// trained on with a new corpus, a fresh optimizer and schedule; optionally with the corpus's
+// frequent split words added to a WordPiece vocabulary (--extend-vocab).
 #include <memory>
 #include <string>
 
@@ -24,7 +27,8 @@ struct PretrainOptions {
   std::string tokenizer;   // "": the family's default (BERT: data/bert-base-uncased-vocab.txt; others: a trained one)
   size_t train_vocab = 0;  // > 0: train a vocabulary of this size from the corpus (the family's kind)
   bool cased = false;
-  std::string model = "tiny";  // [family-]preset ("tiny", "roberta-base", "albert-large") or a config.json
+  std::string model;  // [family-]preset ("tiny", "roberta-base", "albert-large") or a config.json; "": kDefaultModel
+                      // for a new run, the checkpoint's with --init-from
   std::string pairing = "auto";  // auto (the family's recipe), nsp, sop, full-sentences, doc-sentences
   size_t seq_len = 128;
   size_t max_predictions = 0;  // 0: ceil(masked_lm_prob * seq_len)
@@ -33,10 +37,18 @@ struct PretrainOptions {
   size_t max_ngram = 0;  // mask spans of up to N whole words; 0: the family's recipe (ALBERT 3, else 1)
   size_t eval_instances = 256;  // held out for evaluation
   bool checkpoint_activations = false;  // recompute each encoder layer in the backward pass
+  std::string init_from;   // a checkpoint directory whose weights and tokenizer start the run
+  size_t extend_vocab = 0;       // with init_from: add this many frequent split words of the corpus as tokens
+  size_t extend_min_count = 10;  // occurrences a word needs to be added
+  size_t extend_min_pieces = 2;  // pieces the tokenizer must split a word into to be added
+
+  // --model, or kDefaultModel when it is not given.
+  std::string model_or_default() const { return model.empty() ? kDefaultModel : model; }
 
   static const OptionTable<PretrainOptions>& table();
   // The vocabulary size a family trains when it has no default tokenizer and none is given.
   static constexpr size_t kDefaultTrainedVocab = 8000;
+  static constexpr const char* kDefaultModel = "tiny";
 };
 
 // The config.json of a fresh model: --model as "[family-]size" or a config.json path, sized for
@@ -51,5 +63,14 @@ std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, cons
 
 // Pre-trains per `trainer` and `task` (restored from the checkpoint on --resume).
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task);
+
+// The model and held-out data a run of `task` would start with (--init-from's checkpoint, extended
+// when --extend-vocab asks), evaluated once (batches of trainer.batch; trainer.seed picks the masks,
+// as in training): the "before" of domain adaptation, measured by the same code as the "after".
+struct HeldOutEvaluation {
+  std::string data;     // the model and data, in one line
+  Evaluation result;    // MLM accuracy, perplexity (and the sentence task's accuracy)
+};
+HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const PretrainOptions& task);
 
 }  // namespace xg::training
