@@ -62,7 +62,7 @@ CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
   cmd->add_option("--model", a.model, "a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)")->required()->type_name("DIR");
   cmd->add_option("--input", a.input, "JSON Lines file (default: stdin)")->type_name("FILE");
   cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384, or fewer when the model has fewer positions)");
-  cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context");
+  cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)");
   cli::add_number(*cmd, "--max-query-length", a.features.max_query_length, "question tokens kept");
   cli::add_number(*cmd, "--n-best-size", a.decode.n_best_size, "start and end candidates per window")->check(cli::positive());
   cli::add_number(*cmd, "--max-answer-length", a.decode.max_answer_length, "longest answer, in tokens")->check(cli::positive());
@@ -86,6 +86,7 @@ int run_qa(const QaArgs& a) {
   const auto tok = text::load_tokenizer(a.model);
   text::SquadFeatureOptions fo = a.features;
   if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, model.config_json().value("max_position_embeddings", kDefaultMaxLen));
+  if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
   model.eval();
   NoGradGuard no_grad;
   std::ifstream file;

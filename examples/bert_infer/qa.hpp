@@ -10,7 +10,7 @@ namespace xg::infer {
 
 struct QaArgs {
   std::string model, input;
-  text::SquadFeatureOptions features{0, 128, 64};  // max_len 0: min(384, the model's positions)
+  text::SquadFeatureOptions features{0, 0, 64};  // max_len 0: min(384, the model's positions); doc_stride 0: a third of it
   text::SquadDecodeOptions decode;
   size_t batch = 16;  // questions per forward pass (all their windows)
 };
