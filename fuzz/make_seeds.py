@@ -150,6 +150,21 @@ def torch_pickle_seeds():
             pass
 
 
+def squad_seeds():
+    ctx = "The bridge was finished in 1789, when the river froze."
+    v1 = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": ctx, "qas": [
+        {"id": "q1", "question": "When was the bridge finished?", "answers": [{"text": "1789", "answer_start": 27},
+                                                                               {"text": "in 1789", "answer_start": 24}]}]}]}]}
+    put("fuzz_squad", "v1", json.dumps(v1))
+    v2 = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": ctx * 3, "qas": [
+        {"id": "a", "question": "  When?", "answers": [{"text": "froze", "answer_start": ctx.index("froze")}], "is_impossible": False},
+        {"id": "b", "question": "Who?", "answers": [], "is_impossible": True,
+         "plausible_answers": [{"text": "the river", "answer_start": ctx.index("the river")}]}]}]}]}
+    put("fuzz_squad", "v2-windows", json.dumps(v2, ensure_ascii=False))
+    put("fuzz_squad", "bad-start", json.dumps(v1).replace('"answer_start": 27', '"answer_start": 26'))
+    put("fuzz_squad", "unicode", json.dumps(v1, ensure_ascii=False).replace("The bridge", "Thé brïdge 東京"))
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
@@ -157,3 +172,4 @@ if __name__ == "__main__":
     text_seeds()
     shard_seeds()
     torch_pickle_seeds()
+    squad_seeds()

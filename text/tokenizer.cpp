@@ -124,6 +124,33 @@ Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b, const En
   return assemble(tokenize(a, "first text"), &tb, opt);
 }
 
+std::vector<PairWindow> Tokenizer::encode_pair_windows(std::vector<Token> a, const std::vector<Token>& b, size_t max_length,
+                                                      size_t stride) const {
+  const SpecialTokenTemplate& tpl = special_token_template();
+  const size_t fixed = tpl.added(true) + a.size();
+  if (max_length <= fixed)
+    throw std::invalid_argument(fmt::format("[encode] max_length {} leaves no room for the second text after the first's {} tokens "
+                                            "and {} special tokens", max_length, a.size(), tpl.added(true)));
+  const size_t room = max_length - fixed;
+  if (b.size() > room && stride >= room)
+    throw std::invalid_argument(fmt::format("[encode] stride {} must be smaller than the {} tokens a window leaves for the second text "
+                                            "(max_length {}, first text {} tokens)", stride, room, max_length, a.size()));
+  // where the second text starts: the template's pieces before it
+  size_t second_begin = 0;
+  for (const auto& p : tpl.pair) {
+    if (p.id == SpecialTokenTemplate::kSecondText) break;
+    second_begin += p.id == SpecialTokenTemplate::kFirstText ? a.size() : 1;
+  }
+  std::vector<PairWindow> out;
+  for (size_t start = 0;; start += room - stride) {
+    const size_t stop = std::min(start + room, b.size());
+    std::vector<Token> part(b.begin() + long(start), b.begin() + long(stop));
+    out.push_back({assemble(a, &part, {}), second_begin, second_begin + part.size()});
+    if (stop == b.size()) break;
+  }
+  return out;
+}
+
 std::vector<Encoding> Tokenizer::encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt,
                                               size_t threads) const {
   std::vector<Encoding> out(texts.size());

@@ -35,6 +35,13 @@ struct Encoding {
   size_t size() const { return ids.size(); }
 };
 
+// One window of a pair cut by Tokenizer::encode_pair_windows: the encoding, and the token
+// positions [second_begin, second_end) of the second text's tokens in it.
+struct PairWindow {
+  Encoding encoding;
+  size_t second_begin = 0, second_end = 0;
+};
+
 // Special tokens by the role Hugging Face's special_tokens_map.json gives them; "" where a family
 // has none. BERT: [UNK] [CLS] [SEP] [PAD] [MASK]; RoBERTa: <unk>, cls = bos = <s>, sep = eos = </s>,
 // <pad>, <mask>; ALBERT: <unk> [CLS] [SEP] <pad> [MASK].
@@ -82,6 +89,13 @@ class Tokenizer {
   // One text or a pair with special tokens, type ids, truncation and padding per `opt`.
   Encoding encode(std::string_view a, const EncodeOptions& opt = {}) const;
   Encoding encode_pair(std::string_view a, std::string_view b, const EncodeOptions& opt = {}) const;
+  // Tokens `a` whole with tokens `b` cut into windows overlapping by `stride` tokens, each encoding
+  // at most `max_length` tokens, as transformers' tokenizer(a, b, truncation="only_second",
+  // stride=..., return_overflowing_tokens=True) cuts them (extractive QA's document stride). Throws
+  // when `a` leaves no room for `b`, or when `b` needs several windows and `stride` is not smaller
+  // than the room left for it.
+  std::vector<PairWindow> encode_pair_windows(std::vector<Token> a, const std::vector<Token>& b, size_t max_length,
+                                              size_t stride) const;
   // Encodes texts on `threads` threads (0: all cores); pads per pad_to / pad_to_longest.
   std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt = {},
                                      size_t threads = 0) const;

@@ -5,6 +5,7 @@
 //   bert_infer fill-mask --model DIR --text "the [MASK] sat on the mat" [--top-k 5]
 //   bert_infer embed --model DIR [--pooling cls|mean] [--normalize] [--batch N] < lines   (one vector per line;
 //     --pooling mean --normalize gives sentence-transformers' embeddings of all-MiniLM-L6-v2)
+//   bert_infer qa --model DIR [--input FILE]  < {"question": ..., "context": ...} lines   (answer, span, score)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <string>
 
+#include "examples/bert_infer/qa.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sentence_embedding.hpp"
 #include "text/load_tokenizer.hpp"
@@ -289,11 +291,15 @@ int main(int argc, char** argv) {
   embed_cmd->add_flag("--normalize", e.normalize, "scale each vector to unit length (cosine similarity = dot product)");
   xg::cli::add_number(*embed_cmd, "--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
 
+  infer::QaArgs q;
+  auto* qa_cmd = infer::add_qa_command(app, q);
+
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     if (*dump_cmd) return dump(d);
     if (*tokenize_cmd) return tokenize(t);
     if (*fill_mask_cmd) return fill_mask(f);
+    if (*qa_cmd) return infer::run_qa(q);
     return embed(e);
   } catch (const std::exception& ex) {
     fmt::print(stderr, "bert_infer: {}\n", ex.what());

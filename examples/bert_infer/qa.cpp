@@ -1,0 +1,114 @@
+#include "examples/bert_infer/qa.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "models/checkpoint.hpp"
+#include "text/load_tokenizer.hpp"
+#include "training/qa_inference.hpp"
+#include "util/cli.hpp"
+#include "util/json_input.hpp"
+
+namespace xg::infer {
+
+namespace {
+
+constexpr size_t kDefaultMaxLen = 384;  // run_qa's max_seq_length
+
+text::SquadQuestion question_of(const std::string& line, size_t n, const std::string& source) {
+  auto fail = [&](const std::string& what) { throw std::invalid_argument(fmt::format("[qa] {} line {}: {}", source, n, what)); };
+  nlohmann::json j;
+  try {
+    j = parse_json_bounded(line);
+  } catch (const nlohmann::json::exception& e) {
+    fail(fmt::format("not valid JSON ({})", e.what()));
+  }
+  if (!j.is_object()) fail(fmt::format("expected a JSON object {{\"question\": ..., \"context\": ...}}, got {}", json_summary(j)));
+  text::SquadQuestion q;
+  for (const char* key : {"question", "context"}) {
+    if (!j.contains(key) || !j[key].is_string()) fail(fmt::format("'{}' must be a string, got {}", key, j.contains(key) ? json_summary(j[key]) : "nothing"));
+    if (j[key].get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) fail(fmt::format("'{}' is empty", key));
+  }
+  q.question = j["question"].get<std::string>();
+  q.context = std::make_shared<const std::string>(j["context"].get<std::string>());
+  q.id = j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump()) : fmt::format("line {}", n);
+  return q;
+}
+
+void answer(const std::vector<text::SquadQuestion>& questions, const text::Tokenizer& tok, models::PretrainedModel& model,
+            const QaArgs& a, const text::SquadFeatureOptions& fo) {
+  if (questions.empty()) return;
+  const auto features = text::squad_features(questions, tok, fo);
+  const auto logits = training::span_logits(model, features, tok.pad_id(), features.size());
+  const auto predictions = text::decode_squad_answers(questions, features, logits, a.decode);
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const auto& p = predictions[i];
+    nlohmann::json out = {{"id", questions[i].id}, {"answer", p.text}, {"start", p.start}, {"end", p.end},
+                          {"score", p.score}, {"probability", p.probability}};
+    if (a.decode.version_2) out["null_odds"] = p.null_odds;
+    fmt::print("{}\n", out.dump());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
+  auto* cmd = app.add_subcommand("qa", "Answers each JSON line {\"question\": ..., \"context\": ...} with a span of its context");
+  cmd->add_option("--model", a.model, "a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)")->required()->type_name("DIR");
+  cmd->add_option("--input", a.input, "JSON Lines file (default: stdin)")->type_name("FILE");
+  cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384, or fewer when the model has fewer positions)");
+  cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)");
+  cli::add_number(*cmd, "--max-query-length", a.features.max_query_length, "question tokens kept");
+  cli::add_number(*cmd, "--n-best-size", a.decode.n_best_size, "start and end candidates per window")->check(cli::positive());
+  cli::add_number(*cmd, "--max-answer-length", a.decode.max_answer_length, "longest answer, in tokens")->check(cli::positive());
+  cmd->add_flag("--version-2", a.decode.version_2, "questions may have no answer (SQuAD v2.0): answer \"\" when the null score wins");
+  cli::add_number(*cmd, "--null-score-diff-threshold", a.decode.null_score_diff_threshold,
+                  "with --version-2: answer \"\" when null score - best span score exceeds this");
+  cli::add_number(*cmd, "--batch", a.batch, "questions per forward pass")->check(cli::positive());
+  cmd->footer("Prints one JSON line per question: {\"id\", \"answer\", \"start\", \"end\" (code points of the context, as Python\n"
+              "indexes it), \"score\" (start + end logit), \"probability\" (over the n-best answers)[, \"null_odds\"]}.");
+  return cmd;
+}
+
+int run_qa(const QaArgs& a) {
+  if (!std::filesystem::is_directory(a.model))
+    throw std::invalid_argument(fmt::format("--model {}: {}", a.model, std::filesystem::exists(a.model) ? "not a directory" : "no such directory"));
+  auto loaded = models::load_pretrained(a.model);
+  models::PretrainedModel& model = *loaded.model;
+  const std::string arch = model.architecture();
+  if (arch.size() < 20 || arch.compare(arch.size() - 20, 20, "ForQuestionAnswering") != 0)
+    throw std::invalid_argument(fmt::format("qa: --model {} is a {}, not a question-answering model", a.model, arch));
+  const auto tok = text::load_tokenizer(a.model);
+  text::SquadFeatureOptions fo = a.features;
+  if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, model.config_json().value("max_position_embeddings", kDefaultMaxLen));
+  if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
+  model.eval();
+  NoGradGuard no_grad;
+  std::ifstream file;
+  if (!a.input.empty()) {
+    file.open(a.input, std::ios::binary);
+    if (!file) throw std::runtime_error(fmt::format("[qa] {}: cannot open", a.input));
+  }
+  std::istream& in = a.input.empty() ? std::cin : file;
+  const std::string source = a.input.empty() ? "stdin" : a.input;
+  std::vector<text::SquadQuestion> questions;
+  std::string line;
+  for (size_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    questions.push_back(question_of(line, n, source));
+    if (questions.size() == a.batch) {
+      answer(questions, *tok, model, a, fo);
+      questions.clear();
+    }
+  }
+  answer(questions, *tok, model, a, fo);
+  return 0;
+}
+
+}  // namespace xg::infer
