@@ -193,14 +193,16 @@ class ClassificationTask : public Task {
   }
   nn::Module& model() override { return *model_; }
   size_t train_examples_per_epoch() override { return train_.size(); }
+  bool splits_batches() const override { return true; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
     std::vector<size_t> rows;
-    while (rows.size() < batch_size) {
+    while (rows.size() < shard_.draw(batch_size)) {
       if (order_epoch_ != epoch_ || order_.empty()) shuffle_for(epoch_);
       rows.push_back(order_[index_]);
       if (++index_ == order_.size()) index_ = 0, ++epoch_;
     }
+    rows = shard_.keep(std::move(rows));
     const Batch b = make_batch(train_, rows, tok_->pad_id(), opt_.regression);
     const auto out = model_->forward_named(b.inputs, {{"labels", b.labels}});
     BatchLoss loss{out.at("loss"), {}, {{"examples", double(rows.size())}}, b.tokens};
