@@ -2,6 +2,7 @@
 # Data-parallel training over MPI (issue 14), with 2 ranks on this machine:
 #   data_parallel.sh BIN_DIR SOURCE_DIR MPIEXEC GROUP
 # GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP
+#        families   the same for RoBERTa (MLM) and ALBERT (MLM+SOP with LAMB)
 #        finetune   the same for sequence classification (bert_finetune)
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
 #        faults     a rank's weights nudged: the checksum stops the run; a rank killed: the job ends;
@@ -26,8 +27,9 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechan
 printf '{"model_type": "bert", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
  "max_position_embeddings": 32, "type_vocab_size": 2, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}\n' > "$W/config.json"
 VOCAB=$SRC/tests/data/pretrain_v1/checkpoint-000003/vocab.txt
-UNTIMED=(--corpus "$SRC/tests/data/pretrain_sample.txt" --vocab "$VOCAB" --model "$W/config.json" --seq-len 32
-         --eval-every 0 --eval-instances 8 --log-every 1 --threads 1 --grad-accum 2 --clip 0.05 --lr 3e-3 --warmup 2)
+TRAINING=(--corpus "$SRC/tests/data/pretrain_sample.txt" --seq-len 32 --eval-every 0 --eval-instances 8 --log-every 1
+          --threads 1 --grad-accum 2 --clip 0.05 --lr 3e-3 --warmup 2)
+UNTIMED=("${TRAINING[@]}" --vocab "$VOCAB" --model "$W/config.json")
 PRETRAIN=("${UNTIMED[@]}" --steps 10)
 
 # run LOG COMMAND...: runs it, failing with its log when it fails
@@ -64,6 +66,22 @@ pretrain)
   paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl") |
     awk 'NF != 2 || ($1 - $2) > 1e-5 || ($2 - $1) > 1e-5 { bad = 1 } END { exit bad || NR != 10 }' ||
     fail "logged losses differ:"$'\n'"$(paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl"))"
+  ;;
+families)
+  # RoBERTa (MLM alone, byte-level BPE) and ALBERT (MLM + SOP, LAMB, n-gram masks, SentencePiece),
+  # each with a small vocabulary trained from the corpus by the one-rank run
+  printf '{"model_type": "albert", "hidden_size": 16, "embedding_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+ "intermediate_size": 32, "max_position_embeddings": 32, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0,
+ "classifier_dropout_prob": 0}\n' > "$W/albert.json"
+  printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+ "max_position_embeddings": 40, "type_vocab_size": 1, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}\n' > "$W/roberta.json"
+  for family in albert roberta; do
+    FAMILY=("${TRAINING[@]}" --steps 10 --model "$W/$family.json")
+    run "$W/$family-one.log" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 8 --out "$W/$family-one"
+    run "$W/$family-two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${FAMILY[@]}" --tokenizer "$W/$family-one/checkpoint-000010" \
+      --batch 4 --out "$W/$family-two"
+    same_weights "$W/$family-two/checkpoint-000010" "$W/$family-one/checkpoint-000010"
+  done
   ;;
 finetune)
   # 24 examples of two labels: an epoch is 3 global batches of 8
