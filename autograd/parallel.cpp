@@ -1,6 +1,7 @@
 #include "autograd/parallel.hpp"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +26,10 @@ int default_threads() {
           fmt::format("XGRAD_NUM_THREADS='{}' is not a thread count between 1 and 1024", env));
     return int(n);
   }
+  // The cores this process may run on: under mpirun --bind-to core (or taskset) a rank gets a share
+  // of the machine, and a thread per core of the whole machine would oversubscribe it.
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
   const unsigned hw = std::thread::hardware_concurrency();
   return hw ? int(hw) : 1;
 }

@@ -5,10 +5,12 @@
 set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes, only "recommended" by clang)
-# build the sanitizer and fuzzing configuration of scripts/test.sh.
+# build the sanitizer and fuzzing configuration of scripts/test.sh. OpenMPI: data-parallel training
+# (mpirun) and its tests.
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
           nlohmann-json3-dev libutf8proc-dev libisal-dev
-          libcli11-dev clang libclang-rt-dev pkg-config libsentencepiece-dev)
+          libcli11-dev clang libclang-rt-dev pkg-config libsentencepiece-dev
+          libopenmpi-dev openmpi-bin)
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(libopenblas-dev python3-torch)
 fi

@@ -85,6 +85,8 @@ TrainingState TrainingState::read(const std::string& checkpoint_dir) {
       s.data = j.at("data");
       s.task = j.at("task");
     }
+    if (j.contains("world_size")) s.world_size = json_integer<int>(j["world_size"], "world_size");
+    if (s.world_size < 1) throw std::runtime_error(fmt::format("world_size {} is not a number of ranks", s.world_size));
   } catch (const std::exception& e) {  // JSON errors name the field
     throw std::runtime_error(fmt::format("[resume] {}: {}", path, e.what()));
   }
@@ -98,7 +100,8 @@ void TrainingState::write(const std::string& dir) const {
                             {"rng", {{"s", {rng.s[0], rng.s[1], rng.s[2], rng.s[3]}}, {"has_spare", rng.has_spare}, {"spare", rng.spare}}},
                             {"schedule", schedule.to_json()},
                             {"options", options},
-                            {"data", data}};
+                            {"data", data},
+                            {"world_size", world_size}};
   write_text_atomically((fs::path(dir) / kStateFile).string(), j.dump(2) + "\n");
 }
 

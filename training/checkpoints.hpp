@@ -37,6 +37,7 @@ struct TrainingState {
   nlohmann::json options;      // the Restore options of the Trainer and the task, by json key
   nlohmann::json data;         // the task's data position
   std::string task;            // empty in checkpoints written before tasks existed
+  int world_size = 1;          // ranks of the data-parallel run that wrote it
 
   // Reads `checkpoint_dir`/training_state.json. A state written before the Trainer existed (data
   // position as data_epoch/data_index, no task name) reads as its equivalent. Throws naming the

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nn/module.hpp"
 #include "optim/optimizer.hpp"
@@ -28,12 +29,23 @@ struct OptimizerDefaults {
 // Counts a task sums over batches to compute its metrics (e.g. "masked", "mlm_correct").
 using Counts = std::map<std::string, double>;
 
+// One mean the loss adds up, and how many items it is a mean over (masked tokens, sequences).
+struct LossTerm {
+  std::string name;  // as in BatchLoss::parts when it is logged
+  Tensor mean;
+  double count = 0;
+};
+
 // The loss of one training batch.
 struct BatchLoss {
   Tensor loss;            // the scalar the Trainer differentiates
   Scalars parts;          // named parts of the loss as plain values ("mlm", "nsp"), for logging
   Counts counts;          // summed by the Trainer over a logging window, see Task::train_metrics
   size_t tokens = 0;      // real (non-padding) tokens in the batch, for tokens/s
+  // `loss` as the sum of its means (mlm over masked tokens + nsp over sequences), for data
+  // parallelism: each rank weighs each term by its share of the global count, so the ranks' losses
+  // add up to one big batch's. Empty: `loss` is one mean over the batch's examples.
+  std::vector<LossTerm> terms = {};
 };
 
 struct Evaluation {
@@ -71,6 +83,13 @@ class Task {
   // Draws the next `batch_size` training examples (advancing the data position) and returns
   // their loss with the autograd graph recorded.
   virtual BatchLoss next_batch_loss(size_t batch_size) = 0;
+
+  // Data parallelism: after this call next_batch_loss(b) draws the next `ranks` x b examples of
+  // the data order (the position advances past all of them, on every rank) and keeps the
+  // `rank`-th b of them, masked as one rank drawing them all would mask them. A task that
+  // supports it says so; the Trainer refuses to spread the others over ranks.
+  virtual bool splits_batches() const { return false; }
+  virtual void set_data_shard(size_t rank, size_t ranks) { shard_ = {rank, ranks}; }
   // Metrics from counts summed over several batches (e.g. accuracies).
   virtual Scalars train_metrics(const Counts& counts) const = 0;
   // Metrics on the held-out data; the Trainer has turned gradients off and the model to eval().
@@ -84,6 +103,21 @@ class Task {
   // atomically; `extra(tmp_dir)`, called after the task's own files are written, adds the
   // Trainer's files (and the checksums of all) before the directory is swapped in.
   virtual void save(const std::string& dir, const std::function<void(const std::string& tmp_dir)>& extra) const = 0;
+
+ protected:
+  // This rank's part of each global batch (set_data_shard).
+  struct DataShard {
+    size_t rank = 0, ranks = 1;
+    size_t draw(size_t batch) const { return batch * ranks; }  // examples to draw for a batch of `batch` per rank
+    template <class T>
+    std::vector<T> keep(std::vector<T> drawn) const {  // this rank's slice of what draw() said to draw
+      if (ranks == 1) return drawn;
+      const size_t b = drawn.size() / ranks;
+      return std::vector<T>(std::make_move_iterator(drawn.begin() + long(rank * b)),
+                            std::make_move_iterator(drawn.begin() + long((rank + 1) * b)));
+    }
+  };
+  DataShard shard_;
 };
 
 using TaskFactory = std::function<std::unique_ptr<Task>(const TaskContext&)>;

@@ -16,7 +16,11 @@
 #include "autograd/parallel.hpp"
 #include "optim/optim.hpp"
 #include "training/checkpoints.hpp"
+#include "training/data_parallel.hpp"
+#include "training/distributed.hpp"
+#include "training/grad_sync.hpp"
 #include "training/output_dir.hpp"
+#include "training/rank_checks.hpp"
 #include "util/checksums.hpp"
 #include "util/progress.hpp"
 
@@ -28,7 +32,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
   using O = TrainerOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--batch", &O::batch, "examples per micro-batch", kRestore, at_least(1))
+      .add("--batch", &O::batch, "examples per micro-batch (of each rank, under mpirun)", kRestore, at_least(1))
       .add("--grad-accum", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
       .add("--lr", &O::lr, "peak learning rate", kRestore, at_least(0))
       .add("--warmup", &O::warmup, "warm-up steps (-1: 10% of --steps)", kRestore, at_least(-1))
@@ -57,9 +61,13 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--keep", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
       .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
       .add("--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
-      .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or all cores)", OnResume::UseNew, between(0, 4096))
+      .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or the cores this process may use)", OnResume::UseNew, between(0, 4096))
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
                                                "step) or skip (that step's update)")
+      .add("--check-every", &O::check_every, "under mpirun: compare the ranks' weights every N steps, stopping if they "
+                                             "differ (0: never)", OnResume::UseNew, at_least(0))
+      .add("--bucket-mb", &O::bucket_mb, "under mpirun: megabytes of gradients per all-reduce, started as backward "
+                                         "finishes each bucket", OnResume::UseNew, at_least(1))
       .add("--detect-anomaly", &O::detect_anomaly, "check every op's output and gradient: name the op that makes the first "
                                                    "NaN or infinity (slow; to debug a run that diverges)");
   return t;
@@ -184,7 +192,25 @@ bool same_directory(const std::string& a, const std::string& b) {
 }  // namespace
 
 RunResult Trainer::run() {
+  Communicator& comm = Communicator::world();
+  if (!comm.distributed()) return run_on_this_rank();
+  try {
+    return run_on_this_rank();
+  } catch (const CollectiveError&) {
+    throw;  // every rank stops here with the same message
+  } catch (const std::exception& e) {
+    // Only this rank saw it: the others would wait for it in their next collective.
+    fmt::print(stderr, "rank {}: {}\n[distributed] rank {} stopped with an error: ending every rank\n", comm.rank(), e.what(),
+               comm.rank());
+    std::fflush(stderr);
+    comm.abort(1);
+  }
+}
+
+RunResult Trainer::run_on_this_rank() {
   TrainerOptions& opt = opt_;
+  Communicator& comm = Communicator::world();
+  if (comm.rank() != 0) opt.quiet = true;  // rank 0 speaks for the run
   if (opt.threads > 0) set_num_threads(opt.threads);
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
 
@@ -201,16 +227,23 @@ RunResult Trainer::run() {
   }
   TrainerOptions::table().check(opt);
   task_options_.check();
+  nlohmann::json settings = TrainerOptions::table().saved(opt);
+  settings.update(task_options_.saved());
+  check_same_settings(comm, settings);
   if (opt.on_nonfinite != "stop" && opt.on_nonfinite != "skip")
     throw std::invalid_argument(fmt::format("[trainer] --on-nonfinite {}: use stop or skip", option_detail::show(opt.on_nonfinite)));
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
-  OutputDirectory out_dir(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+  std::optional<OutputDirectory> out_dir;  // rank 0 writes (and locks) it
+  if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+  comm.barrier();  // the others build their task (which may read --out) once it exists
   bool started = false;
   try {
     if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));
-    return train(ckpt, state, started);
+    const RunResult result = train(ckpt, state, started);
+    comm.barrier();  // rank 0's last checkpoint is written when run() returns, on every rank
+    return result;
   } catch (...) {
-    if (!started) out_dir.discard_if_created();  // a run that never started leaves no directory behind
+    if (!started && out_dir) out_dir->discard_if_created();  // a run that never started leaves no directory behind
     throw;
   }
 }
@@ -218,14 +251,23 @@ RunResult Trainer::run() {
 RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bool& started) {
   TrainerOptions& opt = opt_;
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
-  auto sinks = make_sinks(opt.out, opt.tensorboard);
+  Communicator& comm = Communicator::world();
+  const bool writer = comm.rank() == 0;
+  std::vector<std::unique_ptr<MetricsSink>> sinks;
+  if (writer) sinks = make_sinks(opt.out, opt.tensorboard);
 
   // ---- the task (model and data), optimizer, schedule ----
   std::unique_ptr<Task> task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
   if (!state.task.empty() && state.task != task->name())
     throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
+  if (comm.distributed()) {
+    if (!task->splits_batches())
+      throw CollectiveError(fmt::format("[trainer] task '{}' cannot split its batches across ranks yet: run it without mpirun",
+                                        task->name()));
+    task->set_data_shard(size_t(comm.rank()), size_t(comm.size()));
+  }
   if (ckpt.empty()) {  // a resumed run has these from its checkpoint
-    const size_t per_step = opt.batch * opt.grad_accum;
+    const size_t per_step = opt.batch * opt.grad_accum * size_t(comm.size());
     if (opt.epochs > 0) opt.steps = int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step);
     if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
     // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
@@ -243,6 +285,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   if (!model.arena()) model.flatten_parameters();
   auto optimizer = make_optimizer(opt, *task);
   optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
+  std::unique_ptr<GradientSync> sync;
+  if (comm.distributed()) sync = std::make_unique<GradientSync>(comm, *model.arena(), opt.bucket_mb << 20);
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
   if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
   schedule.validate();
@@ -253,6 +297,9 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     step = state.step;
     task->restore_data_state(state.data);
     default_generator().set_state(state.rng);
+    if (state.world_size != comm.size())
+      say(fmt::format("note: the checkpoint was written by {} rank(s), this run has {}: the data goes on from the next unread "
+                      "example, in global batches of {} x {} examples", state.world_size, comm.size(), comm.size(), opt.batch));
   } else {
     manual_seed(opt.seed);  // dropout draws from the default generator
   }
@@ -263,12 +310,16 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   }
   say(fmt::format("{}; {} steps of {} x {} examples; {} threads", task->describe(), opt.steps, opt.batch, opt.grad_accum,
                   num_threads()));
+  if (sync)
+    say(fmt::format("data-parallel over {} ranks: global batch {} x {} x {} examples, gradients all-reduced in {} buckets",
+                    comm.size(), comm.size(), opt.batch, opt.grad_accum, sync->bucket_count()));
 
   // ---- checkpoints: the task's files, then the optimizer and training state, swapped in whole ----
   auto save = [&](int64_t at_step) {
     const std::string dir = (fs::path(opt.out) / checkpoint_name(at_step)).string();
+    if (!writer) return dir;  // rank 0 writes it
     TrainingState now{at_step, default_generator().state(), schedule, TrainerOptions::table().saved(opt), task->data_state(),
-                      task->name()};
+                      task->name(), comm.size()};
     now.options.update(task_options_.saved());  // json keys differ: they come from distinct flags
     task->save(dir, [&](const std::string& tmp) {
       optimizer->save_state((fs::path(tmp) / "optimizer").string());
@@ -291,13 +342,24 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   const int64_t first_step = step;
   Window window;
   std::string last_dir;
+  double allreduce_wait = 0;  // seconds waited for gradients after backward, in the log window
   while (step < opt.steps) {
+    if (sync) manual_seed(rank_step_seed(opt.seed, comm.rank(), step));  // each rank its own dropout
     model.zero_grad();
     Window this_step;  // joins the log window only when its update is made
     for (size_t micro = 0; micro < opt.grad_accum; ++micro) {
-      const BatchLoss b = task->next_batch_loss(opt.batch);
+      BatchLoss b = task->next_batch_loss(opt.batch);
+      if (sync) {
+        b = share_of_global_batch(comm, std::move(b), opt.batch);
+        sync->set_reducing(micro + 1 == opt.grad_accum);  // the earlier micro-batches only accumulate
+      }
       mul(b.loss, Tensor::scalar(1.f / float(opt.grad_accum))).backward();
+      if (sync) sync->finish_backward();
       this_step.add(b, opt.grad_accum);
+    }
+    if (sync) {
+      allreduce_wait += sync->wait();
+      sum_over_ranks(comm, this_step.loss, this_step.parts, this_step.counts, this_step.tokens);
     }
     const double loss = this_step.loss;
     // The norm before clipping; computed without clipping too, for the non-finite guard.
@@ -330,11 +392,15 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
                         Progress::format_duration(eta)));
       Scalars row = window.scalars(*task);
       row.insert(row.end(), {{"lr", lr}, {"tokens_per_s", tps}, {"elapsed_s", elapsed}});
+      if (sync) row.emplace_back("allreduce_wait_s", allreduce_wait / double(window.steps));
       write_all(sinks, step, row);
       window = Window();
+      allreduce_wait = 0;
     }
-    bool converged = false;  // the task asked to stop (early stopping)
-    if (opt.eval_every > 0 && (step % opt.eval_every == 0 || step == opt.steps)) {
+    if (sync && opt.check_every > 0 && (step % opt.check_every == 0 || step == opt.steps))
+      check_same_parameters(comm, *model.arena(), step);
+    bool converged = false;  // the task asked to stop (early stopping; rank 0 evaluates)
+    if (writer && opt.eval_every > 0 && (step % opt.eval_every == 0 || step == opt.steps)) {
       Evaluation e;
       {
         NoGradGuard no_grad;
@@ -352,7 +418,11 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       converged = e.stop;
     }
     started = true;  // a step was made: what is in --out now is worth keeping
-    const int signal = g_signal;
+    // mpirun passes a signal on to every rank, not at the same instant, and only rank 0 evaluates: agree
+    double seen[2] = {double(g_signal), converged ? 1.0 : 0.0};
+    comm.allreduce(seen, 2, ReduceOp::Max);
+    const int signal = int(seen[0]);
+    converged = seen[1] != 0;
     const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
     if (step == opt.steps || stop || converged || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);
     if (converged && !stop) {

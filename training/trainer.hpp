@@ -10,6 +10,12 @@
 // checkpoint and a resumed run takes them from it; the schedule is the one saved in the training
 // state, followed as saved. Setting such an option to another value for the resumed run is
 // refused, naming the flag: a resumed run continues the same run, bit for bit.
+//
+// Data parallelism: started by mpirun, each rank runs this loop on its own part of each global
+// batch (--batch per rank; training/data_parallel.hpp), gradients are all-reduced in buckets while
+// backward runs (training/grad_sync.hpp), and rank 0 alone writes checkpoints, logs and metrics.
+// The settings are compared across ranks at the start, the weights every --check-every steps, and
+// a stop (signal, --stop-at, non-finite values) is decided by all ranks together.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,7 +30,7 @@ namespace xg::training {
 
 struct TrainerOptions {
   // what shapes the updates (restored on resume)
-  size_t batch = 16;       // examples per micro-batch
+  size_t batch = 16;       // examples per micro-batch (of each rank)
   size_t grad_accum = 1;   // micro-batches per optimizer step
   float lr = 1e-3f;
   int64_t warmup = -1;     // steps; -1: 10% of the run (or --warmup-ratio)
@@ -51,6 +57,8 @@ struct TrainerOptions {
   int threads = 0;          // 0: XGRAD_NUM_THREADS or all cores
   bool detect_anomaly = false;  // name the op that made the first NaN/Inf (slow)
   std::string on_nonfinite = "stop";  // a NaN/Inf loss or gradient: "stop" (no update made) or "skip" the update
+  int64_t check_every = 100;  // data-parallel runs: compare the ranks' weights every N steps (0: never)
+  size_t bucket_mb = 25;     // data-parallel runs: gradient all-reduce bucket size
   bool quiet = false;       // no output (tests); not a flag
 
   std::string default_out = "runs/bert_pretrain";  // a new run's --out when none is given: runs/<program>; not a flag
@@ -75,6 +83,7 @@ class Trainer {
  private:
   // The run after its --out directory is taken: `started` turns true once a step was made.
   RunResult train(const std::string& checkpoint, const TrainingState& state, bool& started);
+  RunResult run_on_this_rank();
 
   TrainerOptions opt_;
   BoundOptions task_options_;

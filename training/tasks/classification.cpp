@@ -179,6 +179,7 @@ class ClassificationTask : public FinetuneTask {
                        dev_.size(), opt_.max_len);
   }
   size_t train_examples_per_epoch() override { return train_.size(); }
+  bool splits_batches() const override { return true; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
     const std::vector<size_t> rows = next_rows(batch_size, train_.size());

@@ -194,7 +194,7 @@ void FinetuneTask::check_fits(const models::Sequence& longest) {
 std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size) {
   if (train_size == 0) throw std::invalid_argument(fmt::format("[{}] {} holds no training examples", kind_, opt_.train));
   std::vector<size_t> rows;
-  while (rows.size() < batch_size) {
+  while (rows.size() < shard_.draw(batch_size)) {
     if (order_epoch_ != epoch_ || order_.size() != train_size) {
       // a fixed permutation per epoch from the seed: a resumed run draws the same batches
       order_.resize(train_size);
@@ -206,7 +206,7 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
     rows.push_back(order_[index_]);
     if (++index_ == train_size) index_ = 0, ++epoch_;
   }
-  return rows;
+  return shard_.keep(std::move(rows));
 }
 
 Evaluation FinetuneTask::evaluate(size_t batch_size) {

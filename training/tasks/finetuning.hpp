@@ -87,7 +87,8 @@ class FinetuneTask : public Task {
   // Fails now, naming the limit, when the model cannot take `longest` (more tokens than positions).
   void check_fits(const models::Sequence& longest);
   // The next `batch_size` indices into the training examples, in a seeded order reshuffled each
-  // epoch (a resumed run draws the same batches).
+  // epoch (a resumed run draws the same batches); under data parallelism this rank's share of
+  // the next ranks x batch_size.
   std::vector<size_t> next_rows(size_t batch_size, size_t train_size);
   // Scores the current model on the dev set (gradients are off and the model in eval mode).
   virtual Scores score_dev(size_t batch_size) = 0;

@@ -345,16 +345,18 @@ class PretrainingTask : public Task {
   nn::Module& model() override { return *model_; }
   OptimizerDefaults optimizer_defaults() const override { return recipe_of(model_->model_type()).optimizer; }
   size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
+  bool splits_batches() const override { return true; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (!memory_checked_) refuse_if_too_big(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     memory_checked_ = true;
-    const Batch b = make_batch(next_instances(*source_, pos_, batch_size), opt_.seq_len, tok_->pad_id());
+    const Batch b = make_batch(shard_.keep(next_instances(*source_, pos_, shard_.draw(batch_size))), opt_.seq_len, tok_->pad_id());
     const auto out = heads_->forward_pretraining(b.inputs, b.targets);
-    BatchLoss l{out.loss, {{"mlm", out.mlm_loss.item()}},
-                {{"masked", double(b.targets.masked_labels.numel())}, {"mlm_correct", double(out.mlm_correct)}},
-                b.real_tokens};
+    const double masked = double(b.targets.masked_labels.numel());
+    BatchLoss l{out.loss, {{"mlm", out.mlm_loss.item()}}, {{"masked", masked}, {"mlm_correct", double(out.mlm_correct)}},
+                b.real_tokens, {{"mlm", out.mlm_loss, masked}}};
     if (has_sentence_task()) {
+      l.terms.push_back({sentence_name(), out.sentence_loss, double(b.inputs.batch())});
       l.parts.emplace_back(sentence_name(), out.sentence_loss.item());
       l.counts["sequences"] = double(b.inputs.batch());
       l.counts["sentence_correct"] = double(out.sentence_correct);

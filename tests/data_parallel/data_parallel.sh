@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Data-parallel training over MPI (issue 14), with 2 ranks on this machine:
+#   data_parallel.sh BIN_DIR SOURCE_DIR MPIEXEC GROUP
+# GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP
+#        families   the same for RoBERTa (MLM) and ALBERT (MLM+SOP with LAMB)
+#        finetune   the same for sequence classification (bert_finetune)
+#        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
+#        faults     a rank's weights nudged: the checksum stops the run; a rank killed: the job ends;
+#                   SIGTERM: every rank stops at one step, saved; different settings: refused, naming the option
+set -u
+BIN=$1
+SRC=$2
+MPIEXEC=$3
+GROUP=$4
+W=$(mktemp -d "${TMPDIR:-/tmp}/xgrad_dp_${GROUP}.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+failures=0
+fail() {
+  echo "FAIL [$GROUP] $*"
+  failures=$((failures + 1))
+}
+# Two ranks, one thread each, whatever the machine's core count; root in containers.
+MPI=("$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 2)
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+# No dropout: the ranks' dropout masks differ from one rank's (their examples are the same).
+printf '{"model_type": "bert", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+ "max_position_embeddings": 32, "type_vocab_size": 2, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}\n' > "$W/config.json"
+VOCAB=$SRC/tests/data/pretrain_v1/checkpoint-000003/vocab.txt
+TRAINING=(--corpus "$SRC/tests/data/pretrain_sample.txt" --seq-len 32 --eval-every 0 --eval-instances 8 --log-every 1
+          --threads 1 --grad-accum 2 --clip 0.05 --lr 3e-3 --warmup 2)
+UNTIMED=("${TRAINING[@]}" --vocab "$VOCAB" --model "$W/config.json")
+PRETRAIN=("${UNTIMED[@]}" --steps 10)
+
+# run LOG COMMAND...: runs it, failing with its log when it fails
+run() {
+  local log=$1
+  shift
+  "$@" > "$log" 2>&1 || fail "exit status $?: $*"$'\n'"$(tail -20 "$log")"
+}
+# same_weights A B: the final checkpoints' weights agree within 1e-5
+same_weights() {
+  local out
+  out=$("$BIN/dp_check" compare "$1/model.safetensors" "$2/model.safetensors" 1e-5) || fail "$1 vs $2: $out"
+  echo "$1 vs $2: $out"
+}
+# expect_failure TEXT COMMAND...: a non-zero exit status and TEXT in the output
+expect_failure() {
+  local text=$1
+  shift
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  [[ $rc -ne 0 ]] || fail "exit status 0, expected a failure: $*"
+  [[ $out == *"$text"* ]] || fail "message lacks '$text': $*"$'\n'"$out"
+}
+
+case $GROUP in
+pretrain)
+  run "$W/two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/two"
+  run "$W/one.log" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/one"
+  same_weights "$W/two/checkpoint-000010" "$W/one/checkpoint-000010"
+  grep -q "data-parallel over 2 ranks" "$W/two.log" || fail "the 2-rank run does not say it is data-parallel"
+  # the logged losses are the global batch's: each step's within 1e-5 of the single rank's
+  losses() { grep -o '"loss":[0-9.]*' "$1" | cut -d: -f2; }
+  paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl") |
+    awk 'NF != 2 || ($1 - $2) > 1e-5 || ($2 - $1) > 1e-5 { bad = 1 } END { exit bad || NR != 10 }' ||
+    fail "logged losses differ:"$'\n'"$(paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl"))"
+  ;;
+families)
+  # RoBERTa (MLM alone, byte-level BPE) and ALBERT (MLM + SOP, LAMB, n-gram masks, SentencePiece),
+  # each with a small vocabulary trained from the corpus by the one-rank run
+  printf '{"model_type": "albert", "hidden_size": 16, "embedding_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+ "intermediate_size": 32, "max_position_embeddings": 32, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0,
+ "classifier_dropout_prob": 0}\n' > "$W/albert.json"
+  printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+ "max_position_embeddings": 40, "type_vocab_size": 1, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}\n' > "$W/roberta.json"
+  for family in albert roberta; do
+    FAMILY=("${TRAINING[@]}" --steps 10 --model "$W/$family.json")
+    run "$W/$family-one.log" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 8 --out "$W/$family-one"
+    run "$W/$family-two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${FAMILY[@]}" --tokenizer "$W/$family-one/checkpoint-000010" \
+      --batch 4 --out "$W/$family-two"
+    same_weights "$W/$family-two/checkpoint-000010" "$W/$family-one/checkpoint-000010"
+  done
+  ;;
+finetune)
+  # 24 examples of two labels: an epoch is 3 global batches of 8
+  { printf 'label\ttext\n'
+    for i in $(seq 1 12); do printf '1\tgood fine great day %d\n0\tbad awful poor day %d\n' "$i" "$i"; done; } > "$W/train.tsv"
+  FT=(--train "$W/train.tsv" --dev "$W/train.tsv" --vocab "$VOCAB" --model "$W/config.json" --max-len 16 --threads 1
+      --epochs 0 --steps 10 --grad-accum 2 --clip 0.05 --lr 3e-3 --eval-every 10)
+  run "$W/two.log" "${MPI[@]}" "$BIN/bert_finetune" "${FT[@]}" --batch 4 --out "$W/two"
+  run "$W/one.log" "$BIN/bert_finetune" "${FT[@]}" --batch 8 --out "$W/one"
+  same_weights "$W/two/checkpoint-000010" "$W/one/checkpoint-000010"
+  ;;
+resume)
+  run "$W/straight.log" "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/straight"
+  run "$W/first.log" "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/split" --stop-at 5
+  run "$W/second.log" "${MPI[@]}" "$BIN/bert_pretrain" --resume "$W/split" --threads 1
+  same_weights "$W/straight/checkpoint-000010" "$W/split/checkpoint-000010"
+  cmp -s "$W/straight/checkpoint-000010/optimizer.safetensors" "$W/split/checkpoint-000010/optimizer.safetensors" ||
+    fail "the resumed run's optimizer state differs from the straight run's"
+  grep -q '"world_size": 2' "$W/split/checkpoint-000010/training_state.json" || fail "training_state.json lacks world_size 2"
+  # another world size continues from the next unread example, and says so
+  run "$W/third.log" "$BIN/bert_pretrain" --resume "$W/split/checkpoint-000005" --out "$W/one_rank" --threads 1
+  grep -q "written by 2 rank(s), this run has 1" "$W/third.log" || fail "no note on the changed world size"
+  ;;
+faults)
+  expect_failure "the weights of rank 1 differ from rank 0's (first: " \
+    timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/perturbed" --check-every 3 \
+    --fault perturb --fault-rank 1 --fault-at 3
+  start=$(date +%s)
+  expect_failure "exited on signal 9" \
+    timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/killed" --fault kill --fault-rank 1 --fault-at 5
+  (($(date +%s) - start < 30)) || fail "the job took $(($(date +%s) - start)) s to end after a rank died"
+  # SIGTERM to mpirun reaches every rank: they stop at the same step, and rank 0 saves it
+  "${MPI[@]}" "$BIN/bert_pretrain" "${UNTIMED[@]}" --steps 100000 --batch 4 --out "$W/stopped" > "$W/stopped.log" 2>&1 &
+  launcher=$!
+  for _ in $(seq 600); do [[ -s "$W/stopped/metrics.jsonl" ]] && break; sleep 0.1; done
+  kill -TERM $launcher
+  wait $launcher
+  # (mpirun may stop forwarding the ranks' output once signalled: the checkpoint is the evidence)
+  ls "$W"/stopped/checkpoint-*/training_state.json > /dev/null 2>&1 ||
+    fail "no checkpoint saved at SIGTERM:"$'\n'"$(tail -5 "$W/stopped.log")"
+  expect_failure "--batch is 4 on rank 0 and 8 on rank 1" \
+    timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
+    --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/mismatch"
+  ;;
+*)
+  echo "unknown group $GROUP"
+  exit 2
+  ;;
+esac
+if ((failures > 0)); then
+  echo "$failures failure(s) in $GROUP"
+  exit 1
+fi
+echo "data_parallel $GROUP: all passed"

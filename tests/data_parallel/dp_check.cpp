@@ -1,0 +1,122 @@
+// Helper of tests/data_parallel/data_parallel.sh (not a user program):
+//   dp_check compare A.safetensors B.safetensors TOL
+//       every tensor of A within TOL of B's (same names and shapes); prints the largest difference
+//   dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K [bert_pretrain's options]
+//       pre-trains as bert_pretrain does, and at rank R's K-th micro-batch either nudges one of
+//       its weights (the divergence check must stop the run) or kills the process with SIGKILL
+//       (the other ranks must not hang).
+//   dp_check allreduce FLOATS REPEATS
+//       times a blocking all-reduce of FLOATS floats (the README's measurements)
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <vector>
+
+#include "nn/safetensors.hpp"
+#include "training/distributed.hpp"
+#include "training/tasks/pretraining.hpp"
+
+using namespace xg;
+using namespace xg::training;
+
+namespace {
+
+int compare(const std::string& a_path, const std::string& b_path, double tol) {
+  const nn::StateDict a = nn::safetensors::read_float_tensors(a_path), b = nn::safetensors::read_float_tensors(b_path);
+  if (a.size() != b.size()) return fmt::print("{} has {} tensors, {} has {}\n", a_path, a.size(), b_path, b.size()), 1;
+  double worst = 0;
+  std::string where;
+  for (const auto& [name, t] : a) {
+    const auto it = b.find(name);
+    if (it == b.end() || it->second.shape() != t.shape()) return fmt::print("{}: missing or reshaped in {}\n", name, b_path), 1;
+    const auto x = t.to_vector(), y = it->second.to_vector();
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!(std::fabs(double(x[i]) - y[i]) <= worst)) worst = std::fabs(double(x[i]) - y[i]), where = name;
+  }
+  fmt::print("largest difference {:.3g} (in {}) over {} tensors, tolerance {:.3g}\n", worst, where, a.size(), tol);
+  return worst <= tol ? 0 : 1;
+}
+
+// Forwards everything to the pre-training task, and injects the fault at its K-th batch.
+class FaultyTask : public Task {
+ public:
+  FaultyTask(std::unique_ptr<Task> inner, std::string fault, int rank, int at)
+      : inner_(std::move(inner)), fault_(std::move(fault)), rank_(rank), at_(at) {}
+  std::string name() const override { return inner_->name(); }
+  std::string describe() const override { return inner_->describe(); }
+  nn::Module& model() override { return inner_->model(); }
+  OptimizerDefaults optimizer_defaults() const override { return inner_->optimizer_defaults(); }
+  size_t train_examples_per_epoch() override { return inner_->train_examples_per_epoch(); }
+  bool splits_batches() const override { return inner_->splits_batches(); }
+  void set_data_shard(size_t rank, size_t ranks) override { inner_->set_data_shard(rank, ranks); }
+  BatchLoss next_batch_loss(size_t batch_size) override {
+    if (++calls_ == at_ && Communicator::world().rank() == rank_) {
+      if (fault_ == "kill") std::raise(SIGKILL);
+      Tensor w = inner_->model().named_parameters().front().second;
+      w.data()[0] += 1e-3f;  // as a flipped bit or a stray write would
+    }
+    return inner_->next_batch_loss(batch_size);
+  }
+  Scalars train_metrics(const Counts& c) const override { return inner_->train_metrics(c); }
+  Evaluation evaluate(size_t batch_size) override { return inner_->evaluate(batch_size); }
+  nlohmann::json data_state() const override { return inner_->data_state(); }
+  void restore_data_state(const nlohmann::json& s) override { inner_->restore_data_state(s); }
+  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override { inner_->save(dir, extra); }
+
+ private:
+  std::unique_ptr<Task> inner_;
+  std::string fault_;
+  int rank_, at_, calls_ = 0;
+};
+
+int pretrain_with_fault(int argc, char** argv) {
+  TrainerOptions trainer;
+  PretrainOptions task;
+  std::string fault;
+  int rank = 1, at = 1;
+  CLI::App app("dp_check pretrain");
+  PretrainOptions::table().add_to(app, task, "Data and model");
+  TrainerOptions::table().add_to(app, trainer, "Training");
+  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill"}));
+  app.add_option("--fault-rank", rank);
+  app.add_option("--fault-at", at);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    Trainer t(trainer, BoundOptions(PretrainOptions::table(), task), [&](const TaskContext& ctx) {
+      return std::make_unique<FaultyTask>(make_pretraining_task(task, ctx), fault, rank, at);
+    });
+    t.run();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dp_check: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+int time_allreduce(size_t floats, int repeats) {
+  Communicator& comm = Communicator::world();
+  std::vector<float> v(floats, 1.f);
+  comm.allreduce(v.data(), v.size());  // warm-up: connections and buffers
+  comm.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeats; ++i) comm.allreduce(v.data(), v.size());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+  if (comm.rank() == 0)
+    fmt::print("all-reduce of {} floats ({:.1f} MB) over {} ranks: {:.2f} ms ({:.2f} GB/s of gradient)\n", floats,
+               double(floats) * 4 / 1e6, comm.size(), s * 1e3, double(floats) * 4 / s / 1e9);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
+  if (mode == "allreduce" && argc == 4) return time_allreduce(std::stoul(argv[2]), std::stoi(argv[3]));
+  if (mode == "pretrain") return pretrain_with_fault(argc - 1, argv + 1);
+  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ...\n");
+  return 2;
+}

@@ -1,0 +1,64 @@
+#pragma once
+// The process group a run trains in (MLX's distributed.h: one interface with a singleton
+// default). Started by mpirun (or srun: the launcher's environment says so), the group is MPI's
+// world, initialised on first use and finalised at exit; started plainly, it is a group of one
+// whose collectives return at once, and MPI is never touched (a plain run costs nothing, and a
+// build without MPI has only this group).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace xg::training {
+
+// An error every rank raises at the same point with the same message (a configuration mismatch,
+// diverged weights): the ranks end together, without MPI_Abort.
+struct CollectiveError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class ReduceOp { Sum, Max, Min };
+
+class Communicator {
+ public:
+  // The world group of this process (MPI initialised on the first call when under a launcher).
+  static Communicator& world();
+  // True when the environment shows an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK).
+  static bool launched_by_mpi();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool distributed() const { return size_ > 1; }
+
+  // In place over all ranks, every rank receiving the result.
+  void allreduce(float* data, size_t n, ReduceOp op = ReduceOp::Sum);
+  void allreduce(double* data, size_t n, ReduceOp op = ReduceOp::Sum);
+  // `data` of rank `root` to every rank (resized there).
+  void broadcast(std::string& data, int root = 0);
+  void broadcast(void* data, size_t bytes, int root = 0);
+  void barrier();
+
+  // A non-blocking in-place float sum: start it, then wait_all() before reading the data.
+  // progress() lets the library move started reductions on (MPI progresses only inside calls).
+  void start_allreduce(float* data, size_t n);
+  void progress();
+  void wait_all();
+
+  // Ends the whole job (every rank) after an error only this rank saw: the others would wait in
+  // a collective forever.
+  [[noreturn]] void abort(int code);
+
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+ private:
+  Communicator();
+  struct Requests;  // MPI_Request handles of started reductions (no mpi.h in this header)
+  int rank_ = 0, size_ = 1;
+  bool mpi_ = false;
+  std::unique_ptr<Requests> pending_;
+};
+
+}  // namespace xg::training
