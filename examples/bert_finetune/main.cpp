@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     auto& kind = xg::training::finetune_kind(task_name(task, trainer));
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
-    if (result.scores.is_null()) return 0;                         // --stop-at: resumable, no final scores yet
+    if (result.scores.is_null()) return 0;  // --stop-at (resumable, no final scores yet), or a rank other than 0
     fmt::print("final scores of the best model: {}\n", result.scores.dump());
     if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
   } catch (const std::exception& e) {

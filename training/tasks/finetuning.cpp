@@ -14,6 +14,7 @@
 #include "models/registry.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/checkpoints.hpp"
+#include "training/distributed.hpp"
 #include "training/tasks/pretraining.hpp"
 #include "util/json_input.hpp"
 
@@ -271,6 +272,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
             [&task, &kind](const TaskContext& ctx) { return kind.make_task(task, ctx); });
   FinetuneResult result{t.run(), nullptr};
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
+  if (Communicator::world().rank() != 0) return result;  // rank 0 alone kept OUT/best and reports
   // where the Trainer wrote: --out, else the resumed run's directory
   std::string out = trainer.out;
   if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
