@@ -29,16 +29,6 @@ std::vector<std::string> split_whitespace(const std::string& row) {
   return fields;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("[conll] {}: cannot open", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
-  return text;
-}
-
 bool scheme_allows(TagScheme scheme, char prefix) {
   if (prefix == 'O' || prefix == 'B' || prefix == 'I') return true;
   return scheme == TagScheme::BIOES || scheme == TagScheme::Auto;
@@ -79,16 +69,17 @@ bool valid_tag(const std::string& tag, std::string* why) {
 }
 
 ConllData read_conll(const std::string& path, const ConllOptions& options) {
-  const std::string text = read_text(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[conll] {}: cannot open", path));
   ConllData data;
   ConllSentence current;
   auto close_sentence = [&] {
     if (!current.words.empty()) data.sentences.push_back(std::move(current));
     current = ConllSentence{};
   };
-  std::istringstream in(text);
   std::string row;
   for (size_t line = 1; std::getline(in, row); ++line) {
+    if (line == 1 && row.rfind("\xEF\xBB\xBF", 0) == 0) row.erase(0, 3);  // a UTF-8 BOM
     if (!row.empty() && row.back() == '\r') row.pop_back();
     const std::vector<std::string> fields = split_whitespace(row);
     if (fields.empty()) {
