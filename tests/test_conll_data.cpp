@@ -182,6 +182,10 @@ TEST_CASE("conll: long sentences split into overlapping windows, merged per word
   CHECK(src[11].window == 4);
   for (size_t w = 0; w < 12; ++w) CHECK(windows[src[w].window].word_start[src[w].position] == int64_t(w));
 
+  o.stride = 0;  // the default: a quarter of the 4 sub-tokens a window holds, 1; windows start at 0, 3, 6, 9
+  const auto quarter = align_words(bert(), bert().tokenize(text), joined_word_spans(words), labels, {}, 0, o);
+  REQUIRE(quarter.size() == 4);
+  CHECK(quarter[3].word_start == std::vector<int64_t>{-1, 9, 10, 11, -1});
   o.stride = 4;
   CHECK_THROWS_WITH(align_words(bert(), bert().tokenize(text), joined_word_spans(words), labels, {}, 0, o),
                     Contains("[ner] stride 4 must be below the 4 sub-tokens a window holds"));

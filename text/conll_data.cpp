@@ -223,9 +223,10 @@ std::vector<TokenWindow> align_words(const Tokenizer& tokenizer, const std::vect
   if (options.max_len <= kSpecials)
     throw std::invalid_argument(fmt::format("[ner] max_len {} leaves no room for a sub-token beside the 2 special tokens", options.max_len));
   const size_t room = options.max_len - kSpecials;
-  if (options.stride >= room)
+  const size_t stride = options.stride == 0 ? room / 4 : options.stride;
+  if (stride >= room)
     throw std::invalid_argument(fmt::format("[ner] stride {} must be below the {} sub-tokens a window holds (max_len {} - 2)",
-                                            options.stride, room, options.max_len));
+                                            stride, room, options.max_len));
   // Each token's word and whether it is the word's first piece.
   std::vector<int64_t> word_of(tokens.size(), -1);
   std::vector<bool> first(tokens.size(), false);
@@ -239,7 +240,7 @@ std::vector<TokenWindow> align_words(const Tokenizer& tokenizer, const std::vect
     last_word = int64_t(w);
   }
   std::vector<TokenWindow> windows;
-  for (size_t begin = 0;; begin += room - options.stride) {
+  for (size_t begin = 0;; begin += room - stride) {
     const size_t end = std::min(tokens.size(), begin + room);
     TokenWindow win;
     win.sentence = sentence;

@@ -67,7 +67,9 @@ inline constexpr int64_t kIgnoreLabel = -100;  // positions the loss skips, as P
 
 struct WordAlignOptions {
   size_t max_len = 128;   // tokens per window, special tokens included
-  size_t stride = 32;     // sub-tokens shared by consecutive windows of one long sentence
+  // Sub-tokens shared by consecutive windows of one long sentence; 0: a quarter of a window's room
+  // for sub-tokens (max_len - 2), which suits any --max-len.
+  size_t stride = 0;
   // Label every sub-token of a word (B-X's later pieces get I-X), not only the first.
   bool label_all_tokens = false;
 };

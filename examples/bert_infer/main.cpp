@@ -358,7 +358,7 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*ner_cmd, "--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
   xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included; longer lines "
                       "are split into overlapping windows")->check(CLI::Range(size_t(4), size_t(1) << 20));
-  xg::cli::add_number(*ner_cmd, "--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line");
+  xg::cli::add_number(*ner_cmd, "--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line (0: a quarter of the window)");
   ner_cmd->footer(
       "Output, one line per input line: {\"text\": ..., \"entities\": [{\"type\": \"PER\", \"text\": ..., \"start\": S,\n"
       "\"end\": E, \"score\": P}]}; [S, E) counts code points of the line, P is the mean probability of the\n"
