@@ -20,7 +20,7 @@ std::vector<std::string> Sgd::slot_names() const {
 }
 
 void Sgd::update_elements(const Span& s) const {
-  const float lr = lr_, mom = opt_.momentum, damp = opt_.dampening;
+  const float lr = lr_ * s.lr_scale, mom = opt_.momentum, damp = opt_.dampening;
   float* buf = s.slot[0];
   for (size_t i = 0; i < s.n; ++i) {
     float d = s.g[i] + s.weight_decay * s.w[i];
@@ -50,8 +50,8 @@ void Adam::begin_pass() {
   inv_sqrt_bc2_ = float(1.0 / std::sqrt(bc2));
 }
 
-void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2) const {
-  const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, step_size = step_size_, inv_sqrt_bc2 = inv_sqrt_bc2_;
+void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale) const {
+  const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, step_size = step_size_ * lr_scale, inv_sqrt_bc2 = inv_sqrt_bc2_;
   for (size_t i = 0; i < n; ++i) {
     const float gi = g[i] + l2 * w[i];
     m[i] = b1 * m[i] + (1.f - b1) * gi;
@@ -61,7 +61,7 @@ void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n,
 }
 
 void Adam::update_elements(const Span& s) const {
-  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, s.weight_decay);
+  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, s.weight_decay, s.lr_scale);
 }
 
 nlohmann::json Adam::settings() const {
@@ -70,10 +70,10 @@ nlohmann::json Adam::settings() const {
 
 void AdamW::update_elements(const Span& s) const {
   if (s.weight_decay != 0.f) {
-    const float keep = 1.f - lr_ * s.weight_decay;
+    const float keep = 1.f - lr_ * s.lr_scale * s.weight_decay;
     for (size_t i = 0; i < s.n; ++i) s.w[i] *= keep;
   }
-  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f);
+  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale);
 }
 
 // ---- LAMB ----
@@ -103,7 +103,8 @@ void Lamb::apply(const std::vector<Span>& spans) {
     w_norm = std::sqrt(w_norm);
     r_norm = std::sqrt(r_norm);
     const float trust = (w_norm > 0 && r_norm > 0) ? float(w_norm / r_norm) : 1.f;
-    for (size_t i = 0; i < s.n; ++i) w[i] -= lr_ * trust * r[i];
+    const float lr = lr_ * s.lr_scale;
+    for (size_t i = 0; i < s.n; ++i) w[i] -= lr * trust * r[i];
   }
 }
 

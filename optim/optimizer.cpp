@@ -37,6 +37,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, float lr) : groups_(std::mo
   for (auto& g : groups_) {
     if (!(g.weight_decay >= 0.f))
       throw std::invalid_argument(fmt::format("[optimizer] weight_decay {} must be >= 0", g.weight_decay));
+    if (!(g.lr_scale >= 0.f) || !std::isfinite(g.lr_scale))
+      throw std::invalid_argument(fmt::format("[optimizer] lr_scale {} must be finite and >= 0", g.lr_scale));
     nn::NamedTensors kept;
     for (const auto& [n, t] : g.params) {
       if (!names.insert(n).second)
@@ -75,7 +77,7 @@ void Optimizer::step() {
     for (auto& [name, p] : g.params) {
       const Tensor grad = p.grad();
       if (!grad.defined()) continue;
-      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, false};
+      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, false};
       auto& slots = state_[name];
       for (size_t k = 0; k < names.size(); ++k) {
         s.fresh |= !slots.count(names[k]);

@@ -18,6 +18,7 @@ namespace xg::optim {
 struct ParamGroup {
   nn::NamedTensors params;
   float weight_decay = 0.f;
+  float lr_scale = 1.f;  // the group's rate is lr * lr_scale (layer-wise decay in fine-tuning)
 };
 
 // BERT's grouping: biases and LayerNorm weights get no weight decay, everything else does.
@@ -63,6 +64,7 @@ class Optimizer {
     float* slot[kMaxSlots];
     size_t n;
     float weight_decay;
+    float lr_scale;
     bool fresh;  // its state was created for this step (zeros)
   };
   // The state each parameter keeps, e.g. {"exp_avg", "exp_avg_sq"}.
@@ -135,9 +137,9 @@ class Adam : public ElementwiseOptimizer {
   void begin_pass() override;
   void update_elements(const Span& s) const override;
   nlohmann::json settings() const override;
-  // The bias-corrected Adam step on n elements, weight decay added to the gradient as L2 (AdamW
-  // passes 0 after decaying the weights itself).
-  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2) const;
+  // The bias-corrected Adam step on n elements at lr * lr_scale, weight decay added to the
+  // gradient as L2 (AdamW passes 0 after decaying the weights itself).
+  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale) const;
   AdamOptions opt_;
   float step_size_ = 0.f, inv_sqrt_bc2_ = 0.f;  // this step's bias corrections
 };

@@ -9,6 +9,7 @@
 #include "models/bert_heads.hpp"
 #include "models/checkpoint.hpp"
 #include "tests/temp_path.hpp"
+#include "text/classification_data.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/tasks/classification.hpp"
 
@@ -54,7 +55,8 @@ TrainerOptions quiet_trainer(const std::string& out, size_t epochs, size_t batch
 TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority baseline", "[finetune]") {
   const std::string dir = temp_path("xgrad_finetune");
   fs::create_directories(dir);
-  ClassificationOptions o;
+  FinetuneOptions o;
+  ClassificationKind kind;
   o.train = write_split(dir + "/train.tsv", 7, 0);  // 429 lines
   o.dev = write_split(dir + "/dev.tsv", 10, 5);     // 300 held-out lines
   o.vocab = kData + "bert-base-uncased-vocab.txt";
@@ -62,7 +64,7 @@ TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority ba
   o.model = dir + "/model.json";  // one small layer, no dropout: a few seconds, the same result every run
   std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
                               "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
-  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o).scores;
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o, kind).scores;
   // the majority class of the held-out lines
   const auto dev = text::read_text_examples(o.dev);
   const double positives = double(std::count_if(dev.begin(), dev.end(), [](const auto& e) { return e.label == "1"; }));
@@ -78,7 +80,7 @@ TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority ba
   CHECK(config.at("architectures")[0] == "BertForSequenceClassification");
   CHECK(config.at("id2label") == nlohmann::json({{"0", "0"}, {"1", "1"}}));
   CHECK(fs::exists(best + "/vocab.txt"));
-  CHECK(score_checkpoint(best, o.dev, o, 64).values.front().second == Approx(accuracy));
+  CHECK(kind.score_file(best, o.dev, o, 64, "").at("accuracy") == Approx(accuracy));
   fs::remove_all(dir);
 }
 
@@ -95,13 +97,14 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   pre.init_weights(gen);
   models::save_pretrained(pre, dir + "/pre", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
 
-  ClassificationOptions o;
+  FinetuneOptions o;
+  ClassificationKind kind;
   o.train = write_split(dir + "/train.tsv", 60, 0, "positive", "negative");  // 50 lines
   o.dev = write_split(dir + "/dev.tsv", 60, 30, "positive", "negative");
   o.test = o.dev;
   o.model = dir + "/pre";
   o.max_len = 32;
-  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o).scores;
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o, kind).scores;
   CHECK(report.at("test").at("examples") == 50);
   const auto best = models::load_pretrained(dir + "/run/best");
   CHECK(best.model->architecture() == "BertForSequenceClassification");
@@ -112,46 +115,127 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   auto placeholder = models::load_pretrained(dir + "/run/best");
   dynamic_cast<models::BertForSequenceClassification&>(*placeholder.model).head = models::HeadConfig::with_num_labels(2);
   models::save_pretrained(*placeholder.model, dir + "/generic", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
-  ClassificationOptions from_generic = o;
+  FinetuneOptions from_generic = o;
   from_generic.model = dir + "/generic";
-  CHECK(run_finetuning(quiet_trainer(dir + "/run7", 1, 25, 1e-3f, 50), from_generic).scores.at("dev").at("examples") == 50);
+  CHECK(run_finetuning(quiet_trainer(dir + "/run7", 1, 25, 1e-3f, 50), from_generic, kind).scores.at("dev").at("examples") == 50);
   CHECK(models::load_pretrained(dir + "/run7/best").model->config_json().at("id2label").at("1") == "positive");
 
   // a dev file with a label the model does not know names the file and line
   std::ofstream(dir + "/bad_dev.tsv") << "label\ttext\npositive\tfine\nmeh\tso so\n";
-  ClassificationOptions bad = o;
+  FinetuneOptions bad = o;
   bad.dev = dir + "/bad_dev.tsv";
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run2", 1, 25, 1e-3f, 50), bad),
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run2", 1, 25, 1e-3f, 50), bad, kind),
                     Contains(dir + "/bad_dev.tsv:3: unknown label 'meh' (the model's labels: negative, positive)"));
   // string labels cannot train a regression, nor a classifier be trained as one
-  ClassificationOptions regression = o;
-  regression.regression = true;
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run3", 1, 25, 1e-3f, 50), regression), Contains("is not a number"));
+  FinetuneOptions regression = o;
+  ClassificationKind regression_kind;
+  regression_kind.settings().regression = true;
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run3", 1, 25, 1e-3f, 50), regression, regression_kind), Contains("is not a number"));
   regression.model = dir + "/run/best";
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run4", 1, 25, 1e-3f, 50), regression), Contains("2-label classifier"));
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run4", 1, 25, 1e-3f, 50), regression, regression_kind), Contains("2-label classifier"));
   // stopped early (--stop-at): no scores yet; resumed from its directory: it finishes and scores
   TrainerOptions first = quiet_trainer(dir + "/run6", 2, 25, 1e-3f, 50);
   first.stop_at = 3;
-  const FinetuneResult stopped = run_finetuning(first, o);
+  const FinetuneResult stopped = run_finetuning(first, o, kind);
   CHECK(stopped.run.step == 3);
   CHECK(stopped.scores.is_null());
   TrainerOptions resumed;
   resumed.quiet = true;
   resumed.resume = dir + "/run6";
-  const FinetuneResult finished = run_finetuning(resumed, o);
+  const FinetuneResult finished = run_finetuning(resumed, o, kind);
   CHECK(finished.run.step == 4);
   CHECK(finished.scores.at("dev").at("examples") == 50);
   // a model with fewer positions than the longest example is refused before training
-  ClassificationOptions too_long = o;
+  FinetuneOptions too_long = o;
   too_long.max_len = 100;
   too_long.train = dir + "/long.tsv";
   too_long.dev = dir + "/long.tsv";
   std::string words;
   for (int i = 0; i < 90; ++i) words += "good ";
   std::ofstream(dir + "/long.tsv") << "label\ttext\npositive\t" << words << "\nnegative\tbad\n";
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run8", 1, 25, 1e-3f, 2), too_long), Contains("max_position_embeddings 64"));
-  ClassificationOptions no_dev = o;
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run8", 1, 25, 1e-3f, 2), too_long, kind), Contains("max_position_embeddings 64"));
+  FinetuneOptions no_dev = o;
   no_dev.dev.clear();
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev), Contains("--dev is required"));
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev, kind), Contains("--dev is required"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping, a labelled sample, predictions", "[finetune]") {
+  const std::string dir = temp_path("xgrad_finetune_controls");
+  fs::create_directories(dir);
+  models::BertConfig c;
+  c.hidden_size = 16, c.num_hidden_layers = 2, c.num_attention_heads = 2, c.intermediate_size = 32, c.max_position_embeddings = 64;
+  const auto tok = text::open_tokenizer(kData + "bert-base-uncased-vocab.txt");
+  c.vocab_size = tok->vocab_size();
+  models::BertForPreTraining pre(c);
+  Generator gen(5);
+  pre.init_weights(gen);
+  models::save_pretrained(pre, dir + "/pre", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+  FinetuneOptions o;
+  ClassificationKind kind;
+  o.train = write_split(dir + "/train.tsv", 60, 0, "positive", "negative");  // 50 lines
+  o.dev = write_split(dir + "/dev.tsv", 60, 30, "positive", "negative");
+  o.model = dir + "/pre";
+  o.max_len = 32;
+
+  SECTION("--freeze-layers 1 keeps the embeddings and layer 0 as loaded, and trains layer 1") {
+    o.freeze_layers = 1;
+    run_finetuning(quiet_trainer(dir + "/frozen", 1, 25, 1e-2f, 50), o, kind);
+    const auto tuned = models::load_pretrained(dir + "/frozen/best").model->state_dict();
+    const auto loaded = pre.state_dict();
+    auto same = [&](const std::string& name) { return tuned.at(name).to_vector() == loaded.at(name).to_vector(); };
+    CHECK(same("bert.embeddings.word_embeddings.weight"));
+    CHECK(same("bert.encoder.layer.0.attention.self.query.weight"));
+    CHECK(same("bert.encoder.layer.0.output.LayerNorm.bias"));
+    CHECK_FALSE(same("bert.encoder.layer.1.attention.self.query.weight"));
+    o.freeze_layers = 3;
+    CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/frozen3", 1, 25, 1e-2f, 50), o, kind), Contains("--freeze-layers 3"));
+  }
+  SECTION("--layer-lr-decay D: the head at lr, layer 1 at lr D, layer 0 at lr D^2, the embeddings at lr D^3") {
+    o.layer_lr_decay = 0.5f;
+    TaskContext ctx;
+    ctx.quiet = true;
+    ctx.out = dir;
+    auto task = kind.make_task(o, ctx);
+    std::map<std::string, float> scale;
+    for (const auto& g : task->parameter_groups(0.01f))
+      for (const auto& [name, _] : g.params) scale[name] = g.lr_scale;
+    CHECK(scale.at("classifier.weight") == 1.f);
+    CHECK(scale.at("bert.pooler.dense.weight") == 1.f);
+    CHECK(scale.at("bert.encoder.layer.1.output.dense.bias") == 0.5f);
+    CHECK(scale.at("bert.encoder.layer.0.attention.self.key.weight") == 0.25f);
+    CHECK(scale.at("bert.embeddings.LayerNorm.weight") == 0.125f);
+  }
+  SECTION("--patience 1 stops at the first evaluation without a better score") {
+    o.patience = 1;
+    TrainerOptions t = quiet_trainer(dir + "/patient", 10, 25, 0.f, 50);  // lr 0: the score never improves
+    t.eval_every = 1;
+    const FinetuneResult r = run_finetuning(t, o, kind);
+    CHECK(r.run.step == 2);
+    CHECK(r.scores.at("dev").at("examples") == 50);
+  }
+  SECTION("--max-train-examples trains on a seeded sample, and --predictions writes each dev label") {
+    o.max_train_examples = 10;
+    o.predictions = dir + "/predictions.tsv";
+    TaskContext ctx;
+    ctx.quiet = true;
+    CHECK(kind.make_task(o, ctx)->train_examples_per_epoch() == 10);
+    CHECK(sample_indices(50, 10, 1) == sample_indices(50, 10, 1));
+    CHECK(sample_indices(50, 10, 1) != sample_indices(50, 10, 2));
+    CHECK(sample_indices(5, 0, 1).size() == 5);
+    run_finetuning(quiet_trainer(dir + "/sample", 1, 5, 1e-3f, 10), o, kind);
+    std::ifstream in(o.predictions);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "index\tprediction");
+    size_t rows = 0;
+    while (std::getline(in, line)) {
+      CHECK(line.rfind(std::to_string(rows) + "\t", 0) == 0);
+      const std::string label = line.substr(line.find('\t') + 1);
+      CHECK((label == "positive" || label == "negative"));
+      ++rows;
+    }
+    CHECK(rows == 50);
+  }
   fs::remove_all(dir);
 }

@@ -183,3 +183,49 @@ TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]")
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a group's lr_scale trains it as the rate lr * lr_scale would", "[optim]") {
+  // Layer-wise decay rests on this: every optimizer, scaled groups against a smaller rate.
+  for (const std::string name : {"adamw", "adam", "sgd_momentum", "lamb"}) {
+    INFO(name);
+    Tiny scaled, reference;
+    load_init(scaled);
+    load_init(reference);
+    auto groups = bert_param_groups(scaled.named_parameters(), 0.01f);
+    for (auto& g : groups) g.lr_scale = 0.25f;
+    std::unique_ptr<Optimizer> a, b;
+    const auto ref_groups = bert_param_groups(reference.named_parameters(), 0.01f);
+    if (name == "adamw") a = std::make_unique<AdamW>(groups, 0.1f), b = std::make_unique<AdamW>(ref_groups, 0.025f);
+    if (name == "adam") a = std::make_unique<Adam>(groups, 0.1f), b = std::make_unique<Adam>(ref_groups, 0.025f);
+    if (name == "sgd_momentum")
+      a = std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, false}),
+      b = std::make_unique<Sgd>(ref_groups, 0.025f, SgdOptions{0.9f, 0.f, false});
+    if (name == "lamb") a = std::make_unique<Lamb>(groups, 0.1f), b = std::make_unique<Lamb>(ref_groups, 0.025f);
+    for (int step = 0; step < 5; ++step)
+      for (auto [m, opt] : {std::pair<Tiny*, Optimizer*>{&scaled, a.get()}, {&reference, b.get()}}) {
+        opt->zero_grad();
+        loss_of(*m).backward();
+        opt->step();
+      }
+    const auto ref = reference.named_parameters();
+    size_t i = 0;
+    for (auto& [n, p] : scaled.named_parameters()) {
+      INFO(n);
+      CHECK(max_scaled_error(p, ref[i++].second) < 1e-6);
+    }
+  }
+  SECTION("lr_scale 0 leaves a group as it was, and a negative scale is refused") {
+    Tiny m;
+    load_init(m);
+    auto groups = bert_param_groups(m.named_parameters(), 0.01f);
+    groups[0].lr_scale = 0.f;  // the decayed weights
+    const Tensor before = m.dense->weight.clone();
+    AdamW opt(groups, 0.1f);
+    opt.zero_grad();
+    loss_of(m).backward();
+    opt.step();
+    CHECK(max_scaled_error(m.dense->weight, before) == 0.0);
+    groups[0].lr_scale = -1.f;
+    CHECK_THROWS_WITH(AdamW(groups, 0.1f), Catch::Contains("lr_scale -1"));
+  }
+}

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "nn/module.hpp"
+#include "optim/optimizer.hpp"
 #include "training/metrics.hpp"
 
 namespace xg::training {
@@ -38,6 +39,7 @@ struct BatchLoss {
 struct Evaluation {
   Scalars metrics;        // logged with an "eval_" prefix; empty: nothing to evaluate on
   std::string summary;    // one line for people
+  bool stop = false;      // end the run now, with a checkpoint (early stopping)
 };
 
 // What the Trainer tells a task when it builds it.
@@ -57,6 +59,12 @@ class Task {
   virtual std::string describe() const = 0;
   virtual nn::Module& model() = 0;
   virtual OptimizerDefaults optimizer_defaults() const { return {}; }
+  // The parameters the optimizer updates, grouped by weight decay and rate (lr_scale); frozen
+  // ones (requires_grad off) are left out by the optimizer. Default: BERT's grouping, no decay on
+  // biases and LayerNorm weights, every group at the full rate.
+  virtual std::vector<optim::ParamGroup> parameter_groups(float weight_decay) {
+    return optim::bert_param_groups(model().named_parameters(), weight_decay);
+  }
   // Training examples in one pass over the data (--epochs derives the steps from it).
   virtual size_t train_examples_per_epoch() = 0;
 

@@ -52,7 +52,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--resume", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
                                    "the settings saved with it are kept")
       .add("--tensorboard", &O::tensorboard, "also write TensorBoard event files to this directory")
-      .add("--eval-every", &O::eval_every, "evaluate on the held-out data every N steps, 0 never", OnResume::UseNew, at_least(0))
+      .add("--eval-every", &O::eval_every, "evaluate on the held-out data every N steps, 0 never, -1 once per epoch", OnResume::UseNew, at_least(-1))
       .add("--save-every", &O::save_every, "checkpoint every N steps, 0 only at the end", OnResume::UseNew, at_least(0))
       .add("--keep", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
       .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
@@ -86,9 +86,10 @@ class StopSignals {
 };
 
 // --beta2 and --eps when set, else the task's recipe, else the optimizer's own defaults.
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, const nn::Module& m, const OptimizerDefaults& recipe) {
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, Task& task) {
+  const OptimizerDefaults recipe = task.optimizer_defaults();
   const std::string name = o.optimizer != "auto" ? o.optimizer : recipe.optimizer.value_or("adamw");
-  auto groups = optim::bert_param_groups(m.named_parameters(), o.weight_decay);  // no decay on biases and LayerNorm
+  auto groups = task.parameter_groups(o.weight_decay);
   auto pick = [](float flag, std::optional<float> from_task, float own) { return flag > 0 ? flag : from_task.value_or(own); };
   if (name == "adamw") {
     optim::AdamOptions a;
@@ -232,11 +233,15 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
     if (opt.warmup < 0) opt.warmup = opt.steps / 10;
   }
+  if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes
+    const size_t per_step = opt.batch * opt.grad_accum;
+    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + per_step - 1) / per_step));
+  }
   nn::Module& model = task->model();
   model.train();
   // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
   if (!model.arena()) model.flatten_parameters();
-  auto optimizer = make_optimizer(opt, model, task->optimizer_defaults());
+  auto optimizer = make_optimizer(opt, *task);
   optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
   if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
@@ -328,6 +333,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       write_all(sinks, step, row);
       window = Window();
     }
+    bool converged = false;  // the task asked to stop (early stopping)
     if (opt.eval_every > 0 && (step % opt.eval_every == 0 || step == opt.steps)) {
       Evaluation e;
       {
@@ -343,11 +349,17 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
         for (const auto& [name, v] : e.metrics) row.emplace_back("eval_" + name, v);
         write_all(sinks, step, row);
       }
+      converged = e.stop;
     }
     started = true;  // a step was made: what is in --out now is worth keeping
     const int signal = g_signal;
     const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
-    if (step == opt.steps || stop || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);
+    if (step == opt.steps || stop || converged || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);
+    if (converged && !stop) {
+      if (tty) progress.finish();
+      say(fmt::format("stopped early at step {} of {}: the task asked to stop; checkpoint {}", step, opt.steps, last_dir));
+      return {step, 0};
+    }
     if (stop) {
       if (tty) fmt::print(stderr, "\n");
       const std::string why = signal == SIGTERM ? " (SIGTERM)" : signal == SIGINT ? " (interrupted)" : "";

@@ -116,11 +116,30 @@ class BoundOptions {
       : saved_([&table, &o] { return table.saved(o); }),
         restore_([&table, &o](const nlohmann::json& j, const std::string& source) { table.restore(o, j, source); }),
         check_([&table, &o] { table.check(o); }) {}
+  // Several tables as one (e.g. the options common to all fine-tuning tasks and one task's own):
+  // their saved values merged (keys come from distinct flags), each restored and checked.
+  static BoundOptions join(std::vector<BoundOptions> parts) {
+    BoundOptions all(std::move(parts));
+    return all;
+  }
   nlohmann::json saved() const { return saved_(); }
   void restore(const nlohmann::json& saved, const std::string& source) const { restore_(saved, source); }
   void check() const { check_(); }
 
  private:
+  explicit BoundOptions(std::vector<BoundOptions> parts)
+      : saved_([parts] {
+          nlohmann::json j = nlohmann::json::object();
+          for (const auto& p : parts) j.update(p.saved());
+          return j;
+        }),
+        restore_([parts](const nlohmann::json& j, const std::string& source) {
+          for (const auto& p : parts) p.restore(j, source);
+        }),
+        check_([parts] {
+          for (const auto& p : parts) p.check();
+        }) {}
+
   std::function<nlohmann::json()> saved_;
   std::function<void(const nlohmann::json&, const std::string&)> restore_;
   std::function<void()> check_;

@@ -1,18 +1,17 @@
-// Fine-tunes a pre-trained checkpoint (any registered family) or a preset for sentence or
-// sentence-pair classification or regression on labelled text, evaluating on --dev each epoch and
-// keeping the best model in OUT/best; --report writes the best model's final dev and test scores.
-// See --help.
+// Fine-tunes a pre-trained checkpoint (any registered family) or a preset for a task: sentence
+// or sentence-pair classification or regression, and the other kinds listed by --help (each a
+// FinetuneKind, training/tasks/finetune_kinds.cpp). Evaluates on --dev each epoch and keeps the
+// best model in OUT/best; --report writes the best model's final dev and test scores. See --help.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fstream>
 
-#include "text/classification_data.hpp"
-#include "training/tasks/classification.hpp"
+#include "training/checkpoints.hpp"
+#include "training/tasks/finetuning.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
 
-using xg::training::ClassificationOptions;
+using xg::training::FinetuneOptions;
 using xg::training::TrainerOptions;
 
 namespace {
@@ -22,7 +21,15 @@ void set_finetuning_defaults(TrainerOptions& t) {
   t.batch = 32;
   t.epochs = 3;
   t.warmup_ratio = 0.1f;
-  t.save_every = 0;  // one checkpoint at the end; the best one is kept apart
+  t.save_every = 0;   // one checkpoint at the end; the best one is kept apart
+  t.eval_every = -1;  // once per epoch
+}
+
+// The --task of a run: as given, else (resuming) the one saved with the checkpoint.
+std::string task_name(const FinetuneOptions& task, const TrainerOptions& trainer) {
+  if (!task.task.empty() || trainer.resume.empty()) return task.task;
+  const auto state = xg::training::TrainingState::read(xg::training::resolve_checkpoint(trainer.resume));
+  return state.options.value("task", std::string());
 }
 }  // namespace
 
@@ -30,14 +37,15 @@ int main(int argc, char** argv) {
   TrainerOptions trainer;
   trainer.default_out = "runs/bert_finetune";
   set_finetuning_defaults(trainer);
-  ClassificationOptions task;
+  FinetuneOptions task;
   std::string report;
-  CLI::App app("Fine-tunes a checkpoint (or a preset) for text classification or regression.\n"
+  CLI::App app("Fine-tunes a checkpoint (or a preset) for a task: text classification or regression by default.\n"
                "Evaluates on --dev every epoch (or --eval-every N steps) and keeps the best model in OUT/best\n"
-               "(a Hugging Face directory of the classifier). Exit status: 0 done, 1 error, 2 bad command line.",
+               "(a Hugging Face directory of the head model). Exit status: 0 done, 1 error, 2 bad command line.",
                "bert_finetune");
   app.get_formatter()->column_width(34);
-  ClassificationOptions::table().add_to(app, task, "Data and model");
+  FinetuneOptions::table().add_to(app, task, "Task, data and model");
+  for (const auto& kind : xg::training::finetune_kinds()) kind->add_options(app);
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}}");
   try {
@@ -47,15 +55,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
-    if (!app.count("--eval-every") && trainer.resume.empty()) {
-      // once per epoch: the optimizer steps one pass over the training data takes
-      if (task.train.empty()) throw std::invalid_argument("[classification] --train is required");
-      const size_t examples = xg::text::read_text_examples(task.train, {task.label_column, task.text_column,
-                                                                        task.text_b_column, task.skip_header}).size();
-      const size_t per_step = trainer.batch * trainer.grad_accum;
-      trainer.eval_every = int64_t((examples + per_step - 1) / per_step);
-    }
-    const auto result = xg::training::run_finetuning(trainer, task);
+    auto& kind = xg::training::finetune_kind(task_name(task, trainer));
+    const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
     if (result.scores.is_null()) return 0;                         // --stop-at: resumable, no final scores yet
     fmt::print("final scores of the best model: {}\n", result.scores.dump());

@@ -10,9 +10,11 @@
 #include <random>
 
 #include "models/checkpoint.hpp"
+#include "models/head_config.hpp"
+#include "text/classification_data.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/eval_metrics.hpp"
-#include "training/tasks/pretraining.hpp"
+#include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -23,15 +25,6 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
   using O = ClassificationOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--train", &O::train, "labelled training text: .tsv (a header row label<TAB>text [<TAB>text_b] needs no column "
-                                 "flags), .csv or .jsonl", kRestore)
-      .add("--dev", &O::dev, "labelled text evaluated each epoch; the best model is kept in OUT/best", kRestore)
-      .add("--test", &O::test, "labelled text scored with the best model at the end", kRestore)
-      .add("--model", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the classifier "
-                                 "is new unless it already is one), or a [family-]size preset (tiny, roberta-small, albert-base, ...) from scratch", kRestore)
-      .add("--vocab", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
-      .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
-      .add("--max-len", &O::max_len, "tokens per example, special tokens included (longer texts are truncated)", kRestore, at_least(4))
       .add("--regression", &O::regression, "one output trained with MSE on numeric labels (STS-B style)", kRestore)
       .add("--label-column", &O::label_column, "label column: a header name or a 1-based number (JSONL: a key)", kRestore)
       .add("--text-column", &O::text_column, "text column: a header name or a 1-based number", kRestore)
@@ -41,17 +34,6 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
 }
 
 namespace {
-
-// The tokenizer a model directory brings (tokenizer files, or a bare vocab.txt), else --vocab.
-std::unique_ptr<text::Tokenizer> tokenizer_for(const std::string& model_dir, const ClassificationOptions& o) {
-  text::TokenizerOptions topt;
-  topt.lowercase = !o.cased;
-  if (!model_dir.empty()) {
-    if (fs::exists(fs::path(model_dir) / "tokenizer_config.json")) return text::load_tokenizer(model_dir);
-    if (fs::exists(fs::path(model_dir) / "vocab.txt")) return text::open_tokenizer((fs::path(model_dir) / "vocab.txt").string(), topt);
-  }
-  return text::open_tokenizer(o.vocab, topt);
-}
 
 text::TextColumns columns_of(const ClassificationOptions& o) {
   text::TextColumns c;
@@ -64,13 +46,6 @@ text::TextColumns columns_of(const ClassificationOptions& o) {
 
 models::HeadConfig head_config_of(const models::PretrainedModel& m) { return models::HeadConfig::from_json(m.config_json(), m.architecture()); }
 
-// The family's sequence-classification class: the registered architecture named *ForSequenceClassification.
-std::string classifier_architecture(const std::string& model_type, const std::string& source) {
-  for (const auto& a : models::registered_architectures(model_type))
-    if (a.size() > 25 && a.compare(a.size() - 25, 25, "ForSequenceClassification") == 0) return a;
-  throw std::invalid_argument(fmt::format("[classification] {}: the {} family has no sequence-classification head", source, model_type));
-}
-
 // Labelled examples encoded for the model: token ids and the label of each.
 struct EncodedSet {
   std::string path;
@@ -80,15 +55,21 @@ struct EncodedSet {
   size_t size() const { return sequences.size(); }
 };
 
-EncodedSet encode_file(const std::string& path, const ClassificationOptions& o, const text::Tokenizer& tok,
-                       const models::HeadConfig& head) {
-  const auto examples = text::read_text_examples(path, columns_of(o));
+// `rows` (empty: all) of the examples of `path`, encoded.
+EncodedSet encode_file(const std::string& path, const ClassificationOptions& c, size_t max_len, const text::Tokenizer& tok,
+                       const models::HeadConfig& head, const std::vector<size_t>& rows = {}) {
+  auto examples = text::read_text_examples(path, columns_of(c));
+  if (!rows.empty()) {
+    std::vector<text::TextExample> kept;
+    for (size_t r : rows) kept.push_back(std::move(examples[r]));
+    examples = std::move(kept);
+  }
   EncodedSet set;
   set.path = path;
-  if (o.regression) set.values = text::label_values(examples, path);
+  if (c.regression) set.values = text::label_values(examples, path);
   else set.label_ids = text::label_ids(examples, head.id2label, path);
   text::EncodeOptions eo;
-  eo.max_length = o.max_len;
+  eo.max_length = max_len;
   for (const auto& e : examples) {
     const text::Encoding enc = e.text_b.empty() ? tok.encode(e.text_a, eo) : tok.encode_pair(e.text_a, e.text_b, eo);
     set.sequences.push_back({std::vector<int64_t>(enc.ids.begin(), enc.ids.end()),
@@ -149,9 +130,9 @@ Scores score_predictions(const EncodedSet& set, const std::vector<float>& output
   return s;
 }
 
-// The model's outputs on every example (gradients off, eval mode): logits rows, or values.
-Scores score_set(models::PretrainedModel& model, const EncodedSet& set, int64_t pad_id, bool regression, size_t batch_size) {
-  const size_t num_labels = head_config_of(model).num_labels();
+// The model's outputs on every example (logits rows, or values), in batches.
+std::vector<float> predict_set(models::PretrainedModel& model, const EncodedSet& set, int64_t pad_id, bool regression,
+                               size_t batch_size) {
   std::vector<float> outputs;
   for (size_t start = 0; start < set.size(); start += batch_size) {
     std::vector<size_t> rows;
@@ -160,51 +141,51 @@ Scores score_set(models::PretrainedModel& model, const EncodedSet& set, int64_t 
     const auto logits = model.forward_named(b.inputs).at("logits").to_vector();
     outputs.insert(outputs.end(), logits.begin(), logits.end());
   }
-  return score_predictions(set, outputs, num_labels, regression);
+  return outputs;
 }
 
-class ClassificationTask : public Task {
+class ClassificationTask : public FinetuneTask {
  public:
-  ClassificationTask(const ClassificationOptions& o, const TaskContext& ctx) : opt_(o), ctx_(ctx) {
-    if (o.train.empty()) throw std::invalid_argument("[classification] --train is required");
-    const bool resume = !ctx.checkpoint.empty();
-    const bool from_dir = !resume && fs::is_directory(o.model);
-    tok_ = tokenizer_for(resume ? ctx.checkpoint : from_dir ? o.model : "", o);
-    model_ = make_model(from_dir);
+  ClassificationTask(const FinetuneOptions& o, const ClassificationOptions& c, const TaskContext& ctx)
+      : FinetuneTask(o, ctx, "classification", "ForSequenceClassification"), c_(c) {
+    load_model(new_head_json(), [&](const nlohmann::json& config) {
+      // A classifier keeps its labels unless they are transformers' placeholders (LABEL_0, ...), as
+      // run_glue decides; any other checkpoint gets a new head for the training labels.
+      const models::HeadConfig saved = models::HeadConfig::from_json(config, o.model);
+      const bool named_labels = saved.id2label != models::HeadConfig::with_num_labels(saved.num_labels()).id2label;
+      return named_labels || c_.regression;
+    });
     head_ = head_config_of(*model_);
-    const std::string source = resume ? ctx.checkpoint : o.model;
     const bool one_output = head_.num_labels() == 1 && head_.problem_type != "single_label_classification";
-    if (o.regression && !one_output)
+    if (c.regression && !one_output)
       throw std::invalid_argument(fmt::format("[classification] {} is a {}-label classifier; --regression needs one output",
-                                              source, head_.num_labels()));
-    if (!o.regression && one_output)
-      throw std::invalid_argument(fmt::format("[classification] {} is a regression model (one output): add --regression", source));
-    train_ = encode_file(o.train, o, *tok_, head_);
-    if (!o.dev.empty()) dev_ = encode_file(o.dev, o, *tok_, head_);
-    check_longest_fits();
+                                              model_source(), head_.num_labels()));
+    if (!c.regression && one_output)
+      throw std::invalid_argument(fmt::format("[classification] {} is a regression model (one output): add --regression", model_source()));
+    const size_t all = text::read_text_examples(o.train, columns_of(c)).size();
+    train_ = encode_file(o.train, c, o.max_len, *tok_, head_, sample_indices(all, o.max_train_examples, ctx.seed));
+    if (!o.dev.empty()) dev_ = encode_file(o.dev, c, o.max_len, *tok_, head_);
+    const models::Sequence* longest = nullptr;
+    for (const EncodedSet* set : {&train_, &dev_})
+      for (const auto& seq : set->sequences)
+        if (!longest || seq.ids.size() > longest->ids.size()) longest = &seq;
+    if (longest) check_fits(*longest);
   }
 
-  std::string name() const override { return "classification"; }
   std::string describe() const override {
     return fmt::format("{} ({:.2f}M parameters), {}; {} training examples, {} dev examples, up to {} tokens",
                        model_->architecture(), double(model_->num_parameters()) / 1e6,
-                       opt_.regression ? std::string("regression") : fmt::format("{} labels", head_.num_labels()), train_.size(),
+                       c_.regression ? std::string("regression") : fmt::format("{} labels", head_.num_labels()), train_.size(),
                        dev_.size(), opt_.max_len);
   }
-  nn::Module& model() override { return *model_; }
   size_t train_examples_per_epoch() override { return train_.size(); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
-    std::vector<size_t> rows;
-    while (rows.size() < batch_size) {
-      if (order_epoch_ != epoch_ || order_.empty()) shuffle_for(epoch_);
-      rows.push_back(order_[index_]);
-      if (++index_ == order_.size()) index_ = 0, ++epoch_;
-    }
-    const Batch b = make_batch(train_, rows, tok_->pad_id(), opt_.regression);
+    const std::vector<size_t> rows = next_rows(batch_size, train_.size());
+    const Batch b = make_batch(train_, rows, tok_->pad_id(), c_.regression);
     const auto out = model_->forward_named(b.inputs, {{"labels", b.labels}});
     BatchLoss loss{out.at("loss"), {}, {{"examples", double(rows.size())}}, b.tokens};
-    if (!opt_.regression) {
+    if (!c_.regression) {
       const auto logits = out.at("logits").to_vector();
       const auto labels = b.labels.to_ints();
       double correct = 0;
@@ -215,161 +196,68 @@ class ClassificationTask : public Task {
   }
 
   Scalars train_metrics(const Counts& c) const override {
-    if (opt_.regression || !c.count("examples")) return {};
+    if (c_.regression || !c.count("examples")) return {};
     return {{"accuracy", c.at("correct") / std::max(c.at("examples"), 1.0)}};
   }
 
-  Evaluation evaluate(size_t batch_size) override {
+ protected:
+  Scores score_dev(size_t batch_size) override {
     if (dev_.size() == 0) return {};
-    const Scores s = score_set(*model_, dev_, tok_->pad_id(), opt_.regression, batch_size);
-    Evaluation e{s.values, s.summary};
-    if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
-      best_ = s.main;
-      save((fs::path(ctx_.out) / "best").string(), [](const std::string&) {});
-      e.summary += " (best so far: saved)";
-    }
-    return e;
-  }
-
-  nlohmann::json data_state() const override { return {{"epoch", epoch_}, {"index", index_}, {"best", best_}}; }
-  void restore_data_state(const nlohmann::json& s) override {
-    try {
-      epoch_ = s.at("epoch").get<uint64_t>();
-      index_ = s.at("index").get<size_t>();
-      best_ = s.at("best").is_number() ? s.at("best").get<double>() : -std::numeric_limits<double>::infinity();
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(fmt::format("[classification] bad data position {}: {}", json_summary(s), e.what()));
-    }
-    if (index_ >= train_.size()) throw std::runtime_error(fmt::format("[classification] data position {} is beyond the {} training examples", index_, train_.size()));
-  }
-
-  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override {
-    models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
-      tok_->save_pretrained(tmp);
-      extra(tmp);
-    });
+    return score_predictions(dev_, predict_set(*model_, dev_, tok_->pad_id(), c_.regression, batch_size), head_.num_labels(),
+                             c_.regression);
   }
 
  private:
-  std::unique_ptr<models::PretrainedModel> make_model(bool from_dir) {
-    if (!ctx_.checkpoint.empty()) return std::move(models::load_pretrained(ctx_.checkpoint).model);
-    if (from_dir) {
-      const std::string config_path = (fs::path(opt_.model) / "config.json").string();
-      const nlohmann::json config = models::config::read_json_file(config_path, "classification");
-      const std::string type = config.value("model_type", "");
-      const std::string arch = classifier_architecture(type, config_path);
-      const bool is_classifier = config.contains("architectures") && config["architectures"].is_array() &&
-                                 !config["architectures"].empty() && config["architectures"][0] == arch;
-      // A classifier keeps its labels unless they are transformers' placeholders (LABEL_0, ...), as
-      // run_glue decides; any other checkpoint gets a new head for the training labels.
-      const models::HeadConfig saved = models::HeadConfig::from_json(config, config_path);
-      const bool named_labels = saved.id2label != models::HeadConfig::with_num_labels(saved.num_labels()).id2label;
-      const bool keep = is_classifier && (named_labels || opt_.regression);
-      auto loaded = models::load_pretrained(opt_.model, ctx_.seed, arch, keep ? nlohmann::json::object() : new_head_json());
-      if (!ctx_.quiet) {  // as transformers reports them
-        if (!loaded.newly_initialised.empty())
-          fmt::print("newly initialised in {} (not in {}): {}\n", arch, opt_.model, fmt::join(loaded.newly_initialised, ", "));
-        if (!loaded.dropped.empty())
-          fmt::print("not used by {} (dropped from {}): {}\n", arch, opt_.model, fmt::join(loaded.dropped, ", "));
-      }
-      return std::move(loaded.model);
-    }
-    nlohmann::json j = fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
-    j.update(new_head_json());
-    const std::string type = j.at("model_type").get<std::string>();
-    auto model = models::build_model(j, "--model " + opt_.model, classifier_architecture(type, "--model " + opt_.model));
-    Generator gen(ctx_.seed);
-    model->init_weights(gen);
-    return model;
-  }
-
-  // A model with fewer positions than the longest example fails here, naming both, not mid-run.
-  void check_longest_fits() {
-    const models::Sequence* longest = nullptr;
-    for (const EncodedSet* set : {&train_, &dev_})
-      for (const auto& seq : set->sequences)
-        if (!longest || seq.ids.size() > longest->ids.size()) longest = &seq;
-    if (!longest) return;
-    NoGradGuard no_grad;
-    model_->eval();
-    model_->forward_named(models::pad_sequences({*longest}, tok_->pad_id()));
-    model_->train();
-  }
-
   // The head for this run's labels: one regression output, or the training file's labels.
   nlohmann::json new_head_json() const {
     models::HeadConfig h;
-    if (opt_.regression) {
+    if (c_.regression) {
       h = models::HeadConfig::with_num_labels(1);
       h.problem_type = "regression";
     } else {
-      h = models::HeadConfig::with_labels(text::label_list(text::read_text_examples(opt_.train, columns_of(opt_))));
+      h = models::HeadConfig::with_labels(text::label_list(text::read_text_examples(opt_.train, columns_of(c_))));
       h.problem_type = "single_label_classification";
     }
     nlohmann::json j = nlohmann::json::object();
     h.add_to_json(j);
-    j.erase("classifier_dropout");  // the checkpoint's own, if it has one
     return j;
   }
 
-  // A fixed permutation per epoch from the seed: a resumed run draws the same batches.
-  void shuffle_for(uint64_t epoch) {
-    order_.resize(train_.size());
-    for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-    std::mt19937_64 rng(ctx_.seed * 0x9E3779B97F4A7C15ULL + epoch);
-    for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[size_t(rng() % i)]);
-    order_epoch_ = epoch;
-  }
-
-  const ClassificationOptions opt_;
-  const TaskContext ctx_;
-  std::unique_ptr<text::Tokenizer> tok_;
-  std::unique_ptr<models::PretrainedModel> model_;
+  const ClassificationOptions c_;
   models::HeadConfig head_;
   EncodedSet train_, dev_;
-  uint64_t epoch_ = 0, order_epoch_ = std::numeric_limits<uint64_t>::max();
-  size_t index_ = 0;
-  std::vector<size_t> order_;
-  double best_ = -std::numeric_limits<double>::infinity();
 };
+
+// One line per example: the predicted label (its name), or the value for regression.
+void write_predictions(const std::string& path, const std::vector<float>& outputs, const models::HeadConfig& head, bool regression) {
+  std::string text = "index\tprediction\n";
+  const size_t n = head.num_labels();
+  for (size_t i = 0; i * (regression ? 1 : n) < outputs.size(); ++i)
+    text += regression ? fmt::format("{}\t{:.6g}\n", i, outputs[i])
+                       : fmt::format("{}\t{}\n", i, head.id2label[argmax_row(outputs.data() + i * n, n)]);
+  write_text_atomically(path, text);
+}
 
 }  // namespace
 
-std::unique_ptr<Task> make_classification_task(const ClassificationOptions& options, const TaskContext& ctx) {
-  return std::make_unique<ClassificationTask>(options, ctx);
+std::unique_ptr<Task> ClassificationKind::make_task(const FinetuneOptions& o, const TaskContext& ctx) {
+  return std::make_unique<ClassificationTask>(o, options_, ctx);
 }
 
-Scores score_checkpoint(const std::string& checkpoint, const std::string& file, const ClassificationOptions& o, size_t batch_size) {
+nlohmann::json ClassificationKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
+                                              size_t batch_size, const std::string& predictions) {
   auto loaded = models::load_pretrained(checkpoint);
-  const auto tok = tokenizer_for(checkpoint, o);
+  const auto tok = finetune_tokenizer(checkpoint, o);
   models::PretrainedModel& model = *loaded.model;
-  const EncodedSet set = encode_file(file, o, *tok, head_config_of(model));
+  const models::HeadConfig head = head_config_of(model);
+  const EncodedSet set = encode_file(file, options_, o.max_len, *tok, head);
   NoGradGuard no_grad;
   model.eval();
-  return score_set(model, set, tok->pad_id(), o.regression, batch_size);
-}
-
-FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task) {
-  if (task.dev.empty()) throw std::invalid_argument("[classification] --dev is required: the best model is chosen on it");
-  Trainer t(trainer, BoundOptions(ClassificationOptions::table(), task),
-            [&task](const TaskContext& ctx) { return make_classification_task(task, ctx); });
-  FinetuneResult result{t.run(), nullptr};
-  if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
-  // where the Trainer wrote: --out, else the resumed run's directory
-  std::string out = trainer.out;
-  if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
-  const std::string best = (fs::path(out) / "best").string();
-  if (!fs::exists(best)) throw std::runtime_error(fmt::format("[classification] no best checkpoint in {}: was --eval-every 0?", out));
-  nlohmann::json report = nlohmann::json::object();
-  auto scored = [&](const std::string& file) {
-    nlohmann::json j = nlohmann::json::object();
-    for (const auto& [name, v] : score_checkpoint(best, file, task, trainer.batch).values) j[name] = v;
-    return j;
-  };
-  report["dev"] = scored(task.dev);
-  if (!task.test.empty()) report["test"] = scored(task.test);
-  result.scores = report;
-  return result;
+  const auto outputs = predict_set(model, set, tok->pad_id(), options_.regression, batch_size);
+  if (!predictions.empty()) write_predictions(predictions, outputs, head, options_.regression);
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : score_predictions(set, outputs, head.num_labels(), options_.regression).values) j[name] = v;
+  return j;
 }
 
 }  // namespace xg::training

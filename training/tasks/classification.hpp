@@ -1,62 +1,41 @@
 #pragma once
-// Sequence classification and regression as a Task: a *ForSequenceClassification model of any
-// registered family (from a checkpoint directory, or a BERT preset trained from scratch) on
-// labelled text files (text/classification_data.hpp). Labels are mapped with the model's
-// id2label when the checkpoint is already a classifier, else with the training labels in sorted
-// order, and the map is saved in each checkpoint's config.json. Each evaluation scores the dev
-// set; the best one so far is kept as a checkpoint in OUT/best.
+// Sequence classification and regression as a fine-tuning kind (training/tasks/finetuning.hpp): a
+// *ForSequenceClassification model of any registered family on labelled text files
+// (text/classification_data.hpp). Labels are mapped with the model's id2label when the
+// checkpoint is already a classifier with named labels, else with the training labels in sorted
+// order, and the map is saved in each checkpoint's config.json. The best dev accuracy (Pearson's
+// r for regression) picks OUT/best.
 #include <memory>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "models/pretrained.hpp"
-#include "text/classification_data.hpp"
-#include "training/task.hpp"
-#include "training/trainer.hpp"
-#include "util/options.hpp"
+#include "training/tasks/finetuning.hpp"
 
 namespace xg::training {
 
+// The classification kind's own options (the common ones are FinetuneOptions).
 struct ClassificationOptions {
-  std::string train;  // labelled text: .tsv, .csv, .jsonl
-  std::string dev;    // evaluated each epoch; the best model is kept
-  std::string test;   // scored with the best model at the end (optional)
-  std::string model = "tiny";  // a checkpoint directory of any registered family, or a BERT preset
-  std::string vocab = "data/bert-base-uncased-vocab.txt";  // for a preset; a checkpoint brings its own
-  bool cased = false;
-  size_t max_len = 128;        // tokens per example, special tokens included
-  bool regression = false;     // one output trained with MSE; labels are numbers
+  bool regression = false;  // one output trained with MSE; labels are numbers
   std::string label_column = "label", text_column = "text", text_b_column;
   bool skip_header = false;
 
   static const OptionTable<ClassificationOptions>& table();
 };
 
-// Scores of predictions: accuracy, F1 (of label 1 for two classes, else macro), Matthews
-// correlation; for regression Pearson, Spearman and the mean squared error. Also "examples".
-// `main` is the score the best checkpoint is chosen by (accuracy, or Pearson for regression).
-struct Scores {
-  Scalars values;
-  double main = 0;
-  std::string summary;
+// The kind's scores of a checkpoint on a labelled file: accuracy, F1 (of label 1 for two classes,
+// else macro), Matthews correlation; for regression Pearson, Spearman and MSE; and "examples".
+class ClassificationKind : public FinetuneKind {
+ public:
+  std::vector<std::string> task_names() const override { return {"classification"}; }
+  void add_options(CLI::App& app) override { ClassificationOptions::table().add_to(app, options_, "Classification"); }
+  BoundOptions options() override { return BoundOptions(ClassificationOptions::table(), options_); }
+  std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) override;
+  nlohmann::json score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
+                            size_t batch_size, const std::string& predictions) override;
+
+  ClassificationOptions& settings() { return options_; }
+
+ private:
+  ClassificationOptions options_;
 };
-
-// Builds the task: on resume (ctx.checkpoint) the model and tokenizer come from the checkpoint.
-std::unique_ptr<Task> make_classification_task(const ClassificationOptions& options, const TaskContext& ctx);
-
-// Scores a checkpoint (a classifier this task saved) on a labelled file, as evaluation does.
-Scores score_checkpoint(const std::string& checkpoint, const std::string& file, const ClassificationOptions& options,
-                        size_t batch_size);
-
-struct FinetuneResult {
-  RunResult run;
-  // The best model's scores when the run finished: {"dev": {...}, "test": {...}} (test absent
-  // without --test); null when it stopped early (a signal or --stop-at), to be resumed.
-  nlohmann::json scores;
-};
-
-// Fine-tunes per `trainer` and `task`, evaluating on --dev each epoch, then scores OUT/best.
-FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task);
 
 }  // namespace xg::training

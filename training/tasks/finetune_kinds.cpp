@@ -1,0 +1,16 @@
+// The fine-tuning kinds bert_finetune offers, in --help order. A new kind of task adds one line.
+#include "training/tasks/classification.hpp"
+#include "training/tasks/finetuning.hpp"
+
+namespace xg::training {
+
+const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds() {
+  static const std::vector<std::unique_ptr<FinetuneKind>> kinds = [] {
+    std::vector<std::unique_ptr<FinetuneKind>> k;
+    k.push_back(std::make_unique<ClassificationKind>());
+    return k;
+  }();
+  return kinds;
+}
+
+}  // namespace xg::training

@@ -1,0 +1,287 @@
+#include "training/tasks/finetuning.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <regex>
+
+#include "models/checkpoint.hpp"
+#include "models/config_fields.hpp"
+#include "models/registry.hpp"
+#include "text/load_tokenizer.hpp"
+#include "training/checkpoints.hpp"
+#include "training/tasks/pretraining.hpp"
+#include "util/json_input.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::training {
+
+const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
+  using O = FinetuneOptions;
+  constexpr OnResume kRestore = OnResume::Restore;
+  static const OptionTable<O> t = OptionTable<O>()
+      .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
+                               "under Tasks below", kRestore)
+      .add("--train", &O::train, "labelled training data (format per --task)", kRestore)
+      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best", kRestore)
+      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", kRestore)
+      .add("--model", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
+                                 "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
+                                 "trained from scratch", kRestore)
+      .add("--vocab", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
+      .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
+      .add("--max-len", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
+                                     "or windowed, per --task)", kRestore, at_least(4))
+      .add("--predictions", &O::predictions, "write the best model's predictions on --test (else --dev) to this file, in "
+                                             "the task's submission format")
+      .add("--patience", &O::patience, "stop after this many evaluations without a better dev score (0: never stop early)",
+           kRestore)
+      .add("--layer-lr-decay", &O::layer_lr_decay, "layer-wise rate decay: the head learns at --lr, the top layer at "
+                                                   "lr x D, the one below at lr x D^2, ..., the embeddings at lr x D^(L+1) "
+                                                   "(1: no decay)", kRestore, between(1e-6, 1))
+      .add("--freeze-layers", &O::freeze_layers, "keep the embeddings and this many lowest layers fixed", kRestore)
+      .add("--freeze-encoder", &O::freeze_encoder, "train the head only (the whole encoder stays fixed)", kRestore)
+      .add("--max-train-examples", &O::max_train_examples, "train on this many examples, a sample drawn with --seed "
+                                                           "(0: all): few-label experiments", kRestore);
+  return t;
+}
+
+std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir, const FinetuneOptions& o) {
+  text::TokenizerOptions topt;
+  topt.lowercase = !o.cased;
+  if (!model_dir.empty()) {
+    if (fs::exists(fs::path(model_dir) / "tokenizer_config.json")) return text::load_tokenizer(model_dir);
+    if (fs::exists(fs::path(model_dir) / "vocab.txt")) return text::open_tokenizer((fs::path(model_dir) / "vocab.txt").string(), topt);
+  }
+  return text::open_tokenizer(o.vocab, topt);
+}
+
+std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source) {
+  for (const auto& a : models::registered_architectures(model_type))
+    if (a.size() > head_suffix.size() && a.compare(a.size() - head_suffix.size(), head_suffix.size(), head_suffix) == 0) return a;
+  throw std::invalid_argument(fmt::format("[finetune] {}: the {} family has no *{} head", source, model_type, head_suffix));
+}
+
+std::vector<size_t> sample_indices(size_t n, size_t limit, uint64_t seed) {
+  std::vector<size_t> all(n);
+  for (size_t i = 0; i < n; ++i) all[i] = i;
+  if (limit == 0 || limit >= n) return all;
+  std::mt19937_64 rng(seed ^ 0x5851F42D4C957F2DULL);
+  for (size_t i = 0; i < limit; ++i) std::swap(all[i], all[i + size_t(rng() % (n - i))]);
+  all.resize(limit);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+// ---- FinetuneTask ----
+
+FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std::string kind, std::string head_suffix)
+    : opt_(o), ctx_(ctx), kind_(std::move(kind)), head_suffix_(std::move(head_suffix)) {
+  if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train is required", kind_));
+  const bool from_dir = !resuming() && fs::is_directory(o.model);
+  tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : from_dir ? o.model : "", o);
+}
+
+void FinetuneTask::load_model(const nlohmann::json& new_head, const std::function<bool(const nlohmann::json&)>& keep_head) {
+  if (resuming()) {
+    model_ = std::move(models::load_pretrained(ctx_.checkpoint).model);
+  } else if (fs::is_directory(opt_.model)) {
+    const std::string config_path = (fs::path(opt_.model) / "config.json").string();
+    const nlohmann::json config = models::config::read_json_file(config_path, kind_);
+    const std::string arch = head_architecture(config.value("model_type", ""), head_suffix_, config_path);
+    const bool is_head = config.contains("architectures") && config["architectures"].is_array() &&
+                         !config["architectures"].empty() && config["architectures"][0] == arch;
+    nlohmann::json head = is_head && keep_head(config) ? nlohmann::json::object() : new_head;
+    head.erase("classifier_dropout");  // the checkpoint's own, if it has one
+    auto loaded = models::load_pretrained(opt_.model, ctx_.seed, arch, head);
+    if (!ctx_.quiet) {  // as transformers reports them
+      if (!loaded.newly_initialised.empty())
+        fmt::print("newly initialised in {} (not in {}): {}\n", arch, opt_.model, fmt::join(loaded.newly_initialised, ", "));
+      if (!loaded.dropped.empty())
+        fmt::print("not used by {} (dropped from {}): {}\n", arch, opt_.model, fmt::join(loaded.dropped, ", "));
+    }
+    model_ = std::move(loaded.model);
+  } else {
+    nlohmann::json j = fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
+    j.update(new_head);
+    const std::string source = "--model " + opt_.model;
+    model_ = models::build_model(j, source, head_architecture(j.at("model_type").get<std::string>(), head_suffix_, source));
+    Generator gen(ctx_.seed);
+    model_->init_weights(gen);
+  }
+  apply_freezing();
+}
+
+namespace {
+
+// The encoder layer a parameter belongs to (0-based), from "<prefix>.encoder.layer.N."; -1 for
+// the embeddings and anything else below the layers; `layers` for what is above them (pooler, head).
+int64_t depth_of(const std::string& name, int64_t layers) {
+  static const std::regex layer(R"((^|\.)encoder\.layer\.(\d+)\.)");
+  std::smatch m;
+  if (std::regex_search(name, m, layer)) return std::stoll(m[2].str());
+  if (name.find("embeddings.") != std::string::npos) return -1;
+  return layers;
+}
+
+// ALBERT's layers share one set of weights: there is no per-layer parameter to freeze or decay.
+void check_per_layer_weights(const models::PretrainedModel& m, const std::string& flag) {
+  for (const auto& [name, _] : m.named_parameters())
+    if (name.find("albert_layer_groups") != std::string::npos)
+      throw std::invalid_argument(fmt::format("[finetune] {}: {} shares one layer's weights across all its depths, so "
+                                              "there are no per-layer weights to {}; use --freeze-encoder",
+                                              flag, m.architecture(), flag == "--freeze-layers" ? "freeze" : "decay"));
+}
+
+int64_t num_layers(const models::PretrainedModel& m) {
+  return m.family_config_json().value("num_hidden_layers", int64_t(0));
+}
+
+}  // namespace
+
+void FinetuneTask::apply_freezing() {
+  const int64_t layers = num_layers(*model_);
+  if (opt_.freeze_layers > 0) {
+    check_per_layer_weights(*model_, "--freeze-layers");
+    if (int64_t(opt_.freeze_layers) > layers)
+      throw std::invalid_argument(fmt::format("[finetune] --freeze-layers {}: {} has only {} layers", opt_.freeze_layers,
+                                              model_source(), layers));
+  }
+  const bool any = opt_.freeze_encoder || opt_.freeze_layers > 0;
+  if (!any) return;
+  // The base model's parameters under the full model's names ("bert.encoder...").
+  std::set<const TensorImpl*> encoder;
+  for (const auto& [_, p] : model_->base_model().named_parameters()) encoder.insert(p.impl().get());
+  for (auto& [name, p] : model_->named_parameters()) {
+    if (!encoder.count(p.impl().get())) continue;  // the head always learns
+    if (opt_.freeze_encoder || depth_of(name, layers) < int64_t(opt_.freeze_layers)) p.requires_grad_(false);
+  }
+}
+
+std::vector<optim::ParamGroup> FinetuneTask::parameter_groups(float weight_decay) {
+  auto groups = optim::bert_param_groups(model_->named_parameters(), weight_decay);
+  if (opt_.layer_lr_decay == 1.f) return groups;
+  check_per_layer_weights(*model_, "--layer-lr-decay");
+  const int64_t layers = num_layers(*model_);
+  // Split each decay group by depth: the head at the full rate, each layer below one factor less.
+  std::vector<optim::ParamGroup> by_depth;
+  for (const auto& g : groups) {
+    std::map<int64_t, optim::ParamGroup> split;
+    for (const auto& np : g.params) {
+      const int64_t depth = depth_of(np.first, layers);
+      auto& s = split[depth];
+      s.weight_decay = g.weight_decay;
+      s.lr_scale = float(std::pow(double(opt_.layer_lr_decay), double(layers - depth)));
+      s.params.push_back(np);
+    }
+    for (auto& [_, s] : split) by_depth.push_back(std::move(s));
+  }
+  return by_depth;
+}
+
+void FinetuneTask::check_fits(const models::Sequence& longest) {
+  NoGradGuard no_grad;
+  model_->eval();
+  model_->forward_named(models::pad_sequences({longest}, tok_->pad_id()));
+  model_->train();
+}
+
+std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size) {
+  if (train_size == 0) throw std::invalid_argument(fmt::format("[{}] {} holds no training examples", kind_, opt_.train));
+  std::vector<size_t> rows;
+  while (rows.size() < batch_size) {
+    if (order_epoch_ != epoch_ || order_.size() != train_size) {
+      // a fixed permutation per epoch from the seed: a resumed run draws the same batches
+      order_.resize(train_size);
+      for (size_t i = 0; i < train_size; ++i) order_[i] = i;
+      std::mt19937_64 rng(ctx_.seed * 0x9E3779B97F4A7C15ULL + epoch_);
+      for (size_t i = train_size; i > 1; --i) std::swap(order_[i - 1], order_[size_t(rng() % i)]);
+      order_epoch_ = epoch_;
+    }
+    rows.push_back(order_[index_]);
+    if (++index_ == train_size) index_ = 0, ++epoch_;
+  }
+  return rows;
+}
+
+Evaluation FinetuneTask::evaluate(size_t batch_size) {
+  const Scores s = score_dev(batch_size);
+  if (s.values.empty()) return {};
+  Evaluation e{s.values, s.summary};
+  if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
+    best_ = s.main;
+    evals_since_best_ = 0;
+    save((fs::path(ctx_.out) / "best").string(), [](const std::string&) {});
+    e.summary += " (best so far: saved)";
+  } else if (opt_.patience > 0 && ++evals_since_best_ >= opt_.patience) {
+    e.stop = true;
+    e.summary += fmt::format(" (no better score in {} evaluations: stopping, --patience {})", evals_since_best_, opt_.patience);
+  }
+  return e;
+}
+
+nlohmann::json FinetuneTask::data_state() const {
+  nlohmann::json best = std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json(nullptr);
+  return {{"epoch", epoch_}, {"index", index_}, {"best", best}, {"evals_since_best", evals_since_best_}};
+}
+
+void FinetuneTask::restore_data_state(const nlohmann::json& s) {
+  try {
+    epoch_ = s.at("epoch").get<uint64_t>();
+    index_ = s.at("index").get<size_t>();
+    best_ = s.at("best").is_number() ? s.at("best").get<double>() : -std::numeric_limits<double>::infinity();
+    evals_since_best_ = s.value("evals_since_best", size_t(0));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("[{}] bad data position {}: {}", kind_, json_summary(s), e.what()));
+  }
+  if (index_ >= train_examples_per_epoch())
+    throw std::runtime_error(fmt::format("[{}] data position {} is beyond the {} training examples", kind_, index_,
+                                         train_examples_per_epoch()));
+}
+
+void FinetuneTask::save(const std::string& dir, const std::function<void(const std::string&)>& extra) const {
+  models::save_pretrained(*model_, dir, [&](const std::string& tmp) {
+    tok_->save_pretrained(tmp);
+    extra(tmp);
+  });
+}
+
+// ---- kinds and the run ----
+
+FinetuneKind& finetune_kind(const std::string& task) {
+  const std::string wanted = task.empty() ? "classification" : task;
+  std::vector<std::string> names;
+  for (const auto& k : finetune_kinds())
+    for (const auto& n : k->task_names()) {
+      if (n == wanted) return *k;
+      names.push_back(n);
+    }
+  throw std::invalid_argument(fmt::format("[finetune] --task {}: not a task; use one of {}", wanted, fmt::join(names, ", ")));
+}
+
+FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind) {
+  if (task.dev.empty()) throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
+  kind.select(task.task);
+  Trainer t(trainer, BoundOptions::join({BoundOptions(FinetuneOptions::table(), task), kind.options()}),
+            [&task, &kind](const TaskContext& ctx) { return kind.make_task(task, ctx); });
+  FinetuneResult result{t.run(), nullptr};
+  if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
+  // where the Trainer wrote: --out, else the resumed run's directory
+  std::string out = trainer.out;
+  if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
+  const std::string best = (fs::path(out) / "best").string();
+  if (!fs::exists(best)) throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: was --eval-every 0?", out));
+  const std::string dev_predictions = task.test.empty() ? task.predictions : "";
+  nlohmann::json report = nlohmann::json::object();
+  report["dev"] = kind.score_file(best, task.dev, task, trainer.batch, dev_predictions);
+  if (!task.test.empty()) report["test"] = kind.score_file(best, task.test, task, trainer.batch, task.predictions);
+  result.scores = report;
+  return result;
+}
+
+}  // namespace xg::training

@@ -1,0 +1,150 @@
+#pragma once
+// What every fine-tuning task shares, so a new kind of task (classification, NER, QA, ...) writes
+// only its data, its batch loss and its scoring:
+// - FinetuneOptions, the flags common to all kinds (--task, --train, --dev, --model, ...);
+// - FinetuneTask, a Task base that owns the head model (from a checkpoint of any registered family,
+//   or a [family-]size preset from scratch), the tokenizer, a seeded resumable order over the
+//   training examples, layer-wise learning-rate decay and freezing, the best checkpoint (OUT/best)
+//   and early stopping;
+// - FinetuneKind, one per kind of task, and the registry bert_finetune dispatches --task on.
+#include <CLI/CLI.hpp>
+
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "models/pretrained.hpp"
+#include "text/tokenizer.hpp"
+#include "training/task.hpp"
+#include "training/trainer.hpp"
+#include "util/options.hpp"
+
+namespace xg::training {
+
+struct FinetuneOptions {
+  std::string task;  // a kind ("classification", ...) or a benchmark that presets one; empty: classification
+  std::string train;  // labelled training data
+  std::string dev;    // evaluated each epoch (or --eval-every steps); the best model is kept
+  std::string test;   // scored (or, unlabelled, predicted) with the best model at the end
+  std::string model = "tiny";  // a checkpoint directory of any registered family, or a [family-]size preset
+  std::string vocab = "data/bert-base-uncased-vocab.txt";  // for a preset; a checkpoint brings its own
+  bool cased = false;
+  size_t max_len = 128;            // tokens per example (or window), special tokens included
+  std::string predictions;         // the best model's predictions on --test (else --dev), in the kind's format
+  size_t patience = 0;             // evaluations without a better dev score before stopping; 0: never stop early
+  float layer_lr_decay = 1.f;      // each encoder layer learns at this fraction of the rate of the one above it
+  size_t freeze_layers = 0;        // the embeddings and this many lowest layers stay fixed
+  bool freeze_encoder = false;     // only the head learns
+  size_t max_train_examples = 0;   // train on this many examples (a seeded sample); 0: all
+
+  static const OptionTable<FinetuneOptions>& table();
+};
+
+// The scores of a model on a labelled set. `main` is what the best checkpoint is chosen by (higher
+// is better); `values` are logged as eval_NAME and reported.
+struct Scores {
+  Scalars values;
+  double main = -std::numeric_limits<double>::infinity();
+  std::string summary;
+};
+
+// The tokenizer a model directory brings (tokenizer files, or a bare vocab.txt), else --vocab
+// (--cased keeps case). `model_dir` may be empty.
+std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir, const FinetuneOptions& o);
+
+// The registered architecture of family `model_type` whose name ends with `head_suffix`
+// ("ForTokenClassification"); throws naming `source` when the family has none.
+std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source);
+
+// The first `limit` of `n` indices in a seeded random order, sorted (all of them when limit is 0
+// or >= n): the training subset of --max-train-examples, the same for a seed whatever the kind.
+std::vector<size_t> sample_indices(size_t n, size_t limit, uint64_t seed);
+
+class FinetuneTask : public Task {
+ public:
+  // `kind` names the task in checkpoints; `head_suffix` picks the family's head class.
+  FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std::string kind, std::string head_suffix);
+
+  std::string name() const override { return kind_; }
+  nn::Module& model() override { return *model_; }
+  std::vector<optim::ParamGroup> parameter_groups(float weight_decay) override;
+  // Scores the dev set, keeps the best model in OUT/best, and asks the Trainer to stop after
+  // --patience evaluations without a better score.
+  Evaluation evaluate(size_t batch_size) final;
+  nlohmann::json data_state() const override;
+  void restore_data_state(const nlohmann::json& state) override;
+  void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override;
+
+ protected:
+  // The model with a head for this run: the checkpoint resumed from; else --model's checkpoint,
+  // whose head is kept when `keep_head(config)` says so (a classifier with the run's labels), else
+  // replaced by one built from `new_head` (config fields such as id2label); else a fresh preset
+  // with `new_head`. Prints, as transformers does, which weights were new and which were dropped.
+  // Then applies --freeze-*. Call once, from the derived constructor.
+  void load_model(const nlohmann::json& new_head, const std::function<bool(const nlohmann::json& config)>& keep_head);
+  // Fails now, naming the limit, when the model cannot take `longest` (more tokens than positions).
+  void check_fits(const models::Sequence& longest);
+  // The next `batch_size` indices into the training examples, in a seeded order reshuffled each
+  // epoch (a resumed run draws the same batches).
+  std::vector<size_t> next_rows(size_t batch_size, size_t train_size);
+  // Scores the current model on the dev set (gradients are off and the model in eval mode).
+  virtual Scores score_dev(size_t batch_size) = 0;
+
+  bool resuming() const { return !ctx_.checkpoint.empty(); }
+  // Where the model comes from, for messages: the checkpoint resumed from, or --model.
+  std::string model_source() const { return resuming() ? ctx_.checkpoint : opt_.model; }
+
+  const FinetuneOptions opt_;
+  const TaskContext ctx_;
+  std::unique_ptr<text::Tokenizer> tok_;
+  std::unique_ptr<models::PretrainedModel> model_;
+
+ private:
+  void apply_freezing();
+
+  std::string kind_, head_suffix_;
+  uint64_t epoch_ = 0, order_epoch_ = std::numeric_limits<uint64_t>::max();
+  size_t index_ = 0;
+  std::vector<size_t> order_;
+  double best_ = -std::numeric_limits<double>::infinity();
+  size_t evals_since_best_ = 0;
+};
+
+// One kind of fine-tuning task, as bert_finetune --task names it.
+class FinetuneKind {
+ public:
+  virtual ~FinetuneKind() = default;
+  // The --task names this kind accepts (the first is its own name, saved in checkpoints).
+  virtual std::vector<std::string> task_names() const = 0;
+  // Adds the kind's own flags to `app` (in a group of their own).
+  virtual void add_options(CLI::App& app) = 0;
+  // The kind's own options, saved with each checkpoint and restored on --resume.
+  virtual BoundOptions options() = 0;
+  // Called once with the --task name given (a benchmark name may preset columns, labels, metric).
+  virtual void select(const std::string& task_name) { (void)task_name; }
+  virtual std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) = 0;
+  // Scores a checkpoint this kind saved on a data file, as evaluation does, and writes its
+  // predictions to `predictions` unless empty. Returns the scores by name ({} for unlabelled data).
+  virtual nlohmann::json score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
+                                    size_t batch_size, const std::string& predictions) = 0;
+};
+
+// Every kind, built once (training/tasks/finetune_kinds.cpp lists them).
+const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds();
+// The kind that accepts `task` (empty: classification); throws listing the names there are.
+FinetuneKind& finetune_kind(const std::string& task);
+
+struct FinetuneResult {
+  RunResult run;
+  // The best model's scores when the run finished: {"dev": {...}, "test": {...}} (test absent
+  // without --test); null when it stopped early (a signal or --stop-at), to be resumed.
+  nlohmann::json scores;
+};
+
+// Fine-tunes per `trainer` and `task` with `kind`, evaluating on --dev (each epoch unless
+// --eval-every is given), then scores OUT/best on --dev and --test and writes --predictions.
+FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind);
+
+}  // namespace xg::training
