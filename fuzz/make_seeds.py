@@ -111,6 +111,12 @@ def text_seeds():
         "added_tokens_decoder": {"0": {"content": "[PAD]", "special": True},
                                  "9": {"content": "<new>", "special": True}}}, indent=2))
     put("fuzz_tokenizer_files", "unknown-class", json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
+    put("fuzz_conll", "conll2003", "-DOCSTART- -X- -X- O\n\nEU NNP B-NP I-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP I-MISC\n\n"
+                                    "Peter NNP B-NP I-PER\nBlackburn NNP I-NP I-PER\n")
+    put("fuzz_conll", "bioes-crlf-bom", "\ufeffEU\tS-ORG\r\nthe\tO\r\nGer\tB-MISC\r\nger\tE-MISC\r\n\r\n")
+    put("fuzz_conll", "long-sentence", "".join(f"the{i % 3} {'B-LOC' if i % 4 == 0 else 'I-LOC'}\n" for i in range(30)))
+    put("fuzz_conll", "bad-tag", "EU B-ORG\nrejects I-\n")
+    put("fuzz_conll", "columns", "EU NNP B-ORG\n\nrejects O\n")
 
 
 def shard(seq, preds, vocab, records):

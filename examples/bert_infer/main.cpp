@@ -6,6 +6,8 @@
 //   bert_infer embed --model DIR [--pooling cls|mean] [--normalize] [--batch N] < lines   (one vector per line;
 //     --pooling mean --normalize gives sentence-transformers' embeddings of all-MiniLM-L6-v2)
 //   bert_infer qa --model DIR [--input FILE]  < {"question": ..., "context": ...} lines   (answer, span, score)
+//   bert_infer ner --model DIR [--jsonl] [--batch N] < lines   (entities of each line as one JSON line;
+//     DIR is a *ForTokenClassification checkpoint, e.g. OUT/best of bert_finetune --task ner)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -15,12 +17,17 @@
 #include <iostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "examples/bert_infer/qa.hpp"
 #include "models/checkpoint.hpp"
+#include "models/head_config.hpp"
 #include "models/sentence_embedding.hpp"
 #include "text/load_tokenizer.hpp"
 #include "util/checksums.hpp"
+#include "training/tasks/ner_data.hpp"
 #include "util/cli.hpp"
+#include "util/json_input.hpp"
 
 using namespace xg;
 
@@ -49,6 +56,12 @@ struct EmbedArgs {
   std::string pooling = "cls";
   bool normalize = false;
   size_t batch = 32;
+};
+struct NerArgs {
+  TokenizerArgs tok;  // tok.model is the checkpoint too
+  bool jsonl = false;
+  size_t batch = 32;
+  text::WordAlignOptions align;
 };
 
 // Said before anything tries a file inside it (which would blame a missing vocab.txt).
@@ -253,6 +266,55 @@ int embed(const EmbedArgs& a) {
   return 0;
 }
 
+// A JSONL line's "text", naming the line when it is not an object with a string "text".
+std::string jsonl_text(const std::string& line, size_t n) {
+  nlohmann::json j;
+  try {
+    j = parse_json_bounded(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(fmt::format("stdin line {}: not valid JSON ({})", n, e.what()));
+  }
+  if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
+    throw std::invalid_argument(fmt::format("stdin line {}: expected an object with a string \"text\", got {}", n, json_summary(j)));
+  return j.at("text").get<std::string>();
+}
+
+int ner(const NerArgs& a) {
+  const auto tok = tokenizer_for(a.tok, "ner");
+  auto loaded = load_model(a.tok.model);
+  check_vocabulary_fits(*tok, loaded, a.tok.model);
+  const std::string arch = loaded.model->architecture();
+  if (arch.size() < 22 || arch.compare(arch.size() - 22, 22, "ForTokenClassification") != 0)
+    throw std::invalid_argument(fmt::format("ner: --model {} is a {}, not a *ForTokenClassification model", a.tok.model, arch));
+  const auto id2label = models::HeadConfig::from_json(loaded.model->config_json(), a.tok.model).id2label;
+  const auto forward = [&](const models::ModelInputs& in) { return loaded.model->forward_named(in).at("logits"); };
+  std::vector<std::string> texts;
+  size_t lines_read = 0;
+  auto flush = [&] {
+    NoGradGuard no_grad;
+    const size_t first = lines_read - texts.size() + 1;
+    const auto found = training::tag_texts(texts, *tok, id2label, a.align, a.batch, forward,
+                                           [&](size_t i) { return fmt::format("stdin line {}", first + i); });
+    for (size_t i = 0; i < texts.size(); ++i) {
+      nlohmann::json entities = nlohmann::json::array();
+      for (const auto& e : found[i])
+        entities.push_back({{"type", e.type}, {"text", e.text}, {"start", e.start}, {"end", e.end},
+                            {"score", std::round(e.score * 1e4) / 1e4}});
+      fmt::print("{}\n", nlohmann::json{{"text", texts[i]}, {"entities", entities}}.dump());
+    }
+    texts.clear();
+  };
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    ++lines_read;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    texts.push_back(a.jsonl ? jsonl_text(line, lines_read) : line);
+    if (texts.size() == a.batch) flush();
+  }
+  if (!texts.empty()) flush();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,6 +355,18 @@ int main(int argc, char** argv) {
 
   infer::QaArgs q;
   auto* qa_cmd = infer::add_qa_command(app, q);
+  NerArgs n;
+  auto* ner_cmd = app.add_subcommand("ner", "Each stdin line -> its named entities as one JSON line");
+  add_tokenizer_options(ner_cmd, n.tok, /*model_required=*/true);
+  ner_cmd->add_flag("--jsonl", n.jsonl, "stdin lines are JSON objects {\"text\": ...} (default: plain text lines)");
+  xg::cli::add_number(*ner_cmd, "--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
+  xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included; longer lines "
+                      "are split into overlapping windows")->check(CLI::Range(size_t(4), size_t(1) << 20));
+  xg::cli::add_number(*ner_cmd, "--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line (0: a quarter of the window)");
+  ner_cmd->footer(
+      "Output, one line per input line: {\"text\": ..., \"entities\": [{\"type\": \"PER\", \"text\": ..., \"start\": S,\n"
+      "\"end\": E, \"score\": P}]}; [S, E) counts code points of the line, P is the mean probability of the\n"
+      "entity's word tags (each word's tag is its first sub-token's).");
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
@@ -300,6 +374,7 @@ int main(int argc, char** argv) {
     if (*tokenize_cmd) return tokenize(t);
     if (*fill_mask_cmd) return fill_mask(f);
     if (*qa_cmd) return infer::run_qa(q);
+    if (*ner_cmd) return ner(n);
     return embed(e);
   } catch (const std::exception& ex) {
     fmt::print(stderr, "bert_infer: {}\n", ex.what());

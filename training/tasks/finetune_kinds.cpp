@@ -1,6 +1,7 @@
 // The fine-tuning kinds bert_finetune offers, in --help order. A new kind of task adds one line.
 #include "training/tasks/classification.hpp"
 #include "training/tasks/finetuning.hpp"
+#include "training/tasks/ner.hpp"
 
 namespace xg::training {
 
@@ -8,6 +9,7 @@ const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds() {
   static const std::vector<std::unique_ptr<FinetuneKind>> kinds = [] {
     std::vector<std::unique_ptr<FinetuneKind>> k;
     k.push_back(std::make_unique<ClassificationKind>());
+    k.push_back(std::make_unique<NerKind>());
     return k;
   }();
   return kinds;
