@@ -2,6 +2,7 @@
 #include "training/tasks/classification.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/ner.hpp"
+#include "training/tasks/question_answering.hpp"
 
 namespace xg::training {
 
@@ -10,6 +11,7 @@ const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds() {
     std::vector<std::unique_ptr<FinetuneKind>> k;
     k.push_back(std::make_unique<ClassificationKind>());
     k.push_back(std::make_unique<NerKind>());
+    k.push_back(std::make_unique<QuestionAnsweringKind>());
     return k;
   }();
   return kinds;
