@@ -10,6 +10,7 @@
 #include "models/checkpoint.hpp"
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
+#include "training/benchmark.hpp"
 #include "training/tasks/classification.hpp"
 
 using namespace xg;
@@ -154,4 +155,14 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   no_dev.dev.clear();
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev), Contains("--dev is required"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("bert_finetune --benchmark times a classifier of the preset with its labels", "[finetune]") {
+  TrainerOptions t;
+  t.batch = 2;
+  t.steps = 1;
+  const auto two = run_finetune_benchmark(t, "tiny", 8, 2), three = run_finetune_benchmark(t, "tiny", 8, 3);
+  CHECK(three.parameters - two.parameters == 128 + 1);  // one more row of the classifier: tiny's width and a bias
+  CHECK(two.tokens_per_s > 0);
+  CHECK_THROWS_WITH(run_finetune_benchmark(t, "enormous", 8), Contains("enormous"));
 }
