@@ -163,3 +163,18 @@ TEST_CASE("benchmark tasks: leaderboard predictions files", "[benchmark]") {
   CHECK(dir.read("BoolQ.jsonl") == "{\"idx\":0,\"label\":\"true\"}\n{\"idx\":1,\"label\":\"false\"}\n");
   CHECK_THROWS_WITH(write_predictions(task("cola"), dir.path + "/CoLA.tsv", {{"a\tb", "1"}}), Contains("holds a tab"));
 }
+
+TEST_CASE("benchmark tasks: a task's files in its folder", "[benchmark]") {
+  TempDir dir;
+  dir.file("train.tsv", "x");
+  CHECK_THROWS_WITH(benchmark_files(task("mnli-mm"), dir.path), Contains("[mnli-mm] " + dir.path + ": no dev_mismatched.tsv"));
+  dir.file("dev_mismatched.tsv", "x");
+  BenchmarkFiles f = benchmark_files(task("mnli-mm"), dir.path);
+  CHECK(f.train == dir.path + "/train.tsv");
+  CHECK(f.dev == dir.path + "/dev_mismatched.tsv");
+  CHECK(f.test.empty());  // the test file is optional
+  dir.file("test_mismatched.tsv", "x");
+  CHECK(benchmark_files(task("mnli-mm"), dir.path).test == dir.path + "/test_mismatched.tsv");
+  CHECK_THROWS_WITH(benchmark_files(task("boolq"), dir.path), Contains("no train.jsonl"));
+  CHECK_THROWS_WITH(benchmark_files(task("cola"), dir.path + "/none"), Contains("not a directory"));
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -11,6 +12,8 @@
 
 #include "training/eval_metrics.hpp"
 #include "util/atomic_file.hpp"
+
+namespace fs = std::filesystem;
 
 namespace xg::training {
 
@@ -123,6 +126,21 @@ std::string benchmark_task_names() {
   std::string names;
   for (const auto& t : benchmark_tasks()) names += (names.empty() ? "" : ", ") + t.name;
   return names;
+}
+
+BenchmarkFiles benchmark_files(const BenchmarkTask& task, const std::string& folder) {
+  const fs::path dir(folder);
+  if (!fs::is_directory(dir)) throw std::invalid_argument(fmt::format("[{}] {}: not a directory", task.name, folder));
+  auto required = [&](const std::string& name) {
+    const fs::path p = dir / name;
+    if (!fs::exists(p))
+      throw std::invalid_argument(fmt::format("[{}] {}: no {} (the {} files are {}, {}, {})", task.name, folder, name, task.submission,
+                                              task.train_file, task.dev_file, task.test_file));
+    return p.string();
+  };
+  BenchmarkFiles files{required(task.train_file), required(task.dev_file), ""};
+  if (fs::exists(dir / task.test_file)) files.test = (dir / task.test_file).string();
+  return files;
 }
 
 BenchmarkScores score_benchmark(const BenchmarkTask& task, const std::vector<int64_t>& truth, const std::vector<int64_t>& predicted) {

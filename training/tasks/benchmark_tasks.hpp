@@ -42,6 +42,14 @@ const BenchmarkTask* find_benchmark_task(const std::string& name);
 // "cola, sst2, ..., wic": for help texts and errors.
 std::string benchmark_task_names();
 
+// The task's files in its folder as the benchmark ships it (GLUE's MNLI/train.tsv,
+// dev_matched.tsv, test_matched.tsv; SuperGLUE's BoolQ/train.jsonl, val.jsonl, test.jsonl). Throws
+// "[task] folder: no file" when train or dev is missing; test is empty when the folder has none.
+struct BenchmarkFiles {
+  std::string train, dev, test;
+};
+BenchmarkFiles benchmark_files(const BenchmarkTask& task, const std::string& folder);
+
 struct BenchmarkScores {
   Scalars values;   // the official metrics, "score" (the main one) when there are several, "examples"
   double main = 0;  // the mean of the official metrics (GLUE's and SuperGLUE's task score)
