@@ -178,3 +178,12 @@ TEST_CASE("benchmark tasks: a task's files in its folder", "[benchmark]") {
   CHECK_THROWS_WITH(benchmark_files(task("boolq"), dir.path), Contains("no train.jsonl"));
   CHECK_THROWS_WITH(benchmark_files(task("cola"), dir.path + "/none"), Contains("not a directory"));
 }
+
+TEST_CASE("benchmark tasks: a prediction from the model's outputs", "[benchmark]") {
+  const float logits[] = {0.1f, 2.0f, -1.0f};
+  const Prediction p = predict(task("mnli"), "17", logits, task("mnli").labels);
+  CHECK(p.id == "17");
+  CHECK(p.label == "entailment");
+  const float value[] = {3.25f};
+  CHECK(predict(task("stsb"), "4", value, {"LABEL_0"}).value == 3.25);
+}

@@ -160,6 +160,12 @@ BenchmarkScores score_regression(const BenchmarkTask& task, const std::vector<do
   return gather(task, {metrics::pearson(truth, predicted), metrics::spearman(truth, predicted)}, truth.size());
 }
 
+Prediction predict(const BenchmarkTask& task, const std::string& id, const float* outputs, const std::vector<std::string>& id2label) {
+  if (task.regression()) return {id, "", double(outputs[0])};
+  const size_t best = size_t(std::max_element(outputs, outputs + id2label.size()) - outputs);
+  return {id, id2label[best], 0.0};
+}
+
 void write_predictions(const BenchmarkTask& task, const std::string& path, const std::vector<Prediction>& predictions) {
   std::string text;
   if (task.benchmark == Benchmark::Glue) {

@@ -68,6 +68,9 @@ struct Prediction {
   std::string label;
   double value = 0;
 };
+// A test example's prediction from the model's outputs: the label (of the model's id2label) with
+// the largest logit, or for regression the value itself.
+Prediction predict(const BenchmarkTask& task, const std::string& id, const float* outputs, const std::vector<std::string>& id2label);
 // Writes predictions in the leaderboard's format: GLUE a TSV with the header index<TAB>prediction
 // (labels as the task's files write them; STS-B's value clipped to [0, 5] with 3 decimals),
 // SuperGLUE JSON Lines {"idx": N, "label": "..."}. Throws "[predictions] path: ..." when it cannot.
