@@ -7,7 +7,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
 #include "tests/temp_path.hpp"
+#include "text/load_tokenizer.hpp"
 #include "training/tasks/benchmark_tasks.hpp"
 
 using namespace xg;
@@ -186,4 +191,31 @@ TEST_CASE("benchmark tasks: a prediction from the model's outputs", "[benchmark]
   CHECK(p.label == "entailment");
   const float value[] = {3.25f};
   CHECK(predict(task("stsb"), "4", value, {"LABEL_0"}).value == 3.25);
+}
+
+TEST_CASE("benchmark tasks: test predictions of a classifier checkpoint equal transformers'", "[benchmark]") {
+  // the tiny classifiers of tests/data/heads with the vocabulary of tools/gen_classify_goldens.py,
+  // whose pairs (inputs 1 and 4) transformers scored
+  TempDir dir;
+  const std::string heads = std::string(XGRAD_TEST_DATA_DIR) + "/heads/";
+  const auto goldens = nlohmann::json::parse(std::ifstream(heads + "classify_goldens.json"));
+  const auto& in = goldens.at("inputs");
+  auto checkpoint = [&](const std::string& name) {
+    const std::string d = dir.path + "/" + name;
+    std::filesystem::create_directories(d);
+    for (const char* f : {"config.json", "model.safetensors"}) std::filesystem::copy_file(heads + name + "/" + f, d + "/" + f);
+    text::open_tokenizer(heads + "classify_vocab.txt")->save_pretrained(d);
+    return d;
+  };
+  const std::string stsb_test = dir.file("stsb_test.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\n" +
+      fmt::format("0\tg\tf\t2012\t1\ts\ts\t{}\t{}\n1\tg\tf\t2012\t2\ts\ts\t{}\t{}\n", in[1][0].get<std::string>(), in[1][1].get<std::string>(),
+                  in[4][0].get<std::string>(), in[4][1].get<std::string>()));
+  write_test_predictions(task("stsb"), checkpoint("seq_regression"), stsb_test, dir.path + "/STS-B.tsv", 12, 1);
+  const auto& values = goldens.at("seq_regression").at("outputs");
+  CHECK(dir.read("STS-B.tsv") == fmt::format("index\tprediction\n0\t{:.3f}\n1\t{:.3f}\n", values[1][0].get<double>(), values[4][0].get<double>()));
+  // a SuperGLUE JSONL test file, batched: each pair's most likely label (the model's own labels)
+  const std::string cb_test = dir.file("cb_test.jsonl", nlohmann::json{{"premise", in[1][0]}, {"hypothesis", in[1][1]}, {"idx", 7}}.dump() + "\n" +
+                                                          nlohmann::json{{"premise", in[4][0]}, {"hypothesis", in[4][1]}, {"idx", 8}}.dump() + "\n");
+  write_test_predictions(task("cb"), checkpoint("seq_single"), cb_test, dir.path + "/CB.jsonl", 12, 2);
+  CHECK(dir.read("CB.jsonl") == "{\"idx\":7,\"label\":\"positive\"}\n{\"idx\":8,\"label\":\"positive\"}\n");
 }

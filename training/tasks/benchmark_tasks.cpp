@@ -10,6 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/checkpoint.hpp"
+#include "models/head_config.hpp"
+#include "text/load_tokenizer.hpp"
 #include "training/eval_metrics.hpp"
 #include "util/atomic_file.hpp"
 
@@ -180,6 +183,32 @@ void write_predictions(const BenchmarkTask& task, const std::string& path, const
     for (const auto& p : predictions) text += nlohmann::json{{"idx", idx_json(p.id)}, {"label", p.label}}.dump() + "\n";
   }
   write_text_atomically(path, text);
+}
+
+void write_test_predictions(const BenchmarkTask& task, const std::string& checkpoint, const std::string& test_file,
+                            const std::string& path, size_t max_len, size_t batch) {
+  auto loaded = models::load_pretrained(checkpoint);
+  models::PretrainedModel& model = *loaded.model;
+  const auto tok = text::load_tokenizer(checkpoint);
+  const models::HeadConfig head = models::HeadConfig::from_json(model.config_json(), checkpoint + "/config.json");
+  const auto examples = text::read_text_examples(test_file, task.test);
+  text::EncodeOptions eo;
+  eo.max_length = max_len;
+  NoGradGuard no_grad;
+  model.eval();
+  std::vector<Prediction> predictions;
+  for (size_t start = 0; start < examples.size(); start += batch) {
+    std::vector<models::Sequence> sequences;
+    for (size_t i = start; i < std::min(examples.size(), start + batch); ++i) {
+      const auto& e = examples[i];
+      const text::Encoding enc = e.text_b.empty() ? tok->encode(e.text_a, eo) : tok->encode_pair(e.text_a, e.text_b, eo);
+      sequences.push_back({{enc.ids.begin(), enc.ids.end()}, {enc.type_ids.begin(), enc.type_ids.end()}});
+    }
+    const std::vector<float> outputs = model.forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits").to_vector();
+    for (size_t i = 0; i < sequences.size(); ++i)
+      predictions.push_back(predict(task, examples[start + i].id, outputs.data() + i * head.num_labels(), head.id2label));
+  }
+  write_predictions(task, path, predictions);
 }
 
 }  // namespace xg::training
