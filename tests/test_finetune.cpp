@@ -166,3 +166,48 @@ TEST_CASE("bert_finetune --benchmark times a classifier of the preset with its l
   CHECK(two.tokens_per_s > 0);
   CHECK_THROWS_WITH(run_finetune_benchmark(t, "enormous", 8), Contains("enormous"));
 }
+
+TEST_CASE("fine-tuning a GLUE task by name: CoLA's headerless files, MCC, leaderboard predictions", "[finetune][benchmark]") {
+  const std::string dir = temp_path("xgrad_finetune_cola");
+  fs::create_directories(dir + "/CoLA");
+  // sentiment lines in CoLA's layout: source, label, the author's mark, sentence; the test file has a header, no labels
+  auto cola_split = [&](const std::string& name, size_t every, size_t at, bool test) {
+    std::ifstream in(write_split(dir + "/split.tsv", every, at));
+    std::ofstream out(dir + "/CoLA/" + name);
+    if (test) out << "index\tsentence\n";
+    std::string line;
+    std::getline(in, line);  // label<TAB>text
+    for (size_t i = 0; std::getline(in, line); ++i) {
+      const size_t tab = line.find('\t');
+      if (test) out << i << '\t' << line.substr(tab + 1) << '\n';
+      else out << "src\t" << line.substr(0, tab) << '\t' << (line[0] == '0' ? "*" : "") << '\t' << line.substr(tab + 1) << '\n';
+    }
+  };
+  cola_split("train.tsv", 60, 0, false);  // 50 lines
+  cola_split("dev.tsv", 60, 30, false);
+  cola_split("test.tsv", 100, 7, true);  // 30 lines
+  ClassificationOptions o;
+  o.task = "cola";
+  o.data_dir = dir + "/CoLA";
+  o.vocab = kData + "bert-base-uncased-vocab.txt";
+  o.max_len = 32;
+  o.model = dir + "/model.json";
+  std::ofstream(o.model) << R"({"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32})";
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o).scores;
+  CHECK(report.at("dev").contains("mcc"));  // CoLA's official metric only
+  CHECK(!report.at("dev").contains("accuracy"));
+  CHECK(report.at("dev").at("examples") == 50);
+  CHECK(!report.contains("test"));  // no labels: predicted instead
+  std::ifstream predictions(dir + "/run/CoLA.tsv");
+  std::string line;
+  REQUIRE(std::getline(predictions, line));
+  CHECK(line == "index\tprediction");
+  size_t rows = 0;
+  for (; std::getline(predictions, line); ++rows) CHECK((line == std::to_string(rows) + "\t0" || line == std::to_string(rows) + "\t1"));
+  CHECK(rows == 30);
+  CHECK(models::load_pretrained(dir + "/run/best").model->config_json().at("id2label") == nlohmann::json({{"0", "0"}, {"1", "1"}}));
+  ClassificationOptions unknown = o;
+  unknown.task = "copa";
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run2", 1, 25, 1e-3f, 50), unknown), Contains("--task copa: not a GLUE or SuperGLUE task (cola, sst2"));
+  fs::remove_all(dir);
+}

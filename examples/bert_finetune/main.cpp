@@ -1,7 +1,8 @@
 // Fine-tunes a pre-trained checkpoint (any registered family) or a preset for sentence or
 // sentence-pair classification or regression on labelled text, evaluating on --dev each epoch and
 // keeping the best model in OUT/best; --report writes the best model's final dev and test scores.
-// See --help.
+// --task cola|sst2|...|boolq|cb|wic presets a GLUE/SuperGLUE task (--data-dir its folder) and
+// writes its test predictions in the leaderboard's format. See --help.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
+    xg::training::apply_benchmark_task(task);  // --task's columns and --data-dir's files, before the train file is read
     if (!app.count("--eval-every") && trainer.resume.empty()) {
       // once per epoch: the optimizer steps one pass over the training data takes
       if (task.train.empty()) throw std::invalid_argument("[classification] --train is required");

@@ -12,6 +12,7 @@
 #include "models/checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/eval_metrics.hpp"
+#include "training/tasks/benchmark_tasks.hpp"
 #include "training/tasks/pretraining.hpp"
 #include "util/json_input.hpp"
 
@@ -36,7 +37,12 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
       .add("--label-column", &O::label_column, "label column: a header name or a 1-based number (JSONL: a key)", kRestore)
       .add("--text-column", &O::text_column, "text column: a header name or a 1-based number", kRestore)
       .add("--text-b-column", &O::text_b_column, "second text of pairs (default: the column text_b when the header has one)", kRestore)
-      .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore);
+      .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore)
+      .add("--task", &O::task, "a GLUE or SuperGLUE task (" + benchmark_task_names() + "): its columns, labels in the official "
+                               "order and official metrics; --test is its unlabelled test file, predicted for the leaderboard", kRestore)
+      .add("--data-dir", &O::data_dir, "with --task: the task's folder as the benchmark ships it (train, dev and test files)", kRestore)
+      .add("--predictions", &O::predictions, "with --task and a test file: where the leaderboard's predictions go (default "
+                                             "OUT/<its file name>: CoLA.tsv, BoolQ.jsonl, ...)", kRestore);
   return t;
 }
 
@@ -121,7 +127,22 @@ Batch make_batch(const EncodedSet& set, const std::vector<size_t>& rows, int64_t
 
 size_t argmax_row(const float* row, size_t n) { return size_t(std::max_element(row, row + n) - row); }
 
-Scores score_predictions(const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels, bool regression) {
+// A benchmark task's official metrics; its main score picks the best model.
+Scores benchmark_scores(const BenchmarkTask& task, const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels) {
+  BenchmarkScores b;
+  if (task.regression()) {
+    b = score_regression(task, set.values, std::vector<double>(outputs.begin(), outputs.end()));
+  } else {
+    std::vector<int64_t> predicted;
+    for (size_t i = 0; i < set.size(); ++i) predicted.push_back(int64_t(argmax_row(outputs.data() + i * num_labels, num_labels)));
+    b = score_benchmark(task, set.label_ids, predicted);
+  }
+  return {b.values, b.main, b.summary};
+}
+
+Scores score_predictions(const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels, bool regression,
+                         const std::string& benchmark = "") {
+  if (const BenchmarkTask* task = find_benchmark_task(benchmark)) return benchmark_scores(*task, set, outputs, num_labels);
   Scores s;
   const double n = double(set.size());
   if (regression) {
@@ -150,7 +171,8 @@ Scores score_predictions(const EncodedSet& set, const std::vector<float>& output
 }
 
 // The model's outputs on every example (gradients off, eval mode): logits rows, or values.
-Scores score_set(models::PretrainedModel& model, const EncodedSet& set, int64_t pad_id, bool regression, size_t batch_size) {
+Scores score_set(models::PretrainedModel& model, const EncodedSet& set, int64_t pad_id, bool regression, size_t batch_size,
+                 const std::string& benchmark) {
   const size_t num_labels = head_config_of(model).num_labels();
   std::vector<float> outputs;
   for (size_t start = 0; start < set.size(); start += batch_size) {
@@ -160,7 +182,7 @@ Scores score_set(models::PretrainedModel& model, const EncodedSet& set, int64_t 
     const auto logits = model.forward_named(b.inputs).at("logits").to_vector();
     outputs.insert(outputs.end(), logits.begin(), logits.end());
   }
-  return score_predictions(set, outputs, num_labels, regression);
+  return score_predictions(set, outputs, num_labels, regression, benchmark);
 }
 
 class ClassificationTask : public Task {
@@ -221,7 +243,7 @@ class ClassificationTask : public Task {
 
   Evaluation evaluate(size_t batch_size) override {
     if (dev_.size() == 0) return {};
-    const Scores s = score_set(*model_, dev_, tok_->pad_id(), opt_.regression, batch_size);
+    const Scores s = score_set(*model_, dev_, tok_->pad_id(), opt_.regression, batch_size, opt_.task);
     Evaluation e{s.values, s.summary};
     if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
       best_ = s.main;
@@ -303,7 +325,8 @@ class ClassificationTask : public Task {
       h = models::HeadConfig::with_num_labels(1);
       h.problem_type = "regression";
     } else {
-      h = models::HeadConfig::with_labels(text::label_list(text::read_text_examples(opt_.train, columns_of(opt_))));
+      const BenchmarkTask* benchmark = find_benchmark_task(opt_.task);  // the official order, else sorted
+      h = models::HeadConfig::with_labels(benchmark ? benchmark->labels : text::label_list(text::read_text_examples(opt_.train, columns_of(opt_))));
       h.problem_type = "single_label_classification";
     }
     nlohmann::json j = nlohmann::json::object();
@@ -346,10 +369,31 @@ Scores score_checkpoint(const std::string& checkpoint, const std::string& file, 
   const EncodedSet set = encode_file(file, o, *tok, head_config_of(model));
   NoGradGuard no_grad;
   model.eval();
-  return score_set(model, set, tok->pad_id(), o.regression, batch_size);
+  return score_set(model, set, tok->pad_id(), o.regression, batch_size, o.task);
+}
+
+void apply_benchmark_task(ClassificationOptions& o) {
+  if (o.task.empty()) {
+    if (!o.data_dir.empty() || !o.predictions.empty())
+      throw std::invalid_argument("[classification] --data-dir and --predictions need --task (a GLUE or SuperGLUE task)");
+    return;
+  }
+  const BenchmarkTask* task = find_benchmark_task(o.task);
+  if (!task) throw std::invalid_argument(fmt::format("[classification] --task {}: not a GLUE or SuperGLUE task ({})", o.task, benchmark_task_names()));
+  o.label_column = task->labelled.label;
+  o.text_column = task->labelled.text;
+  o.text_b_column = task->labelled.text_b;
+  o.skip_header = task->labelled.skip_header;
+  o.regression = task->regression();
+  if (o.data_dir.empty()) return;
+  const BenchmarkFiles files = benchmark_files(*task, o.data_dir);
+  if (o.train.empty()) o.train = files.train;
+  if (o.dev.empty()) o.dev = files.dev;
+  if (o.test.empty()) o.test = files.test;
 }
 
 FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task) {
+  apply_benchmark_task(task);
   if (task.dev.empty()) throw std::invalid_argument("[classification] --dev is required: the best model is chosen on it");
   Trainer t(trainer, BoundOptions(ClassificationOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_classification_task(task, ctx); });
@@ -367,7 +411,13 @@ FinetuneResult run_finetuning(TrainerOptions trainer, ClassificationOptions task
     return j;
   };
   report["dev"] = scored(task.dev);
-  if (!task.test.empty()) report["test"] = scored(task.test);
+  if (const BenchmarkTask* benchmark = find_benchmark_task(task.task); benchmark && !task.test.empty()) {
+    const std::string path = task.predictions.empty() ? (fs::path(out) / benchmark->predictions_file()).string() : task.predictions;
+    write_test_predictions(*benchmark, best, task.test, path, task.max_len, trainer.batch);
+    if (!trainer.quiet) fmt::print("test predictions for the {} leaderboard: {}\n", benchmark->submission, path);
+  } else if (!task.test.empty()) {
+    report["test"] = scored(task.test);
+  }
   result.scores = report;
   return result;
 }

@@ -29,6 +29,10 @@ struct ClassificationOptions {
   bool regression = false;     // one output trained with MSE; labels are numbers
   std::string label_column = "label", text_column = "text", text_b_column;
   bool skip_header = false;
+  // A GLUE/SuperGLUE task by name (benchmark_tasks.hpp): its columns, labels in the official
+  // order, official metrics (the main one picks the best model); --test is then its unlabelled
+  // test file, predicted into the leaderboard's file. --data-dir: the task's folder as shipped.
+  std::string task, data_dir, predictions;
 
   static const OptionTable<ClassificationOptions>& table();
 };
@@ -42,6 +46,10 @@ struct Scores {
   std::string summary;
 };
 
+// With --task, sets the benchmark's columns, regression, and from --data-dir the train, dev and
+// (when present) test files; throws naming an unknown task and the known ones. Idempotent.
+void apply_benchmark_task(ClassificationOptions& options);
+
 // Builds the task: on resume (ctx.checkpoint) the model and tokenizer come from the checkpoint.
 std::unique_ptr<Task> make_classification_task(const ClassificationOptions& options, const TaskContext& ctx);
 
@@ -52,7 +60,9 @@ Scores score_checkpoint(const std::string& checkpoint, const std::string& file, 
 struct FinetuneResult {
   RunResult run;
   // The best model's scores when the run finished: {"dev": {...}, "test": {...}} (test absent
-  // without --test); null when it stopped early (a signal or --stop-at), to be resumed.
+  // without --test, or for a benchmark task, whose test file is predicted into
+  // OUT/<leaderboard file> or --predictions instead); null when it stopped early (a signal or
+  // --stop-at), to be resumed.
   nlohmann::json scores;
 };
 
