@@ -14,8 +14,8 @@ ALBERT_PRESETS = {"tiny": (2, 128, 2, 64), "small": (4, 512, 8, 128), "base": (1
 
 
 # Each thread count in turn: two warm-up steps, then `steps` timed ones; prints each count's figure,
-# the peak memory and, last, 'tokens/s: BEST'.
-def report_best(step, threads, steps, tokens_per_step):
+# the peak memory and, last, 'tokens/s: BEST' (or 'examples/s: BEST' with unit="examples").
+def report_best(step, threads, steps, units_per_step, unit="tokens"):
     best = None
     for t in [int(x) for x in threads.split(",")]:
         torch.set_num_threads(t)
@@ -24,8 +24,8 @@ def report_best(step, threads, steps, tokens_per_step):
         for _ in range(steps):
             step()
         secs = time.perf_counter() - t0
-        tps = steps * tokens_per_step / secs
-        print(f"threads {t}: {tps:.1f} tokens/s, {secs / steps:.3f} s/step")
+        tps = steps * units_per_step / secs
+        print(f"threads {t}: {tps:.1f} {unit}/s, {secs / steps:.3f} s/step")
         best = max(best or 0, tps)
     print(f"peak memory MB: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
-    print(f"tokens/s: {best:.1f}")
+    print(f"{unit}/s: {best:.1f}")

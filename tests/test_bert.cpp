@@ -5,6 +5,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "models/checkpoint.hpp"
 #include "tests/golden.hpp"
@@ -266,5 +270,70 @@ TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files, --vocab
   fs::remove(dir / "special_tokens_map.json");
   std::tie(rc, text, errors) = run("tokenize --model " + dir.string());
   CHECK(text == "2 5 7 3\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bert_infer classify equals transformers on sentences and pairs, batched", "[bert][cli]") {
+  namespace fs = std::filesystem;
+  const std::string heads = std::string(XGRAD_TEST_DATA_DIR) + "/heads/";
+  const auto goldens = nlohmann::json::parse(std::ifstream(heads + "classify_goldens.json"));
+  const fs::path dir = fs::temp_directory_path() / ("xgrad_classify." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string lines = (dir / "in.txt").string(), jsonl = (dir / "in.jsonl").string();
+  {
+    std::ofstream l(lines), j(jsonl);
+    for (const auto& input : goldens.at("inputs")) {
+      l << input[0].get<std::string>() << (input.size() > 1 ? "\t" + input[1].get<std::string>() : "") << "\n";
+      nlohmann::json o = {{"text", input[0]}};
+      if (input.size() > 1) o["text_b"] = input[1];
+      j << o.dump() << "\n";
+    }
+  }
+  const std::string vocab = " --vocab " + heads + "classify_vocab.txt --batch 2";  // batches of 2, then 1
+  for (const char* model : {"seq_single", "seq_multi", "seq_regression"}) {
+    INFO(model);
+    const auto& expected = goldens.at(model);
+    const Run r = bert_infer("classify --model " + heads + model + vocab + " --top-k 3 < " + lines);
+    REQUIRE(r.code == 0);
+    std::istringstream out(r.out);
+    std::string row;
+    for (const auto& probabilities : expected.at("outputs")) {
+      REQUIRE(std::getline(out, row));
+      std::vector<std::string> fields;
+      for (size_t start = 0, tab;; start = tab + 1) {
+        tab = row.find('\t', start);
+        fields.push_back(row.substr(start, tab - start));
+        if (tab == std::string::npos) break;
+      }
+      if (std::string(model) == "seq_regression") {  // the value itself
+        REQUIRE(fields.size() == 1);
+        CHECK(std::stod(fields[0]) == Approx(probabilities[0].get<double>()).margin(1e-5));
+        continue;
+      }
+      REQUIRE(fields.size() == 6);  // label, probability: all three, most likely first
+      for (size_t k = 0; k < 3; ++k) {
+        const auto& names = expected.at("id2label");
+        const size_t id = size_t(std::find(names.begin(), names.end(), fields[2 * k]) - names.begin());
+        REQUIRE(id < 3);
+        CHECK(std::stod(fields[2 * k + 1]) == Approx(probabilities[id].get<double>()).margin(1e-5));
+        if (k > 0) CHECK(std::stod(fields[2 * k + 1]) <= std::stod(fields[2 * k - 1]));
+      }
+    }
+    CHECK(!std::getline(out, row));
+  }
+  // JSON Lines give the same; the default prints the most likely label only
+  const Run from_lines = bert_infer("classify --model " + heads + "seq_single" + vocab + " < " + lines);
+  const Run from_jsonl = bert_infer("classify --jsonl --model " + heads + "seq_single" + vocab + " < " + jsonl);
+  CHECK(from_jsonl.code == 0);
+  CHECK(from_jsonl.out == from_lines.out);
+  CHECK(from_lines.out.rfind("negative\t0.47397", 0) == 0);
+  // errors name the line; a model without a classifier is refused
+  std::ofstream(jsonl, std::ios::app) << "{\"txt\": \"x\"}\n";
+  const Run bad = bert_infer("classify --jsonl --model " + heads + "seq_single" + vocab + " < " + jsonl);
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Contains("stdin line 6: expected {\"text\": \"...\"}"));
+  const Run not_classifier = bert_infer("classify --model " + heads + "token" + vocab + " < " + lines);
+  CHECK(not_classifier.code == 1);
+  CHECK_THAT(not_classifier.err, Contains("is a BertForTokenClassification, not a sequence classifier"));
   fs::remove_all(dir);
 }

@@ -133,3 +133,34 @@ TEST_CASE("classification data: label lists sort integers as numbers", "[data]")
   e[0].label = "b";
   CHECK(label_list(e) == std::vector<std::string>{"-1", "2", "b"});
 }
+
+TEST_CASE("classification data: unlabelled files with ids, and texts joining columns", "[data]") {
+  TextColumns c;
+  c.label = "";
+  c.id = "index";
+  c.text = "sentence";
+  const auto e = read(".tsv", "index\tsentence\n7\tno label\n", c);
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].id == "7");
+  CHECK(e[0].label.empty());
+  CHECK_THROWS_WITH(read(".tsv", "idx\tsentence\n7\tx\n", c), Contains(":1: no id column 'index' in the header (idx, sentence)"));
+  // numbered columns joined: "3+2" reads the third field, a space, the second
+  TextColumns n;
+  n.label = "1";
+  n.text = "3+2";
+  const auto j = read(".tsv", "0\tfirst\tsecond\n", n);
+  CHECK(j[0].text_a == "second first");
+  n.text = "3+5";
+  CHECK_THROWS_WITH(read(".tsv", "0\ta\tb\n", n), Contains(":1: no column 5 (the rows have 3)"));
+  // JSONL: numeric and string ids, keys joined, a missing joined key named
+  TextColumns k;
+  k.label = "";
+  k.id = "idx";
+  k.text = "word+sentence1";
+  const auto w = read(".jsonl", "{\"word\": \"bank\", \"sentence1\": \"by the bank\", \"idx\": 3}\n{\"word\": \"w\", \"sentence1\": \"s\", \"idx\": \"a-1\"}\n", k);
+  CHECK(w[0].text_a == "bank by the bank");
+  CHECK(w[0].id == "3");
+  CHECK(w[1].id == "a-1");
+  CHECK_THROWS_WITH(read(".jsonl", "{\"word\": \"bank\", \"idx\": 3}\n", k), Contains(":1: no key 'sentence1'"));
+  CHECK_THROWS_WITH(read(".jsonl", "{\"word\": \"a\", \"sentence1\": \"b\", \"idx\": [3]}\n", k), Contains(":1: the id (key 'idx') must be a string"));
+}

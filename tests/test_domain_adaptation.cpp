@@ -146,13 +146,13 @@ static void check_init_from(const Family& f) {
   fs::remove(corpus);
 }
 
-TEST_CASE("--init-from continues a BERT checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
+TEST_CASE("init-from continues a BERT checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
   check_init_from(kFamilies[0]);
 }
-TEST_CASE("--init-from continues a RoBERTa checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
+TEST_CASE("init-from continues a RoBERTa checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
   check_init_from(kFamilies[1]);
 }
-TEST_CASE("--init-from continues an ALBERT checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
+TEST_CASE("init-from continues an ALBERT checkpoint on a new corpus with its tokenizer and a fresh optimizer", "[pretrain][dapt]") {
   check_init_from(kFamilies[2]);
 }
 
@@ -200,7 +200,7 @@ TEST_CASE("an --init-from run with --extend-vocab stopped and resumed equals an 
   fs::remove(corpus);
 }
 
-TEST_CASE("--extend-vocab appends the domain's split words: old ids unchanged, new rows the mean of their pieces",
+TEST_CASE("extend-vocab appends the domain's split words: old ids unchanged, new rows the mean of their pieces",
           "[pretrain][dapt]") {
   const std::string corpus = write_domain_corpus("xgrad_dapt_corpus_extend.txt");
   PretrainRun base = base_run("tiny", "xgrad_dapt_base_extend");
@@ -353,7 +353,7 @@ TEST_CASE("with_new_tokens grows every vocabulary-indexed tensor of each family 
   }
 }
 
-TEST_CASE("--init-from and --extend-vocab refuse what they cannot do, naming the flag", "[pretrain][dapt][errors]") {
+TEST_CASE("init-from and extend-vocab refuse what they cannot do, naming the flag", "[pretrain][dapt][errors]") {
   const std::string corpus = write_domain_corpus("xgrad_dapt_corpus_errors.txt");
   PretrainRun base = base_run("roberta-tiny", "xgrad_dapt_base_errors");
   REQUIRE(base.go() == 2);

@@ -11,6 +11,7 @@
 #include "tests/temp_path.hpp"
 #include "text/classification_data.hpp"
 #include "text/load_tokenizer.hpp"
+#include "training/benchmark.hpp"
 #include "training/tasks/classification.hpp"
 
 using namespace xg;
@@ -237,5 +238,60 @@ TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping
     }
     CHECK(rows == 50);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("bert_finetune --benchmark times a classifier of the preset with its labels", "[finetune]") {
+  TrainerOptions t;
+  t.batch = 2;
+  t.steps = 1;
+  const auto two = run_finetune_benchmark(t, "tiny", 8, 2), three = run_finetune_benchmark(t, "tiny", 8, 3);
+  CHECK(three.parameters - two.parameters == 128 + 1);  // one more row of the classifier: tiny's width and a bias
+  CHECK(two.tokens_per_s > 0);
+  CHECK_THROWS_WITH(run_finetune_benchmark(t, "enormous", 8), Contains("enormous"));
+}
+
+TEST_CASE("fine-tuning a GLUE task by name: CoLA's headerless files, MCC, leaderboard predictions", "[finetune][benchmark]") {
+  const std::string dir = temp_path("xgrad_finetune_cola");
+  fs::create_directories(dir + "/CoLA");
+  // sentiment lines in CoLA's layout: source, label, the author's mark, sentence; the test file has a header, no labels
+  auto cola_split = [&](const std::string& name, size_t every, size_t at, bool test) {
+    std::ifstream in(write_split(dir + "/split.tsv", every, at));
+    std::ofstream out(dir + "/CoLA/" + name);
+    if (test) out << "index\tsentence\n";
+    std::string line;
+    std::getline(in, line);  // label<TAB>text
+    for (size_t i = 0; std::getline(in, line); ++i) {
+      const size_t tab = line.find('\t');
+      if (test) out << i << '\t' << line.substr(tab + 1) << '\n';
+      else out << "src\t" << line.substr(0, tab) << '\t' << (line[0] == '0' ? "*" : "") << '\t' << line.substr(tab + 1) << '\n';
+    }
+  };
+  cola_split("train.tsv", 60, 0, false);  // 50 lines
+  cola_split("dev.tsv", 60, 30, false);
+  cola_split("test.tsv", 100, 7, true);  // 30 lines
+  FinetuneOptions o;
+  o.task = "cola";
+  ClassificationKind& kind = dynamic_cast<ClassificationKind&>(finetune_kind("cola"));
+  kind.settings().data_dir = dir + "/CoLA";
+  o.vocab = kData + "bert-base-uncased-vocab.txt";
+  o.max_len = 32;
+  o.model = dir + "/model.json";
+  std::ofstream(o.model) << R"({"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32})";
+  const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o, kind).scores;
+  CHECK(report.at("dev").contains("mcc"));  // CoLA's official metric only
+  CHECK(!report.at("dev").contains("accuracy"));
+  CHECK(report.at("dev").at("examples") == 50);
+  CHECK(!report.contains("test"));  // no labels: predicted instead
+  std::ifstream predictions(dir + "/run/CoLA.tsv");
+  std::string line;
+  REQUIRE(std::getline(predictions, line));
+  CHECK(line == "index\tprediction");
+  size_t rows = 0;
+  for (; std::getline(predictions, line); ++rows) CHECK((line == std::to_string(rows) + "\t0" || line == std::to_string(rows) + "\t1"));
+  CHECK(rows == 30);
+  CHECK(models::load_pretrained(dir + "/run/best").model->config_json().at("id2label") == nlohmann::json({{"0", "0"}, {"1", "1"}}));
+  kind.settings().data_dir.clear();  // the registry's kind: as it was for the other tests
+  CHECK_THROWS_WITH(finetune_kind("copa"), Contains("--task copa: not a task; use one of classification, cola, sst2"));
   fs::remove_all(dir);
 }

@@ -121,9 +121,29 @@ std::vector<Record> csv_records(const std::string& text, const std::string& path
 
 bool is_number(const std::string& s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); }
 
-// Where each wanted column sits in a record: an index, or npos for "none".
+// The columns a text spec joins ("word+sentence1"); one for a plain name or number.
+std::vector<std::string> spec_parts(const std::string& spec) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t plus; (plus = spec.find('+', start)) != std::string::npos; start = plus + 1) parts.push_back(spec.substr(start, plus - start));
+  parts.push_back(spec.substr(start));
+  return parts;
+}
+
+// Fields joined with a space, as the texts of a joined spec read; `parts` are column indices or keys.
+template <class Part, class FieldOf>
+std::string joined(const std::vector<Part>& parts, FieldOf field_of) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? " " : "") + field_of(parts[i]);
+  return out;
+}
+
+constexpr size_t kNone = std::string::npos;
+
+// Where each wanted column sits in a record: indices, or kNone / empty for "none".
 struct ColumnIndex {
-  size_t label = std::string::npos, text = std::string::npos, text_b = std::string::npos;
+  size_t label = kNone, id = kNone;
+  std::vector<size_t> text, text_b;
 };
 
 size_t find_column(const std::string& spec, const std::vector<std::string>* header, const std::string& path, const char* role) {
@@ -140,48 +160,69 @@ size_t find_column(const std::string& spec, const std::vector<std::string>* head
   return size_t(it - header->begin());
 }
 
+std::vector<size_t> find_columns(const std::string& spec, const std::vector<std::string>* header, const std::string& path, const char* role) {
+  std::vector<size_t> at;
+  for (const auto& part : spec_parts(spec)) at.push_back(find_column(part, header, path, role));
+  return at;
+}
+
+bool names_a_column(const TextColumns& c) {
+  for (const std::string* spec : {&c.label, &c.text, &c.text_b, &c.id})
+    for (const auto& part : spec->empty() ? std::vector<std::string>{} : spec_parts(*spec))
+      if (!is_number(part)) return true;
+  return false;
+}
+
 std::vector<TextExample> table_examples(std::vector<Record> records, const TextColumns& c, const std::string& path) {
-  const bool named = !is_number(c.label) || !is_number(c.text) || (!c.text_b.empty() && !is_number(c.text_b));
-  const bool header_row = named || c.skip_header;
+  const bool header_row = names_a_column(c) || c.skip_header;
   if (records.empty() || (header_row && records.size() == 1))
     throw std::invalid_argument(fmt::format("[data] {}: no examples", path));
   const std::vector<std::string>* header = header_row ? &records.front().fields : nullptr;
   ColumnIndex at;
-  at.label = find_column(c.label, header, path, "label");
-  at.text = find_column(c.text, header, path, "text");
-  if (!c.text_b.empty()) at.text_b = find_column(c.text_b, header, path, "text_b");
-  else if (header && std::find(header->begin(), header->end(), "text_b") != header->end()) at.text_b = find_column("text_b", header, path, "text_b");
+  if (!c.label.empty()) at.label = find_column(c.label, header, path, "label");
+  if (!c.id.empty()) at.id = find_column(c.id, header, path, "id");
+  at.text = find_columns(c.text, header, path, "text");
+  if (!c.text_b.empty()) at.text_b = find_columns(c.text_b, header, path, "text_b");
+  else if (header && std::find(header->begin(), header->end(), "text_b") != header->end()) at.text_b = find_columns("text_b", header, path, "text_b");
   const size_t width = header ? header->size() : records.front().fields.size();
+  std::vector<size_t> used = at.text;
+  used.insert(used.end(), at.text_b.begin(), at.text_b.end());
+  for (size_t k : {at.label, at.id})
+    if (k != kNone) used.push_back(k);
   std::vector<TextExample> out;
   for (size_t i = header_row ? 1 : 0; i < records.size(); ++i) {
     Record& r = records[i];
     if (r.fields.size() != width)
       fail(path, r.line, fmt::format("{} fields where the {} has {}", r.fields.size(), header ? "header" : "first row", width));
-    for (size_t k : {at.label, at.text, at.text_b})
-      if (k != std::string::npos && k >= width) fail(path, r.line, fmt::format("no column {} (the rows have {})", k + 1, width));
+    for (size_t k : used)
+      if (k >= width) fail(path, r.line, fmt::format("no column {} (the rows have {})", k + 1, width));
+    auto field = [&](size_t k) { return r.fields[k]; };
     TextExample e;
     e.line = r.line;
-    e.label = r.fields[at.label];
-    e.text_a = r.fields[at.text];
-    if (at.text_b != std::string::npos) e.text_b = r.fields[at.text_b];
-    const std::string label_name = header ? (*header)[at.label] : fmt::format("column {}", at.label + 1);
-    if (e.label.empty()) fail(path, r.line, fmt::format("the label (field '{}') is empty", label_name));
+    e.text_a = joined(at.text, field);
+    if (!at.text_b.empty()) e.text_b = joined(at.text_b, field);
+    if (at.id != kNone) e.id = r.fields[at.id];
+    if (at.label != kNone) {
+      e.label = r.fields[at.label];
+      const std::string label_name = header ? (*header)[at.label] : fmt::format("column {}", at.label + 1);
+      if (e.label.empty()) fail(path, r.line, fmt::format("the label (field '{}') is empty", label_name));
+    }
     out.push_back(std::move(e));
   }
   return out;
 }
 
-// A JSON label as text: strings as they are, integers and booleans as written, other numbers
-// as the shortest text that reads back the same.
-std::string label_text(const nlohmann::json& v, const std::string& path, size_t line, const std::string& key) {
+// A JSON label or id as text: strings as they are, integers and booleans as written, other
+// numbers as the shortest text that reads back the same.
+std::string field_text(const nlohmann::json& v, const std::string& path, size_t line, const char* role, const std::string& key) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number()) return v.dump();
-  fail(path, line, fmt::format("the label (key '{}') must be a string, number or boolean, got {}", key, json_summary(v)));
+  fail(path, line, fmt::format("the {} (key '{}') must be a string, number or boolean, got {}", role, key, json_summary(v)));
 }
 
 std::vector<TextExample> jsonl_examples(const std::string& text, const TextColumns& c, const std::string& path) {
-  for (const std::string* spec : {&c.label, &c.text, &c.text_b})
+  for (const std::string* spec : {&c.label, &c.text, &c.text_b, &c.id})
     if (is_number(*spec)) throw std::invalid_argument(fmt::format("[data] {}: JSON Lines columns are keys, not numbers ('{}')", path, *spec));
   std::vector<TextExample> out;
   std::istringstream in(text);
@@ -206,11 +247,18 @@ std::vector<TextExample> jsonl_examples(const std::string& text, const TextColum
     };
     TextExample e;
     e.line = line;
-    e.text_a = text_of(c.text, true);
-    e.text_b = text_of(c.text_b.empty() ? "text_b" : c.text_b, !c.text_b.empty());
-    if (!j.contains(c.label) || j[c.label].is_null()) fail(path, line, fmt::format("no label (key '{}')", c.label));
-    e.label = label_text(j[c.label], path, line, c.label);
-    if (e.label.empty()) fail(path, line, fmt::format("the label (key '{}') is empty", c.label));
+    e.text_a = joined(spec_parts(c.text), [&](const std::string& key) { return text_of(key, true); });
+    if (c.text_b.empty()) e.text_b = text_of("text_b", false);
+    else e.text_b = joined(spec_parts(c.text_b), [&](const std::string& key) { return text_of(key, true); });
+    if (!c.id.empty()) {
+      if (!j.contains(c.id) || j[c.id].is_null()) fail(path, line, fmt::format("no id (key '{}')", c.id));
+      e.id = field_text(j[c.id], path, line, "id", c.id);
+    }
+    if (!c.label.empty()) {
+      if (!j.contains(c.label) || j[c.label].is_null()) fail(path, line, fmt::format("no label (key '{}')", c.label));
+      e.label = field_text(j[c.label], path, line, "label", c.label);
+      if (e.label.empty()) fail(path, line, fmt::format("the label (key '{}') is empty", c.label));
+    }
     out.push_back(std::move(e));
   }
   if (out.empty()) throw std::invalid_argument(fmt::format("[data] {}: no examples", path));

@@ -3,7 +3,9 @@
 // CSV (RFC 4180: quoted fields with "" for a quote and embedded newlines) and JSONL (an object per
 // line). Columns by name (the header row's names, the JSON keys) or by number (1-based, for files
 // without a header). A TSV with a header row `label<TAB>text` (and `text_b` for pairs) needs no
-// column options. A UTF-8 BOM and CRLF line ends are accepted; a row with another number of fields
+// column options. A text may join several columns ("word+sentence1": their fields with a space
+// between). Files without labels (a benchmark's test file) name no label column and usually an id
+// column, under which predictions are written. A UTF-8 BOM and CRLF line ends are accepted; a row with another number of fields
 // than the header, an empty label or an unknown one are errors naming the file, line and field.
 #include <cstdint>
 #include <string>
@@ -13,12 +15,14 @@ namespace xg::text {
 
 struct TextExample {
   std::string text_a, text_b;  // text_b empty for single sentences
-  std::string label;           // as written ("positive", "1", "3.8", "true")
+  std::string label;           // as written ("positive", "1", "3.8", "true"); empty when the file has none
+  std::string id;              // the id column's value ("17"), when one is named
   size_t line = 0;             // where the record starts (1-based), for errors
 };
 
 struct TextColumns {
-  // A header name, or a 1-based column number ("2"); JSONL takes names only.
+  // A header name, or a 1-based column number ("2"); JSONL takes names only. The texts may join
+  // several columns with '+'. An empty label: the file has no labels.
   std::string label = "label";
   std::string text = "text";
   // The second text of pairs; empty: the column "text_b" when the header has one, else none.
@@ -26,6 +30,8 @@ struct TextColumns {
   // With numbered columns only: whether the first row is a header to skip. Named columns always
   // read the first row as the header.
   bool skip_header = false;
+  // The example's id (GLUE's "index", SuperGLUE's "idx"); empty: none.
+  std::string id;
 };
 
 // Reads every example; the format from the extension (.tsv, .csv, .jsonl or .json for JSON Lines).

@@ -1,14 +1,20 @@
 #include "training/benchmark.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <string>
 
 #include "autograd/parallel.hpp"
+#include "models/head_config.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
 #include "optim/optim.hpp"
 #include "training/batch.hpp"
+#include "training/tasks/finetuning.hpp"
+#include "training/tasks/pretraining.hpp"
 
 namespace xg::training {
 
@@ -19,25 +25,18 @@ double peak_rss_mb() {
   return 0;
 }
 
-BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& task) {
-  if (opt.threads > 0) set_num_threads(opt.threads);
-  const nlohmann::json config = fresh_model_config(task.model_or_default(), 0, -1, -1, -1, task.seq_len);
-  const size_t vocab = config.at("vocab_size").get<size_t>();
-  auto model = models::build_model(config, task.model_or_default(), pretraining_architecture(task));
-  auto* heads = dynamic_cast<models::PretrainingHeads*>(model.get());
-  Generator gen(opt.seed);
-  model->init_weights(gen);
-  model->train();
-  heads->set_checkpoint_activations(task.checkpoint_activations);
-  model->flatten_parameters();
-  optim::AdamW adamw(optim::bert_param_groups(model->named_parameters(), opt.weight_decay), opt.lr);
-  adamw.bind(*model->arena());
-  std::vector<Batch> batches;
-  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, config.value("type_vocab_size", size_t(2)), gen));
+namespace {
+// Two warm-up steps, then opt.steps timed ones of `loss_of(i)`'s backward and an AdamW step over
+// the model's flat parameters, as the Trainer takes them.
+BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, size_t tokens_per_step,
+                           const std::function<Tensor(size_t)>& loss_of) {
+  model.train();
+  model.flatten_parameters();
+  optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);
+  adamw.bind(*model.arena());
   auto step = [&](size_t i) {
-    model->zero_grad();
-    const auto out = heads->forward_pretraining(batches[i % batches.size()].inputs, batches[i % batches.size()].targets);
-    out.loss.backward();
+    model.zero_grad();
+    loss_of(i).backward();
     adamw.step();
   };
   step(0);
@@ -46,7 +45,46 @@ BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& 
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) step(size_t(i));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {double(n) * double(opt.batch * task.seq_len) / secs, secs / double(n), peak_rss_mb(), model->num_parameters()};
+  return {double(n) * double(tokens_per_step) / secs, secs / double(n), peak_rss_mb(), model.num_parameters()};
+}
+
+}  // namespace
+
+BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& task) {
+  if (opt.threads > 0) set_num_threads(opt.threads);
+  const nlohmann::json config = fresh_model_config(task.model_or_default(), 0, -1, -1, -1, task.seq_len);
+  const size_t vocab = config.at("vocab_size").get<size_t>();
+  auto model = models::build_model(config, task.model_or_default(), pretraining_architecture(task));
+  auto* heads = dynamic_cast<models::PretrainingHeads*>(model.get());
+  Generator gen(opt.seed);
+  model->init_weights(gen);
+  heads->set_checkpoint_activations(task.checkpoint_activations);
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, config.value("type_vocab_size", size_t(2)), gen));
+  return time_steps(opt, *model, opt.batch * task.seq_len, [&](size_t i) {
+    return heads->forward_pretraining(batches[i % batches.size()].inputs, batches[i % batches.size()].targets).loss;
+  });
+}
+
+BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::string& preset, size_t seq_len, size_t num_labels) {
+  if (opt.threads > 0) set_num_threads(opt.threads);
+  nlohmann::json config = fresh_model_config(preset, 0, -1, -1, -1, seq_len);
+  models::HeadConfig::with_num_labels(num_labels).add_to_json(config);
+  const size_t vocab = config.at("vocab_size").get<size_t>();
+  auto model = models::build_model(config, preset, head_architecture(config.at("model_type").get<std::string>(), "ForSequenceClassification", "--model " + preset));
+  Generator gen(opt.seed);
+  model->init_weights(gen);
+  std::vector<Batch> batches;  // pre-training's random ids, without their targets: labels instead
+  std::vector<Tensor> labels;
+  for (int i = 0; i < 4; ++i) {
+    batches.push_back(random_batch(opt.batch, seq_len, vocab, config.value("type_vocab_size", size_t(2)), gen));
+    std::vector<int64_t> ids(opt.batch);
+    for (auto& id : ids) id = int64_t(gen.below(num_labels));
+    labels.push_back(Tensor::from_ints(ids, {opt.batch}));
+  }
+  return time_steps(opt, *model, opt.batch * seq_len, [&](size_t i) {
+    return model->forward_named(batches[i % batches.size()].inputs, {{"labels", labels[i % labels.size()]}}).at("loss");
+  });
 }
 
 }  // namespace xg::training

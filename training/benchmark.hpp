@@ -1,5 +1,6 @@
 #pragma once
-// The speed yardstick of bert_pretrain --benchmark: full pre-training steps on random ids.
+// The speed yardsticks of bert_pretrain --benchmark and bert_finetune --benchmark: full training
+// steps on random ids.
 #include <cstddef>
 
 #include "training/tasks/pretraining.hpp"
@@ -18,6 +19,14 @@ struct BenchmarkResult {
 // trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len, task.model,
 // task.pairing, trainer.threads, trainer.lr, trainer.weight_decay and trainer.seed.
 BenchmarkResult run_benchmark(const TrainerOptions& trainer, const PretrainOptions& task);
+
+// Times fine-tuning steps of sentence classification (the family's *ForSequenceClassification:
+// forward, cross-entropy over num_labels, backward, AdamW) on random token ids of the preset's
+// vocabulary, every position a real token: trainer.steps timed steps after two warm-up steps, with
+// trainer.batch, seq_len, `model` (a [family-]size preset), trainer.threads, trainer.lr,
+// trainer.weight_decay and trainer.seed.
+BenchmarkResult run_finetune_benchmark(const TrainerOptions& trainer, const std::string& model, size_t seq_len,
+                                       size_t num_labels = 2);
 
 // Peak resident memory of this process so far (VmHWM), in MB.
 double peak_rss_mb();

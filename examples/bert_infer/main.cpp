@@ -8,6 +8,8 @@
 //   bert_infer qa --model DIR [--input FILE]  < {"question": ..., "context": ...} lines   (answer, span, score)
 //   bert_infer ner --model DIR [--jsonl] [--batch N] < lines   (entities of each line as one JSON line;
 //     DIR is a *ForTokenClassification checkpoint, e.g. OUT/best of bert_finetune --task ner)
+//   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
+//     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -62,6 +64,14 @@ struct NerArgs {
   bool jsonl = false;
   size_t batch = 32;
   text::WordAlignOptions align;
+};
+
+struct ClassifyArgs {
+  TokenizerArgs tok;  // tok.model is the checkpoint too
+  bool jsonl = false;
+  size_t top_k = 1;
+  size_t batch = 32;
+  size_t max_len = 512;  // capped at the model's max_position_embeddings
 };
 
 // Said before anything tries a file inside it (which would blame a missing vocab.txt).
@@ -224,22 +234,36 @@ int fill_mask(const FillMaskArgs& a) {
   return 0;
 }
 
+// Reads stdin in batches of `batch` lines; `run(lines, first)` gets each batch and the 1-based
+// number of its first line.
+template <class Run>
+void for_each_batch(size_t batch, Run run) {
+  std::vector<std::string> lines;
+  size_t first = 1;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    lines.push_back(line);
+    if (lines.size() == batch) {
+      run(lines, first);
+      first += lines.size();
+      lines.clear();
+    }
+  }
+  if (!lines.empty()) run(lines, first);
+}
+
 int embed(const EmbedArgs& a) {
   const auto tok = tokenizer_for(a.tok, "embed");
   auto loaded = load_model(a.tok.model);
   check_vocabulary_fits(*tok, loaded, a.tok.model);
-  const size_t batch = a.batch;
   text::EncodeOptions eo;
   eo.max_length = size_t(loaded.model->config_json().at("max_position_embeddings"));
-  std::vector<std::string> lines;
-  size_t lines_read = 0;
-  auto flush = [&] {
-    if (lines.empty()) return;
+  for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<text::Encoding> encoded;
     try {
       encoded = tok->encode_batch(lines, eo);
     } catch (const std::exception&) {  // find the line to name
-      for (size_t i = 0; i < lines.size(); ++i) encode_line(*tok, lines[i], lines_read - lines.size() + i + 1, eo);
+      for (size_t i = 0; i < lines.size(); ++i) encode_line(*tok, lines[i], first + i, eo);
       throw;
     }
     std::vector<models::Sequence> sequences;
@@ -254,15 +278,87 @@ int embed(const EmbedArgs& a) {
       for (size_t i = 0; i < H; ++i) s += fmt::format("{}{:.8g}", i ? " " : "", pooled.data()[b * H + i]);
       fmt::print("{}\n", s);
     }
-    lines.clear();
-  };
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    lines.push_back(line);
-    ++lines_read;
-    if (lines.size() == batch) flush();
+  });
+  return 0;
+}
+
+// One input of classify: a line "text[<TAB>text_b]", or a JSON object {"text": ..., "text_b": ...}.
+models::Sequence encode_input(const text::Tokenizer& tok, const std::string& line, size_t n, bool jsonl, const text::EncodeOptions& eo) {
+  std::string a = line, b;
+  bool pair = false;
+  if (jsonl) {
+    nlohmann::json j;
+    try {
+      j = parse_json_bounded(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(fmt::format("stdin line {}: not valid JSON ({})", n, e.what()));
+    }
+    auto text_of = [&](const char* key) {
+      if (!j.is_object() || !j.contains(key) || !j[key].is_string())
+        throw std::invalid_argument(fmt::format("stdin line {}: expected {{\"text\": \"...\"}} with an optional \"text_b\", got {}", n, json_summary(j)));
+      return j[key].get<std::string>();
+    };
+    a = text_of("text");
+    pair = j.contains("text_b");
+    if (pair) b = text_of("text_b");
+  } else if (const size_t tab = line.find('\t'); tab != std::string::npos) {
+    a = line.substr(0, tab);
+    b = line.substr(tab + 1);
+    pair = true;
   }
-  flush();
+  try {
+    const text::Encoding e = pair ? tok.encode_pair(a, b, eo) : tok.encode(a, eo);
+    return {{e.ids.begin(), e.ids.end()}, {e.type_ids.begin(), e.type_ids.end()}};
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("stdin line {}: {}", n, e.what()));
+  }
+}
+
+// A row of logits as printed: "label<TAB>probability" for the top k (softmax; sigmoid of each for
+// multi-label), or the value of a regression.
+std::string classify_row(const float* logits, const models::HeadConfig& head, bool regression, size_t top_k) {
+  const size_t n = head.num_labels();
+  if (regression) return fmt::format("{:.6g}", logits[0]);
+  std::vector<double> p(n);
+  if (head.problem_type == "multi_label_classification") {
+    for (size_t i = 0; i < n; ++i) p[i] = 1.0 / (1.0 + std::exp(-double(logits[i])));
+  } else {
+    const double top = *std::max_element(logits, logits + n);
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(double(logits[i]) - top);
+    for (auto& v : p) v /= sum;
+  }
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return p[x] > p[y]; });
+  std::string s;
+  for (size_t i = 0; i < std::min(top_k, n); ++i) s += fmt::format("{}{}\t{:.6f}", i ? "\t" : "", head.id2label[order[i]], p[order[i]]);
+  return s;
+}
+
+int classify(const ClassifyArgs& a) {
+  const auto tok = tokenizer_for(a.tok, "classify");
+  auto loaded = load_model(a.tok.model);
+  check_vocabulary_fits(*tok, loaded, a.tok.model);
+  const std::string architecture = loaded.model->architecture();
+  const std::string suffix = "ForSequenceClassification";
+  if (architecture.size() < suffix.size() || architecture.compare(architecture.size() - suffix.size(), suffix.size(), suffix) != 0)
+    throw std::invalid_argument(fmt::format("classify: --model {} is a {}, not a sequence classifier", a.tok.model, architecture));
+  const auto& config = loaded.model->config_json();
+  const models::HeadConfig head = models::HeadConfig::from_json(config, a.tok.model + "/config.json");
+  // one output: a regression unless the config says otherwise, as transformers decides
+  const bool regression = head.num_labels() == 1 && head.problem_type != "single_label_classification" &&
+                          head.problem_type != "multi_label_classification";
+  text::EncodeOptions eo;
+  eo.max_length = std::min(a.max_len, size_t(config.at("max_position_embeddings")));
+  for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
+    std::vector<models::Sequence> sequences;
+    for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(*tok, lines[i], first + i, a.jsonl, eo));
+    NoGradGuard no_grad;
+    const Tensor logits = loaded.model->forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits");
+    const std::vector<float> rows = logits.to_vector();
+    for (size_t b = 0; b < lines.size(); ++b) fmt::print("{}\n", classify_row(rows.data() + b * head.num_labels(), head, regression, a.top_k));
+  });
   return 0;
 }
 
@@ -367,6 +463,16 @@ int main(int argc, char** argv) {
       "Output, one line per input line: {\"text\": ..., \"entities\": [{\"type\": \"PER\", \"text\": ..., \"start\": S,\n"
       "\"end\": E, \"score\": P}]}; [S, E) counts code points of the line, P is the mean probability of the\n"
       "entity's word tags (each word's tag is its first sub-token's).");
+  ClassifyArgs c;
+  auto* classify_cmd = app.add_subcommand("classify", "Each stdin line (a TAB separates a pair) -> its labels with probabilities");
+  add_tokenizer_options(classify_cmd, c.tok, /*model_required=*/true);
+  classify_cmd->add_flag("--jsonl", c.jsonl, "each line is a JSON object {\"text\": ..., \"text_b\": ...} (text_b optional)");
+  xg::cli::add_number(*classify_cmd, "--top-k", c.top_k, "labels printed per line, most likely first")->check(xg::cli::positive());
+  xg::cli::add_number(*classify_cmd, "--batch", c.batch, "lines per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*classify_cmd, "--max-len", c.max_len, "tokens per input, special tokens included (longer ones are truncated; "
+                                                             "at most the model's max_position_embeddings)")->check(xg::cli::positive());
+  classify_cmd->footer("Prints one line per input: label<TAB>probability (softmax over the labels; each label's sigmoid for a\n"
+                       "multi-label model), the top --top-k of them; for a regression model (one output) its value.");
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
@@ -375,6 +481,7 @@ int main(int argc, char** argv) {
     if (*fill_mask_cmd) return fill_mask(f);
     if (*qa_cmd) return infer::run_qa(q);
     if (*ner_cmd) return ner(n);
+    if (*classify_cmd) return classify(c);
     return embed(e);
   } catch (const std::exception& ex) {
     fmt::print(stderr, "bert_infer: {}\n", ex.what());

@@ -293,7 +293,10 @@ infer)
   STDIN_FILE=$W/bad_stdin.txt
   expect 1 "stdin line 2" "$I" tokenize --model "$M"
   expect 1 "stdin line 2" "$I" embed --model "$M"
+  expect 1 "stdin line 2" "$I" classify --model "$SRC/tests/data/heads/seq_single" --vocab "$SRC/tests/data/heads/classify_vocab.txt"
   STDIN_FILE=/dev/null
+  expect 1 "not a sequence classifier" "$I" classify --model "$M"
+  expect 2 "--top-k" "$I" classify --model "$M" --top-k 0
   expect 1 "a directory" "$I" dump --model "$M" --inputs "$W/none.safetensors" --out "$W"
   expect 1 "$W/none.safetensors" "$I" dump --model "$M" --inputs "$W/none.safetensors" --out "$W/o.safetensors"
   mkdir -p "$W/vocab_dir"

@@ -29,7 +29,9 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
       .add("--label-column", &O::label_column, "label column: a header name or a 1-based number (JSONL: a key)", kRestore)
       .add("--text-column", &O::text_column, "text column: a header name or a 1-based number", kRestore)
       .add("--text-b-column", &O::text_b_column, "second text of pairs (default: the column text_b when the header has one)", kRestore)
-      .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore);
+      .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore)
+      .add("--data-dir", &O::data_dir, "with a GLUE or SuperGLUE --task: the task's folder as the benchmark ships it "
+                                       "(its train, dev and test files, unless --train, --dev or --test name others)", kRestore);
   return t;
 }
 
@@ -102,7 +104,22 @@ Batch make_batch(const EncodedSet& set, const std::vector<size_t>& rows, int64_t
 
 size_t argmax_row(const float* row, size_t n) { return size_t(std::max_element(row, row + n) - row); }
 
-Scores score_predictions(const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels, bool regression) {
+// A benchmark task's official metrics; their mean (the benchmark's task score) picks the best model.
+Scores benchmark_scores(const BenchmarkTask& task, const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels) {
+  BenchmarkScores b;
+  if (task.regression()) {
+    b = score_regression(task, set.values, std::vector<double>(outputs.begin(), outputs.end()));
+  } else {
+    std::vector<int64_t> predicted;
+    for (size_t i = 0; i < set.size(); ++i) predicted.push_back(int64_t(argmax_row(outputs.data() + i * num_labels, num_labels)));
+    b = score_benchmark(task, set.label_ids, predicted);
+  }
+  return {b.values, b.main, b.summary};
+}
+
+Scores score_predictions(const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels, bool regression,
+                         const BenchmarkTask* benchmark) {
+  if (benchmark) return benchmark_scores(*benchmark, set, outputs, num_labels);
   Scores s;
   const double n = double(set.size());
   if (regression) {
@@ -146,8 +163,8 @@ std::vector<float> predict_set(models::PretrainedModel& model, const EncodedSet&
 
 class ClassificationTask : public FinetuneTask {
  public:
-  ClassificationTask(const FinetuneOptions& o, const ClassificationOptions& c, const TaskContext& ctx)
-      : FinetuneTask(o, ctx, "classification", "ForSequenceClassification"), c_(c) {
+  ClassificationTask(const FinetuneOptions& o, const ClassificationOptions& c, const BenchmarkTask* benchmark, const TaskContext& ctx)
+      : FinetuneTask(o, ctx, "classification", "ForSequenceClassification"), c_(c), benchmark_(benchmark) {
     load_model(new_head_json(), [&](const nlohmann::json& config) {
       // A classifier keeps its labels unless they are transformers' placeholders (LABEL_0, ...), as
       // run_glue decides; any other checkpoint gets a new head for the training labels.
@@ -205,7 +222,7 @@ class ClassificationTask : public FinetuneTask {
   Scores score_dev(size_t batch_size) override {
     if (dev_.size() == 0) return {};
     return score_predictions(dev_, predict_set(*model_, dev_, tok_->pad_id(), c_.regression, batch_size), head_.num_labels(),
-                             c_.regression);
+                             c_.regression, benchmark_);
   }
 
  private:
@@ -216,7 +233,9 @@ class ClassificationTask : public FinetuneTask {
       h = models::HeadConfig::with_num_labels(1);
       h.problem_type = "regression";
     } else {
-      h = models::HeadConfig::with_labels(text::label_list(text::read_text_examples(opt_.train, columns_of(c_))));
+      // a benchmark's labels in the official order, else the training file's, sorted
+      h = models::HeadConfig::with_labels(benchmark_ ? benchmark_->labels
+                                                     : text::label_list(text::read_text_examples(opt_.train, columns_of(c_))));
       h.problem_type = "single_label_classification";
     }
     nlohmann::json j = nlohmann::json::object();
@@ -225,12 +244,13 @@ class ClassificationTask : public FinetuneTask {
   }
 
   const ClassificationOptions c_;
+  const BenchmarkTask* benchmark_;
   models::HeadConfig head_;
   EncodedSet train_, dev_;
 };
 
 // One line per example: the predicted label (its name), or the value for regression.
-void write_predictions(const std::string& path, const std::vector<float>& outputs, const models::HeadConfig& head, bool regression) {
+void write_label_predictions(const std::string& path, const std::vector<float>& outputs, const models::HeadConfig& head, bool regression) {
   std::string text = "index\tprediction\n";
   const size_t n = head.num_labels();
   for (size_t i = 0; i * (regression ? 1 : n) < outputs.size(); ++i)
@@ -241,12 +261,45 @@ void write_predictions(const std::string& path, const std::vector<float>& output
 
 }  // namespace
 
+std::vector<std::string> ClassificationKind::task_names() const {
+  std::vector<std::string> names = {"classification"};
+  for (const auto& t : benchmark_tasks()) names.push_back(t.name);
+  return names;
+}
+
+void ClassificationKind::select(const std::string& task_name, FinetuneOptions& o) {
+  benchmark_ = find_benchmark_task(task_name);
+  if (!benchmark_) {
+    if (!options_.data_dir.empty())
+      throw std::invalid_argument(fmt::format("[classification] --data-dir {} needs a GLUE or SuperGLUE --task ({})",
+                                              options_.data_dir, benchmark_task_names()));
+    return;
+  }
+  options_.label_column = benchmark_->labelled.label;
+  options_.text_column = benchmark_->labelled.text;
+  options_.text_b_column = benchmark_->labelled.text_b;
+  options_.skip_header = benchmark_->labelled.skip_header;
+  options_.regression = benchmark_->regression();
+  if (options_.data_dir.empty()) return;
+  const BenchmarkFiles files = benchmark_files(*benchmark_, options_.data_dir);
+  if (o.train.empty()) o.train = files.train;
+  if (o.dev.empty()) o.dev = files.dev;
+  if (o.test.empty()) o.test = files.test;
+}
+
 std::unique_ptr<Task> ClassificationKind::make_task(const FinetuneOptions& o, const TaskContext& ctx) {
-  return std::make_unique<ClassificationTask>(o, options_, ctx);
+  return std::make_unique<ClassificationTask>(o, options_, benchmark_, ctx);
 }
 
 nlohmann::json ClassificationKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                               size_t batch_size, const std::string& predictions) {
+  if (benchmark_ && file == o.test) {  // a benchmark's test file has no labels: predicted for its leaderboard
+    const std::string path =
+        predictions.empty() ? (fs::path(checkpoint).parent_path() / benchmark_->predictions_file()).string() : predictions;
+    write_test_predictions(*benchmark_, checkpoint, file, path, o.max_len, batch_size);
+    fmt::print("test predictions for the {} leaderboard: {}\n", benchmark_->submission, path);
+    return nlohmann::json::object();
+  }
   auto loaded = models::load_pretrained(checkpoint);
   const auto tok = finetune_tokenizer(checkpoint, o);
   models::PretrainedModel& model = *loaded.model;
@@ -255,9 +308,9 @@ nlohmann::json ClassificationKind::score_file(const std::string& checkpoint, con
   NoGradGuard no_grad;
   model.eval();
   const auto outputs = predict_set(model, set, tok->pad_id(), options_.regression, batch_size);
-  if (!predictions.empty()) write_predictions(predictions, outputs, head, options_.regression);
+  if (!predictions.empty()) write_label_predictions(predictions, outputs, head, options_.regression);
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : score_predictions(set, outputs, head.num_labels(), options_.regression).values) j[name] = v;
+  for (const auto& [name, v] : score_predictions(set, outputs, head.num_labels(), options_.regression, benchmark_).values) j[name] = v;
   return j;
 }
 

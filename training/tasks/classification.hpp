@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "training/tasks/benchmark_tasks.hpp"
 #include "training/tasks/finetuning.hpp"
 
 namespace xg::training {
@@ -17,15 +18,20 @@ struct ClassificationOptions {
   bool regression = false;  // one output trained with MSE; labels are numbers
   std::string label_column = "label", text_column = "text", text_b_column;
   bool skip_header = false;
+  std::string data_dir;  // with a benchmark --task: its folder as shipped (train, dev, test files)
 
   static const OptionTable<ClassificationOptions>& table();
 };
 
 // The kind's scores of a checkpoint on a labelled file: accuracy, F1 (of label 1 for two classes,
 // else macro), Matthews correlation; for regression Pearson, Spearman and MSE; and "examples".
+// --task also takes the GLUE and SuperGLUE tasks by name (benchmark_tasks.hpp): their columns,
+// labels in the official order and official metrics; their unlabelled test file is predicted into
+// the leaderboard's file (OUT/CoLA.tsv, OUT/BoolQ.jsonl, ... or --predictions).
 class ClassificationKind : public FinetuneKind {
  public:
-  std::vector<std::string> task_names() const override { return {"classification"}; }
+  std::vector<std::string> task_names() const override;
+  void select(const std::string& task_name, FinetuneOptions& o) override;
   void add_options(CLI::App& app) override { ClassificationOptions::table().add_to(app, options_, "Classification"); }
   BoundOptions options() override { return BoundOptions(ClassificationOptions::table(), options_); }
   std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) override;
@@ -36,6 +42,7 @@ class ClassificationKind : public FinetuneKind {
 
  private:
   ClassificationOptions options_;
+  const BenchmarkTask* benchmark_ = nullptr;  // the --task's benchmark, if it names one
 };
 
 }  // namespace xg::training

@@ -266,8 +266,11 @@ FinetuneKind& finetune_kind(const std::string& task) {
 }
 
 FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind) {
-  if (task.dev.empty()) throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
-  kind.select(task.task);
+  kind.select(task.task, task);  // a benchmark's --data-dir may name the files
+  if (task.train.empty() && trainer.resume.empty()) throw std::invalid_argument("[finetune] --train is required");
+  // a resumed run takes both from its checkpoint's options
+  if (task.dev.empty() && trainer.resume.empty())
+    throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
   Trainer t(trainer, BoundOptions::join({BoundOptions(FinetuneOptions::table(), task), kind.options()}),
             [&task, &kind](const TaskContext& ctx) { return kind.make_task(task, ctx); });
   FinetuneResult result{t.run(), nullptr};
@@ -281,7 +284,10 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";
   nlohmann::json report = nlohmann::json::object();
   report["dev"] = kind.score_file(best, task.dev, task, trainer.batch, dev_predictions);
-  if (!task.test.empty()) report["test"] = kind.score_file(best, task.test, task, trainer.batch, task.predictions);
+  if (!task.test.empty()) {
+    nlohmann::json test = kind.score_file(best, task.test, task, trainer.batch, task.predictions);
+    if (!test.empty()) report["test"] = std::move(test);  // an unlabelled test file is only predicted
+  }
   result.scores = report;
   return result;
 }

@@ -123,11 +123,13 @@ class FinetuneKind {
   virtual void add_options(CLI::App& app) = 0;
   // The kind's own options, saved with each checkpoint and restored on --resume.
   virtual BoundOptions options() = 0;
-  // Called once with the --task name given (a benchmark name may preset columns, labels, metric).
-  virtual void select(const std::string& task_name) { (void)task_name; }
+  // Called once, before training, with the --task name given: a benchmark name may preset the
+  // kind's columns, labels and metric, and the data files in `o`.
+  virtual void select(const std::string& task_name, FinetuneOptions& o) { (void)task_name, (void)o; }
   virtual std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) = 0;
   // Scores a checkpoint this kind saved on a data file, as evaluation does, and writes its
-  // predictions to `predictions` unless empty. Returns the scores by name ({} for unlabelled data).
+  // predictions to `predictions` unless empty. Returns the scores by name (empty for unlabelled
+  // data, which is only predicted).
   virtual nlohmann::json score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                     size_t batch_size, const std::string& predictions) = 0;
 };

@@ -30,7 +30,7 @@ class QuestionAnsweringKind : public FinetuneKind {
   std::vector<std::string> task_names() const override { return {"squad", "squad_v2"}; }
   void add_options(CLI::App& app) override;
   BoundOptions options() override { return BoundOptions(QuestionAnsweringOptions::table(), options_); }
-  void select(const std::string& task_name) override { version_2_ = task_name == "squad_v2"; }
+  void select(const std::string& task_name, FinetuneOptions&) override { version_2_ = task_name == "squad_v2"; }
   std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) override;
   // Scores: v1.1 "exact_match", "f1"; v2.0 "exact", "f1", "total", "HasAns_*", "NoAns_*",
   // "best_exact", "best_f1" and their thresholds (over the null odds); and "questions".

@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""PyTorch with Hugging Face's BertForSequenceClassification fine-tuning exactly as
+`bert_finetune --benchmark` does: a BERT of the size preset (bert_pretrain's sizes, BERT's 30522
+token vocabulary), random token ids with no padding, two labels, dropout on, cross-entropy,
+AdamW, same batch and length. Tries each thread count and reports the best. Last line:
+'examples/s: X'. Needs transformers (e.g. a venv made with --system-site-packages over Debian's
+python3-torch).
+
+  python bench/finetune_torch.py --model mini --batch 32 --seq-len 128 --steps 5 [--threads 1,2]"""
+import argparse
+
+import torch
+from transformers import BertConfig, BertForSequenceClassification
+
+from torch_peer import PRESETS, report_best
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", default="mini")
+p.add_argument("--batch", type=int, default=32)
+p.add_argument("--seq-len", type=int, default=128)
+p.add_argument("--steps", type=int, default=5)
+p.add_argument("--labels", type=int, default=2)
+p.add_argument("--threads", default="1,2")
+a = p.parse_args()
+torch.manual_seed(0)
+layers, hidden, heads = PRESETS[a.model]
+cfg = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                 intermediate_size=4 * hidden, max_position_embeddings=max(512, a.seq_len), num_labels=a.labels)
+model = BertForSequenceClassification(cfg).train()
+opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
+B, T = a.batch, a.seq_len
+ids = torch.randint(0, cfg.vocab_size, (B, T))
+mask = torch.ones(B, T, dtype=torch.long)
+types = torch.cat([torch.zeros(B, T // 2, dtype=torch.long), torch.ones(B, T - T // 2, dtype=torch.long)], 1)
+labels = torch.randint(0, a.labels, (B,))
+
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    model(input_ids=ids, attention_mask=mask, token_type_ids=types, labels=labels).loss.backward()
+    opt.step()
+
+
+report_best(step, a.threads, a.steps, B, unit="examples")
