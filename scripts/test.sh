@@ -15,6 +15,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
   -DXGRAD_BUILD_BENCH=OFF > /dev/null
 cmake --build build-asan --target xgrad_asan_tests fuzz_targets
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/bin/xgrad_asan_tests
-fuzz/run.sh build-asan "${XGRAD_FUZZ_SECONDS:-15}"
+fuzz/run.sh build-asan "${XGRAD_FUZZ_SECONDS:-10}"
 
 ctest --test-dir build --output-on-failure -j "$(nproc)"

@@ -117,7 +117,9 @@ faults)
   "${MPI[@]}" "$BIN/bert_pretrain" "${UNTIMED[@]}" --steps 100000 --batch 4 --out "$W/stopped" > "$W/stopped.log" 2>&1 &
   launcher=$!
   for _ in $(seq 600); do [[ -s "$W/stopped/metrics.jsonl" ]] && break; sleep 0.1; done
-  kill -TERM $launcher
+  # to the ranks themselves (mpirun's children), as a scheduler's pre-emption signals each process:
+  # mpirun forwarding its own SIGTERM may kill ranks that are still saving on a loaded machine
+  pkill -TERM -P $launcher || kill -TERM $launcher
   wait $launcher
   # (mpirun may stop forwarding the ranks' output once signalled: the checkpoint is the evidence)
   ls "$W"/stopped/checkpoint-*/training_state.json > /dev/null 2>&1 ||

@@ -1,6 +1,7 @@
 // The fine-tuning kinds bert_finetune offers, in --help order. A new kind of task adds one line.
 #include "training/tasks/classification.hpp"
 #include "training/tasks/finetuning.hpp"
+#include "training/tasks/multiple_choice.hpp"
 #include "training/tasks/ner.hpp"
 #include "training/tasks/question_answering.hpp"
 
@@ -12,6 +13,7 @@ const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds() {
     k.push_back(std::make_unique<ClassificationKind>());
     k.push_back(std::make_unique<NerKind>());
     k.push_back(std::make_unique<QuestionAnsweringKind>());
+    k.push_back(std::make_unique<MultipleChoiceKind>());
     return k;
   }();
   return kinds;
