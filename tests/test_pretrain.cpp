@@ -92,6 +92,10 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
       ++evals;
       CHECK(std::isfinite(row["eval_perplexity"].get<double>()));
       CHECK(row.contains("eval_nsp_acc"));
+      // the most frequent held-out token's share: a constant of the held-out set, above 1/vocabulary
+      const double baseline = row["eval_mlm_acc_baseline"].get<double>();
+      CHECK(baseline > 1.0 / 30522);
+      CHECK(baseline < 0.5);
     }
   }
   REQUIRE(losses.size() == 40);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <unordered_map>
 
 #include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
@@ -214,6 +215,17 @@ std::string pretraining_architecture(const PretrainOptions& o) {
 
 namespace {
 
+// The accuracy of always answering the held-out set's own most frequent masked token ("the", ","):
+// what a model that learned only token frequencies reaches, the bar a run must clear to show it
+// learned anything from context.
+double most_frequent_label_share(const std::vector<text::Instance>& instances) {
+  std::unordered_map<int32_t, size_t> counts;
+  size_t total = 0, best = 0;
+  for (const auto& in : instances)
+    for (int32_t label : in.masked_labels) best = std::max(best, ++counts[label]), ++total;
+  return total == 0 ? 0.0 : double(best) / double(total);
+}
+
 // Sizes a training step's memory depends on, from config.json (every family has these fields;
 // ALBERT's shared layers make the estimate high, which only makes the refusal rarer).
 struct ModelShape {
@@ -390,15 +402,17 @@ class PretrainingTask : public Task {
     }
     const double mlm_acc = double(mlm_correct) / double(std::max<size_t>(masked, 1));
     const double mlm_loss = mlm_loss_sum / double(std::max<size_t>(masked, 1));
-    Evaluation e{{{"mlm_acc", mlm_acc}, {"perplexity", std::exp(mlm_loss)}, {"mlm_loss", mlm_loss}},
-                 fmt::format("MLM accuracy {:.2f}%, perplexity {:.1f}", 100 * mlm_acc, std::exp(mlm_loss))};
+    const double baseline = most_frequent_label_share(eval_);
+    Evaluation e{{{"mlm_acc", mlm_acc}, {"perplexity", std::exp(mlm_loss)}, {"mlm_loss", mlm_loss}, {"mlm_acc_baseline", baseline}},
+                 fmt::format("MLM accuracy {:.2f}% (most frequent token {:.2f}%), perplexity {:.1f}", 100 * mlm_acc,
+                             100 * baseline, std::exp(mlm_loss))};
     if (has_sentence_task()) {
       const std::string n = sentence_name();
       const double acc = double(sentence_correct) / double(eval_.size());
       e.metrics.emplace_back(n + "_acc", acc);
       e.metrics.emplace_back(n + "_loss", sentence_loss_sum / double(eval_.size()));
-      e.summary = fmt::format("MLM accuracy {:.2f}%, {} accuracy {:.2f}%, perplexity {:.1f}", 100 * mlm_acc,
-                              n == "nsp" ? "NSP" : "SOP", 100 * acc, std::exp(mlm_loss));
+      e.summary = fmt::format("MLM accuracy {:.2f}% (most frequent token {:.2f}%), {} accuracy {:.2f}%, perplexity {:.1f}",
+                              100 * mlm_acc, 100 * baseline, n == "nsp" ? "NSP" : "SOP", 100 * acc, std::exp(mlm_loss));
     }
     return e;
   }
