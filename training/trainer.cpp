@@ -40,6 +40,9 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
            kRestore, between(-1, 1))
       .add("--steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
       .add("--epochs", &O::epochs, "passes over the training data, setting --steps (0: use --steps)", kRestore)
+      .add("--min-steps", &O::min_steps, "with --epochs: train at least this many steps (a few examples make few steps "
+                                         "per epoch); a run so lengthened evaluates 10 times, not each epoch (0: no minimum)",
+           kRestore, at_least(0))
       .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore)
       .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore)
       .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
@@ -266,18 +269,25 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
                                         task->name()));
     task->set_data_shard(size_t(comm.rank()), size_t(comm.size()));
   }
+  // --min-steps lengthens a run of few examples; the resumed run of one knows it from the same options
+  const size_t per_step = opt.batch * opt.grad_accum * size_t(comm.size());
+  const int64_t epoch_steps =
+      opt.epochs > 0 ? int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step) : 0;
+  const bool lengthened = opt.epochs > 0 && epoch_steps < opt.min_steps;
   if (ckpt.empty()) {  // a resumed run has these from its checkpoint
-    const size_t per_step = opt.batch * opt.grad_accum * size_t(comm.size());
-    if (opt.epochs > 0) opt.steps = int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step);
+    if (opt.epochs > 0) opt.steps = lengthened ? opt.min_steps : epoch_steps;
+    if (lengthened) say(fmt::format("{} epochs are {} steps: training {} (--min-steps)", opt.epochs, epoch_steps, opt.steps));
     if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
     // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
     if (opt.warmup_ratio >= 0)
       opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
     if (opt.warmup < 0) opt.warmup = opt.steps / 10;
   }
-  if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes
-    const size_t per_step = opt.batch * opt.grad_accum;
-    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + per_step - 1) / per_step));
+  if (opt.eval_every < 0 && lengthened) {  // evaluating each of many short epochs would cost more than the training
+    opt.eval_every = std::max<int64_t>(1, (opt.steps + 9) / 10);
+  } else if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes
+    const size_t rank_step = opt.batch * opt.grad_accum;
+    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + rank_step - 1) / rank_step));
   }
   nn::Module& model = task->model();
   model.train();

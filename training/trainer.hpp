@@ -37,6 +37,7 @@ struct TrainerOptions {
   float warmup_ratio = -1; // >= 0: warm-up as this fraction of the run's steps, instead of --warmup
   int64_t steps = 800;     // optimizer steps in the whole run
   size_t epochs = 0;       // > 0: derive steps from passes over the training data
+  int64_t min_steps = 0;   // with epochs: at least this many steps (a small set gives few steps per epoch)
   std::string schedule = "linear";
   std::string optimizer = "auto";  // auto: the task's recipe (LAMB for ALBERT, else AdamW)
   float weight_decay = 0.01f;

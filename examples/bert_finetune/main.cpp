@@ -9,6 +9,7 @@
 #include "training/benchmark.hpp"
 #include "training/checkpoints.hpp"
 #include "training/tasks/finetuning.hpp"
+#include "training/tasks/learning_curve.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
 
@@ -16,6 +17,11 @@ using xg::training::FinetuneOptions;
 using xg::training::TrainerOptions;
 
 namespace {
+// Steps a learning curve's run takes at least: a few examples over 3 epochs make a handful of
+// updates, and few-sample fine-tuning needs many more (Mosbach et al. 2021, "On the stability of
+// fine-tuning BERT"; Zhang et al. 2021, "Revisiting few-sample BERT fine-tuning").
+constexpr int64_t kCurveMinSteps = 200;
+
 // Fine-tuning's usual ranges (BERT paper, appendix A.3), not pre-training's.
 void set_finetuning_defaults(TrainerOptions& t) {
   t.lr = 5e-5f;
@@ -24,6 +30,16 @@ void set_finetuning_defaults(TrainerOptions& t) {
   t.warmup_ratio = 0.1f;
   t.save_every = 0;   // one checkpoint at the end; the best one is kept apart
   t.eval_every = -1;  // once per epoch
+}
+
+// A resumed run takes these from its checkpoint; left at fine-tuning's defaults they would read as
+// flags given with other values ("--batch 32 differs from the checkpoint's 8").
+void drop_defaults_on_resume(const CLI::App& app, TrainerOptions& t) {
+  const TrainerOptions plain;
+  if (!app.count("--lr")) t.lr = plain.lr;
+  if (!app.count("--batch")) t.batch = plain.batch;
+  if (!app.count("--epochs")) t.epochs = plain.epochs;
+  if (!app.count("--warmup-ratio")) t.warmup_ratio = plain.warmup_ratio;
 }
 
 // The --task of a run: as given, else (resuming) the one saved with the checkpoint.
@@ -49,7 +65,19 @@ int main(int argc, char** argv) {
   FinetuneOptions::table().add_to(app, task, "Task, data and model");
   for (const auto& kind : xg::training::finetune_kinds()) kind->add_options(app);
   TrainerOptions::table().add_to(app, trainer, "Training");
-  app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}}");
+  app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}} "
+                                     "(with --learning-curve: every run's scores and the summary)");
+  xg::training::CurveOptions curve;
+  std::string curve_sizes;
+  app.add_option("--learning-curve", curve_sizes,
+                 fmt::format("fine-tune on seeded samples of these sizes of the training set (e.g. 50,100,200,500,all), "
+                             "--curve-seeds runs each, into OUT/curve/n<N>-seed<S>; writes OUT/learning_curve.csv (one row "
+                             "of dev scores per run) and OUT/learning_curve_summary.csv (mean and sample std per size); its "
+                             "runs train at least --min-steps (default {} here) and their checkpoints are deleted once scored",
+                             kCurveMinSteps));
+  app.add_option("--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")
+      ->check(CLI::Range(1, 1000));
+  app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints");
   app.add_flag("--benchmark", benchmark,
                "time --steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
                "ids (--batch x --max-len, every token real); prints examples/s last, and no training");
@@ -59,6 +87,8 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    if (benchmark && app.count("--learning-curve"))
+      throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 5;
       fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps (AdamW)\n",
@@ -68,7 +98,21 @@ int main(int argc, char** argv) {
                  r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));
       return 0;
     }
+    if (!trainer.resume.empty()) drop_defaults_on_resume(app, trainer);
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
+    if (app.count("--learning-curve")) {
+      try {
+        curve.sizes = xg::training::parse_curve_sizes(curve_sizes);
+      } catch (const std::invalid_argument& e) {
+        fmt::print(stderr, "bert_finetune: {}\n", e.what());
+        return 2;
+      }
+      if (!app.count("--min-steps")) trainer.min_steps = kCurveMinSteps;
+      const auto result = xg::training::run_learning_curve(trainer, task, xg::training::finetune_kind(task.task), curve);
+      fmt::print("learning curve (dev, mean ± sample std over seeds):\n{}", result.summary_table());
+      if (!report.empty()) xg::write_text_atomically(report, result.to_json().dump(2) + "\n");
+      return result.signal != 0 ? 128 + result.signal : 0;
+    }
     auto& kind = xg::training::finetune_kind(task_name(task, trainer));
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM

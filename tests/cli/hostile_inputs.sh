@@ -360,6 +360,18 @@ finetune)
   ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --report "$W/report.json"
   cases=$((cases + 1))
   grep -q '"accuracy"' "$W/report.json" || fail "no accuracy in $W/report.json"
+  # stopped and resumed with none of its flags: the checkpoint's settings (--batch 2), not fine-tuning's defaults
+  R=$W/ft$((cases + 1))
+  ft && expect 0 "stopped at step 1" "$F" "${FT[@]}" --epochs 2 --stop-at 1
+  expect 0 "final scores" "$F" --resume "$R" --threads 1
+  # learning curves: a bad list of sizes is a bad command line; a small curve writes its rows and summary
+  ft && expect 2 "--learning-curve 'abc'" "$F" "${FT[@]}" --learning-curve abc
+  ft && expect 2 "--learning-curve '1,1'" "$F" "${FT[@]}" --learning-curve 1,1
+  R=$W/ft$((cases + 1))
+  ft && expect 0 "learning curve (dev" "$F" "${FT[@]}" --learning-curve 1,all --curve-seeds 2 --min-steps 2 --epochs 1
+  cases=$((cases + 1))
+  [[ $(wc -l < "$R/learning_curve.csv") -eq 5 && $(wc -l < "$R/learning_curve_summary.csv") -eq 3 ]] ||
+    fail "learning curve files in $R: $(cat "$R"/learning_curve*.csv 2>&1)"
   ;;
 
 *)

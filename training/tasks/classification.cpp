@@ -180,7 +180,7 @@ class ClassificationTask : public FinetuneTask {
     if (!c.regression && one_output)
       throw std::invalid_argument(fmt::format("[classification] {} is a regression model (one output): add --regression", model_source()));
     const size_t all = text::read_text_examples(o.train, columns_of(c)).size();
-    train_ = encode_file(o.train, c, o.max_len, *tok_, head_, sample_indices(all, o.max_train_examples, ctx.seed));
+    train_ = encode_file(o.train, c, o.max_len, *tok_, head_, sample_training(all));
     if (!o.dev.empty()) dev_ = encode_file(o.dev, c, o.max_len, *tok_, head_);
     const models::Sequence* longest = nullptr;
     for (const EncodedSet* set : {&train_, &dev_})

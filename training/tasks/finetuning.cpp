@@ -79,6 +79,28 @@ std::vector<size_t> sample_indices(size_t n, size_t limit, uint64_t seed) {
   return all;
 }
 
+std::vector<std::string> unusual_settings(const TrainerOptions& trainer, const FinetuneOptions& task, size_t ranks,
+                                          size_t train_examples) {
+  std::vector<std::string> w;
+  if (!fs::is_directory(task.model)) return w;  // a preset from scratch: other rates and lengths are normal
+  const size_t batch = trainer.batch * trainer.grad_accum * ranks;
+  if (trainer.lr < 1e-5f || trainer.lr > 5e-5f)
+    w.push_back(fmt::format("--lr {:g} is outside fine-tuning's usual 1e-5..5e-5 for a pre-trained checkpoint", trainer.lr));
+  if (batch < 16 || batch > 128)
+    w.push_back(fmt::format("the effective batch {} (--batch {} x --grad-accum {} x {} ranks) is outside fine-tuning's usual "
+                            "16..128", batch, trainer.batch, trainer.grad_accum, ranks));
+  if (trainer.epochs == 0) return w;  // --steps: no epochs to judge
+  if (trainer.epochs > 10 && task.patience == 0)
+    w.push_back(fmt::format("--epochs {} is more than fine-tuning's usual 2..10 and --patience is 0: the dev score "
+                            "picks the best model, but nothing stops the run early", trainer.epochs));
+  const double lengthened = double(trainer.min_steps) * double(batch) / double(std::max<size_t>(train_examples, 1));
+  const double epochs = std::max(double(trainer.epochs), lengthened);
+  if (epochs < 2 && train_examples < 10000)
+    w.push_back(fmt::format("--epochs {} over {} training examples: a small set usually needs 2..10 epochs",
+                            trainer.epochs, train_examples));
+  return w;
+}
+
 // ---- FinetuneTask ----
 
 FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std::string kind, std::string head_suffix)
@@ -86,6 +108,13 @@ FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std
   if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train is required", kind_));
   const bool from_dir = !resuming() && fs::is_directory(o.model);
   tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : from_dir ? o.model : "", o);
+}
+
+std::vector<size_t> FinetuneTask::sample_training(size_t all) {
+  std::vector<size_t> rows = sample_indices(all, opt_.max_train_examples, ctx_.seed);
+  train_pool_ = all;
+  train_sampled_ = rows.size();
+  return rows;
 }
 
 void FinetuneTask::load_model(const nlohmann::json& new_head, const std::function<bool(const nlohmann::json&)>& keep_head) {
@@ -271,9 +300,18 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   // a resumed run takes both from its checkpoint's options
   if (task.dev.empty() && trainer.resume.empty())
     throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
+  const bool rank0 = Communicator::world().rank() == 0;
+  const size_t ranks = size_t(Communicator::world().size());
+  size_t pool = 0, sampled = 0;
   Trainer t(trainer, BoundOptions::join({BoundOptions(FinetuneOptions::table(), task), kind.options()}),
-            [&task, &kind](const TaskContext& ctx) { return kind.make_task(task, ctx); });
-  FinetuneResult result{t.run(), nullptr};
+            [&](const TaskContext& ctx) {
+              std::unique_ptr<Task> made = kind.make_task(task, ctx);
+              if (const auto* f = dynamic_cast<const FinetuneTask*>(made.get())) pool = f->train_pool(), sampled = f->train_sampled();
+              if (rank0 && !trainer.quiet && ctx.checkpoint.empty() && task.warn_unusual)  // a resumed run was warned when it started
+                for (const auto& w : unusual_settings(trainer, task, ranks, sampled)) fmt::print(stderr, "warning: {}\n", w);
+              return made;
+            });
+  FinetuneResult result{t.run(), pool, sampled, nullptr};
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
   if (Communicator::world().rank() != 0) return result;  // rank 0 alone kept OUT/best and reports
   // where the Trainer wrote: --out, else the resumed run's directory

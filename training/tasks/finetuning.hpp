@@ -38,6 +38,7 @@ struct FinetuneOptions {
   size_t freeze_layers = 0;        // the embeddings and this many lowest layers stay fixed
   bool freeze_encoder = false;     // only the head learns
   size_t max_train_examples = 0;   // train on this many examples (a seeded sample); 0: all
+  bool warn_unusual = true;        // print unusual_settings (not a flag: a learning curve warns for its first run)
 
   static const OptionTable<FinetuneOptions>& table();
 };
@@ -76,6 +77,9 @@ class FinetuneTask : public Task {
   nlohmann::json data_state() const override;
   void restore_data_state(const nlohmann::json& state) override;
   void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override;
+  // The examples in --train (before --max-train-examples), and how many of them this run trains on.
+  size_t train_pool() const { return train_pool_; }
+  size_t train_sampled() const { return train_sampled_; }
 
  protected:
   // The model with a head for this run: the checkpoint resumed from; else --model's checkpoint,
@@ -92,6 +96,9 @@ class FinetuneTask : public Task {
   std::vector<size_t> next_rows(size_t batch_size, size_t train_size);
   // Scores the current model on the dev set (gradients are off and the model in eval mode).
   virtual Scores score_dev(size_t batch_size) = 0;
+  // The training examples (of `all` in --train) this run trains on: --max-train-examples of them,
+  // a sample drawn with the seed (sample_indices), else all.
+  std::vector<size_t> sample_training(size_t all);
 
   bool resuming() const { return !ctx_.checkpoint.empty(); }
   // Where the model comes from, for messages: the checkpoint resumed from, or --model.
@@ -111,6 +118,7 @@ class FinetuneTask : public Task {
   std::vector<size_t> order_;
   double best_ = -std::numeric_limits<double>::infinity();
   size_t evals_since_best_ = 0;
+  size_t train_pool_ = 0, train_sampled_ = 0;
 };
 
 // One kind of fine-tuning task, as bert_finetune --task names it.
@@ -141,6 +149,8 @@ FinetuneKind& finetune_kind(const std::string& task);
 
 struct FinetuneResult {
   RunResult run;
+  size_t train_pool = 0;      // the examples in --train
+  size_t train_examples = 0;  // those trained on (--max-train-examples of them, or all)
   // The best model's scores when the run finished: {"dev": {...}, "test": {...}} (test absent
   // without --test); null when it stopped early (a signal or --stop-at), to be resumed.
   nlohmann::json scores;
@@ -148,6 +158,15 @@ struct FinetuneResult {
 
 // Fine-tunes per `trainer` and `task` with `kind`, evaluating on --dev (each epoch unless
 // --eval-every is given), then scores OUT/best on --dev and --test and writes --predictions.
+// Prints (rank 0, not when resuming) the unusual_settings of a new run once its training set is read.
 FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind);
+
+// The settings of a run that lie outside fine-tuning's usual ranges (BERT paper, appendix A.3: lr
+// 1e-5..5e-5, batch 16..128, 2..10 epochs) where that matters, one warning line each: the lr and
+// the effective batch (batch x grad-accum x ranks) only when fine-tuning a checkpoint (a preset
+// trained from scratch takes other rates); more than 10 epochs without --patience; fewer than 2
+// epochs (counting --min-steps) of a small set (under 10k examples).
+std::vector<std::string> unusual_settings(const TrainerOptions& trainer, const FinetuneOptions& task, size_t ranks,
+                                          size_t train_examples);
 
 }  // namespace xg::training

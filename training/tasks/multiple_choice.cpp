@@ -127,7 +127,7 @@ class MultipleChoiceTask : public FinetuneTask {
       : FinetuneTask(o, ctx, "multiple_choice", "ForMultipleChoice") {
     load_model(nlohmann::json::object(), [](const nlohmann::json&) { return true; });  // a choice head has no labels to fit
     const size_t all = read_choices(o.train, c, o.max_len, *tok_).size();
-    train_ = read_choices(o.train, c, o.max_len, *tok_, sample_indices(all, o.max_train_examples, ctx.seed));
+    train_ = read_choices(o.train, c, o.max_len, *tok_, sample_training(all));
     if (!o.dev.empty()) dev_ = read_choices(o.dev, c, o.max_len, *tok_);
     check_longest_fits();
   }

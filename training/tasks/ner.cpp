@@ -82,7 +82,7 @@ class NerTask : public FinetuneTask {
     head_ = head_of(*model_);
     const text::WordAlignOptions align = n.align(o.max_len);
     train_ = encode_conll(o.train, n.conll(), *tok_, head_.id2label, align);
-    for (size_t s : sample_indices(train_.sentences.size(), o.max_train_examples, ctx.seed))
+    for (size_t s : sample_training(train_.sentences.size()))
       train_rows_.insert(train_rows_.end(), train_.windows_of[s].begin(), train_.windows_of[s].end());
     if (!o.dev.empty()) dev_ = encode_conll(o.dev, n.conll(), *tok_, {}, align);  // dev tags are scored, not trained
     const text::TokenWindow* longest = nullptr;

@@ -123,7 +123,7 @@ class QuestionAnsweringTask : public FinetuneTask {
     load_model(nlohmann::json::object(), [](const nlohmann::json&) { return true; });  // a QA head has no labels to differ
     const text::SquadFeatureOptions fo = feature_options(o, q);
     const size_t all = read_questions(o.train, version_2).size();
-    const std::vector<size_t> keep = sample_indices(all, o.max_train_examples, ctx.seed);
+    const std::vector<size_t> keep = sample_training(all);
     train_ = encode_file(o.train, version_2, *tok_, fo, &keep);
     if (!o.dev.empty()) dev_ = encode_file(o.dev, version_2, *tok_, fo);
     const text::SquadFeature* longest = nullptr;
