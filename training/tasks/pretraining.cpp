@@ -35,8 +35,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
                                    "or a directory of create_pretraining_data shards", kRestore)
       .add("--tokenizer,--vocab", &O::tokenizer,
            "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model, or a Hugging "
-           "Face tokenizer directory (default: BERT's bundled bert-base-uncased vocabulary; RoBERTa and ALBERT train "
-           "one of 8000 tokens; a resumed run uses its checkpoint's)", kRestore)
+           "Face tokenizer directory (default: bert_pretrain trains one of 8000 tokens on a text corpus; with shards, "
+           "BERT's bundled bert-base-uncased vocabulary; a resumed run uses its checkpoint's)", kRestore)
       .add("--train-vocab", &O::train_vocab, "train a vocabulary of SIZE tokens from the corpus, of the model's kind "
                                              "(WordPiece, byte-level BPE, SentencePiece) instead of --tokenizer (0: no)", kRestore)
       .add("--cased", &O::cased, "keep case and accents (default: uncased; byte-level BPE is always cased)", kRestore)
