@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
+    // a resumed run takes from its checkpoint what the defaults above would otherwise change
+    if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer, app);
     auto& kind = xg::training::finetune_kind(task_name(task, trainer));
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM

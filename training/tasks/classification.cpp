@@ -31,7 +31,8 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
       .add("--text-b-column", &O::text_b_column, "second text of pairs (default: the column text_b when the header has one)", kRestore)
       .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore)
       .add("--data-dir", &O::data_dir, "with a GLUE or SuperGLUE --task: the task's folder as the benchmark ships it "
-                                       "(its train, dev and test files, unless --train, --dev or --test name others)", kRestore);
+                                       "(its train, dev and test files, unless --train, --dev or --test name others)",
+           OnResume::DataPath);
   return t;
 }
 

@@ -28,9 +28,11 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
   static const OptionTable<O> t = OptionTable<O>()
       .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
                                "under Tasks below", kRestore)
-      .add("--train", &O::train, "labelled training data (format per --task)", kRestore)
-      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best", kRestore)
-      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", kRestore)
+      .add("--train", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
+           OnResume::DataPath)
+      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",
+           OnResume::DataPath)
+      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", OnResume::DataPath)
       .add("--model", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
                                  "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
                                  "trained from scratch", kRestore)
