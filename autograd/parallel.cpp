@@ -1,38 +1,21 @@
 #include "autograd/parallel.hpp"
 
 #include <fmt/format.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "util/threads.hpp"
+
 namespace xg {
 
 namespace {
-
-int default_threads() {
-  if (const char* env = std::getenv("XGRAD_NUM_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end == env || *end != '\0' || n < 1 || n > 1024)
-      throw std::invalid_argument(
-          fmt::format("XGRAD_NUM_THREADS='{}' is not a thread count between 1 and 1024", env));
-    return int(n);
-  }
-  // The cores this process may run on: under mpirun --bind-to core (or taskset) a rank gets a share
-  // of the machine, and a thread per core of the whole machine would oversubscribe it.
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw ? int(hw) : 1;
-}
 
 thread_local bool t_inside_task = false;
 
@@ -88,11 +71,19 @@ class Pool {
   ~Pool() { stop_workers(); }
 
  private:
-  Pool() : threads_(default_threads()) { start_workers(); }
+  Pool() : threads_(int(default_thread_count())) { start_workers(); }
 
   void start_workers() {
     stopping_ = false;
-    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+    try {
+      for (int i = 1; i < threads_; ++i)
+        workers_.push_back(start_thread("the tensor thread pool", size_t(i), size_t(threads_), [this] { worker_loop(); }));
+    } catch (...) {
+      // Joinable threads must not be destroyed: stop the ones started and leave a serial pool.
+      stop_workers();
+      threads_ = 1;
+      throw;
+    }
   }
   void stop_workers() {
     {

@@ -14,6 +14,7 @@
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/tasks/benchmark_tasks.hpp"
+#include "training/tasks/finetuning.hpp"
 
 using namespace xg;
 using namespace xg::training;
@@ -167,6 +168,8 @@ TEST_CASE("benchmark tasks: leaderboard predictions files", "[benchmark]") {
   write_predictions(task("boolq"), dir.path + "/BoolQ.jsonl", {{"0", "true"}, {"1", "false"}});
   CHECK(dir.read("BoolQ.jsonl") == "{\"idx\":0,\"label\":\"true\"}\n{\"idx\":1,\"label\":\"false\"}\n");
   CHECK_THROWS_WITH(write_predictions(task("cola"), dir.path + "/CoLA.tsv", {{"a\tb", "1"}}), Contains("holds a tab"));
+  CHECK_THROWS_WITH(write_index_predictions(dir.path + "/p.tsv", {{"0", "two\nlines"}}),
+                    Contains("[predictions] " + dir.path + "/p.tsv: 'two\nlines' holds a tab or newline"));
 }
 
 TEST_CASE("benchmark tasks: a task's files in its folder", "[benchmark]") {
@@ -210,12 +213,14 @@ TEST_CASE("benchmark tasks: test predictions of a classifier checkpoint equal tr
   const std::string stsb_test = dir.file("stsb_test.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\n" +
       fmt::format("0\tg\tf\t2012\t1\ts\ts\t{}\t{}\n1\tg\tf\t2012\t2\ts\ts\t{}\t{}\n", in[1][0].get<std::string>(), in[1][1].get<std::string>(),
                   in[4][0].get<std::string>(), in[4][1].get<std::string>()));
-  write_test_predictions(task("stsb"), checkpoint("seq_regression"), stsb_test, dir.path + "/STS-B.tsv", 12, 1);
+  const ScoringModel regression(checkpoint("seq_regression"), FinetuneOptions{});
+  write_test_predictions(task("stsb"), *regression.model, *regression.tok, stsb_test, dir.path + "/STS-B.tsv", 12, 1);
   const auto& values = goldens.at("seq_regression").at("outputs");
   CHECK(dir.read("STS-B.tsv") == fmt::format("index\tprediction\n0\t{:.3f}\n1\t{:.3f}\n", values[1][0].get<double>(), values[4][0].get<double>()));
   // a SuperGLUE JSONL test file, batched: each pair's most likely label (the model's own labels)
   const std::string cb_test = dir.file("cb_test.jsonl", nlohmann::json{{"premise", in[1][0]}, {"hypothesis", in[1][1]}, {"idx", 7}}.dump() + "\n" +
                                                           nlohmann::json{{"premise", in[4][0]}, {"hypothesis", in[4][1]}, {"idx", 8}}.dump() + "\n");
-  write_test_predictions(task("cb"), checkpoint("seq_single"), cb_test, dir.path + "/CB.jsonl", 12, 2);
+  const ScoringModel single(checkpoint("seq_single"), FinetuneOptions{});
+  write_test_predictions(task("cb"), *single.model, *single.tok, cb_test, dir.path + "/CB.jsonl", 12, 2);
   CHECK(dir.read("CB.jsonl") == "{\"idx\":7,\"label\":\"positive\"}\n{\"idx\":8,\"label\":\"positive\"}\n");
 }

@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
+
 #include "autograd/xgrad.hpp"
+#include "util/threads.hpp"
 
 using namespace xg;
 using Catch::Matchers::Contains;
@@ -92,5 +96,39 @@ TEST_CASE("thread count can be set at run time", "[engine][parallel]") {
   CHECK_THROWS_WITH(parallel_for(4, [](size_t i) { if (i == 2) throw std::runtime_error("task 2"); }),
                     Contains("task 2"));
   CHECK_THROWS_WITH(set_num_threads(0), Contains("[set_num_threads]"));
+  set_num_threads(before);
+}
+
+namespace {
+// Makes thread starts fail from the n-th on while in scope, as the system does when out of threads.
+struct RefusedThreadStarts {
+  explicit RefusedThreadStarts(long n) { fail_thread_starts_after(n); }
+  ~RefusedThreadStarts() { fail_thread_starts_after(-1); }
+};
+}  // namespace
+
+TEST_CASE("a refused thread start names the work, the thread count and the remedy", "[engine][parallel]") {
+  const int before = num_threads();
+  set_num_threads(1);
+  {
+    RefusedThreadStarts refused(1);  // the pool's second worker (thread 3, the caller being 1)
+    CHECK_THROWS_WITH(set_num_threads(4), Contains("[threads] cannot start thread 3 of 4 for the tensor thread pool") &&
+                                              Contains("XGRAD_NUM_THREADS=N") && Contains("--threads N"));
+  }
+  // The started worker was joined (an unjoined one would have ended the process) and the pool runs serially.
+  CHECK(num_threads() == 1);
+  std::vector<int> hits(10, 0);
+  parallel_for(10, [&](size_t i) { hits[i]++; });
+  CHECK(std::count(hits.begin(), hits.end(), 1) == 10);
+
+  std::atomic<int> ran{0};
+  {
+    RefusedThreadStarts refused(2);
+    CHECK_THROWS_WITH(run_on_threads(5, [&](size_t) { ++ran; }, "tokenizing corpus.txt"),
+                      Contains("thread 4 of 5 for tokenizing corpus.txt"));
+  }
+  CHECK(ran == 2);  // the two started threads finished before the error left
+  run_on_threads(3, [&](size_t) { ++ran; });
+  CHECK(ran == 5);
   set_num_threads(before);
 }

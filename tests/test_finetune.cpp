@@ -8,6 +8,7 @@
 
 #include "models/bert_heads.hpp"
 #include "models/checkpoint.hpp"
+#include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "text/classification_data.hpp"
 #include "text/load_tokenizer.hpp"
@@ -19,52 +20,15 @@ using namespace xg::training;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-namespace {
-const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
-
-// Lines i of sentiment_uci.tsv (0-based, after its header) with i % every == at, as label<TAB>text.
-std::string write_split(const std::string& path, size_t every, size_t at, const std::string& positive = "1",
-                        const std::string& negative = "0") {
-  std::ifstream in(kData + "sentiment_uci.tsv");
-  std::string line;
-  std::getline(in, line);
-  std::ofstream out(path);
-  out << "label\ttext\n";
-  for (size_t i = 0; std::getline(in, line); ++i) {
-    if (i % every != at) continue;
-    const size_t a = line.find('\t'), b = line.find('\t', a + 1);
-    out << (line.substr(a + 1, b - a - 1) == "1" ? positive : negative) << '\t' << line.substr(b + 1) << '\n';
-  }
-  return path;
-}
-
-TrainerOptions quiet_trainer(const std::string& out, size_t epochs, size_t batch, float lr, size_t train_lines) {
-  TrainerOptions t;
-  t.quiet = true;
-  t.out = out;
-  t.overwrite = true;
-  t.epochs = epochs;
-  t.batch = batch;
-  t.lr = lr;
-  t.warmup_ratio = 0.1f;
-  t.save_every = 0;
-  t.eval_every = int64_t((train_lines + batch - 1) / batch);  // each epoch, as bert_finetune does
-  return t;
-}
-}  // namespace
+using test::quiet_trainer;
+using test::write_split;
 
 TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority baseline", "[finetune]") {
   const std::string dir = temp_path("xgrad_finetune");
   fs::create_directories(dir);
-  FinetuneOptions o;
+  // 429 training lines, 300 held out; a few seconds, the same result every run
+  const FinetuneOptions o = test::tiny_finetune(dir, "", write_split(dir + "/train.tsv", 7, 0), write_split(dir + "/dev.tsv", 10, 5), 48);
   ClassificationKind kind;
-  o.train = write_split(dir + "/train.tsv", 7, 0);  // 429 lines
-  o.dev = write_split(dir + "/dev.tsv", 10, 5);     // 300 held-out lines
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 48;
-  o.model = dir + "/model.json";  // one small layer, no dropout: a few seconds, the same result every run
-  std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-                              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
   const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 4, 16, 3e-3f, 429), o, kind).scores;
   // the majority class of the held-out lines
   const auto dev = text::read_text_examples(o.dev);
@@ -88,15 +52,7 @@ TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority ba
 TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the label map", "[finetune]") {
   const std::string dir = temp_path("xgrad_finetune_ckpt");
   fs::create_directories(dir);
-  // a pre-training checkpoint with its tokenizer, as bert_pretrain leaves one
-  models::BertConfig c;
-  c.hidden_size = 16, c.num_hidden_layers = 1, c.num_attention_heads = 2, c.intermediate_size = 32, c.max_position_embeddings = 64;
-  const auto tok = text::open_tokenizer(kData + "bert-base-uncased-vocab.txt");
-  c.vocab_size = tok->vocab_size();
-  models::BertForPreTraining pre(c);
-  Generator gen(3);
-  pre.init_weights(gen);
-  models::save_pretrained(pre, dir + "/pre", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+  test::write_pretraining_checkpoint(dir + "/pre", 1, 3);
 
   FinetuneOptions o;
   ClassificationKind kind;
@@ -115,6 +71,7 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   // a classifier with transformers' placeholder labels (LABEL_0, LABEL_1) takes the training labels, keeping its weights
   auto placeholder = models::load_pretrained(dir + "/run/best");
   dynamic_cast<models::BertForSequenceClassification&>(*placeholder.model).head = models::HeadConfig::with_num_labels(2);
+  const auto tok = text::open_tokenizer(test::kVocab);
   models::save_pretrained(*placeholder.model, dir + "/generic", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
   FinetuneOptions from_generic = o;
   from_generic.model = dir + "/generic";
@@ -164,14 +121,7 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
 TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping, a labelled sample, predictions", "[finetune]") {
   const std::string dir = temp_path("xgrad_finetune_controls");
   fs::create_directories(dir);
-  models::BertConfig c;
-  c.hidden_size = 16, c.num_hidden_layers = 2, c.num_attention_heads = 2, c.intermediate_size = 32, c.max_position_embeddings = 64;
-  const auto tok = text::open_tokenizer(kData + "bert-base-uncased-vocab.txt");
-  c.vocab_size = tok->vocab_size();
-  models::BertForPreTraining pre(c);
-  Generator gen(5);
-  pre.init_weights(gen);
-  models::save_pretrained(pre, dir + "/pre", [&](const std::string& tmp) { tok->save_pretrained(tmp); });
+  const auto pre = test::write_pretraining_checkpoint(dir + "/pre", 2, 5);
   FinetuneOptions o;
   ClassificationKind kind;
   o.train = write_split(dir + "/train.tsv", 60, 0, "positive", "negative");  // 50 lines
@@ -183,7 +133,7 @@ TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping
     o.freeze_layers = 1;
     run_finetuning(quiet_trainer(dir + "/frozen", 1, 25, 1e-2f, 50), o, kind);
     const auto tuned = models::load_pretrained(dir + "/frozen/best").model->state_dict();
-    const auto loaded = pre.state_dict();
+    const auto loaded = pre->state_dict();
     auto same = [&](const std::string& name) { return tuned.at(name).to_vector() == loaded.at(name).to_vector(); };
     CHECK(same("bert.embeddings.word_embeddings.weight"));
     CHECK(same("bert.encoder.layer.0.attention.self.query.weight"));
@@ -270,14 +220,9 @@ TEST_CASE("fine-tuning a GLUE task by name: CoLA's headerless files, MCC, leader
   cola_split("train.tsv", 60, 0, false);  // 50 lines
   cola_split("dev.tsv", 60, 30, false);
   cola_split("test.tsv", 100, 7, true);  // 30 lines
-  FinetuneOptions o;
-  o.task = "cola";
+  const FinetuneOptions o = test::tiny_finetune(dir, "cola", "", "", 32, 16, /*dropout=*/true);  // the files: --data-dir's
   ClassificationKind& kind = dynamic_cast<ClassificationKind&>(finetune_kind("cola"));
   kind.settings().data_dir = dir + "/CoLA";
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 32;
-  o.model = dir + "/model.json";
-  std::ofstream(o.model) << R"({"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32})";
   const nlohmann::json report = run_finetuning(quiet_trainer(dir + "/run", 1, 25, 1e-3f, 50), o, kind).scores;
   CHECK(report.at("dev").contains("mcc"));  // CoLA's official metric only
   CHECK(!report.at("dev").contains("accuracy"));

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "models/checkpoint.hpp"
+#include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "training/tasks/multiple_choice.hpp"
 
@@ -16,8 +17,6 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
-
 // n examples of three choices: the right one always names a fruit, the others a thing.
 std::string write_choices(const std::string& path, size_t n, size_t seed) {
   const char* fruits[] = {"apple", "banana", "cherry", "grape", "lemon"};
@@ -37,29 +36,14 @@ std::string write_choices(const std::string& path, size_t n, size_t seed) {
 TEST_CASE("multiple choice: a choice rule is learnt end to end and predicted", "[finetune][multiple_choice]") {
   const std::string dir = temp_path("xgrad_multiple_choice");
   fs::create_directories(dir);
-  FinetuneOptions o;
-  o.task = "multiple_choice";
-  o.train = write_choices(dir + "/train.jsonl", 60, 0);
-  o.dev = write_choices(dir + "/dev.jsonl", 30, 1);
+  // seconds, the same result every run
+  FinetuneOptions o = test::tiny_finetune(dir, "multiple_choice", write_choices(dir + "/train.jsonl", 60, 0),
+                                          write_choices(dir + "/dev.jsonl", 30, 1), 16);
   o.predictions = dir + "/predictions.tsv";
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 16;
-  o.model = dir + "/model.json";  // one small layer, no dropout: seconds, the same result every run
-  std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-                              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
   MultipleChoiceKind kind;
   kind.settings().context_column = "context";
   kind.settings().choice_columns = "a,b,c";
-  TrainerOptions t;
-  t.quiet = true;
-  t.out = dir + "/run";
-  t.epochs = 8;
-  t.batch = 10;
-  t.lr = 3e-3f;
-  t.warmup_ratio = 0.1f;
-  t.save_every = 0;
-  t.eval_every = 6;
-  const nlohmann::json report = run_finetuning(t, o, kind).scores;
+  const nlohmann::json report = run_finetuning(test::quiet_trainer(dir + "/run", 8, 10, 3e-3f, 60), o, kind).scores;
   INFO(report.dump());
   CHECK(report.at("dev").at("examples") == 30);
   CHECK(report.at("dev").at("accuracy").get<double>() > 0.8);  // chance: 1/3
@@ -82,14 +66,7 @@ TEST_CASE("multiple choice reads SWAG's CSV with the default columns and refuses
                                     << "v1,0,\"A man sits. He\",A man sits.,He,gold,\"stands up, smiling.\",eats a cloud.,flies.,sings,0\n"
                                     << "v2,1,x,The dog runs.,It,gold,barks.,reads.,\"writes a \"\"poem\"\".\",sleeps.,3\n";
   std::ofstream(dir + "/bad.csv") << header << "v1,0,x,A man sits.,He,gold,a,b,c,d,4\n";
-  FinetuneOptions o;
-  o.task = "swag";
-  o.train = dir + "/train.csv";
-  o.dev = dir + "/bad.csv";
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 24;
-  o.model = dir + "/model.json";
-  std::ofstream(o.model) << R"({"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32})";
+  const FinetuneOptions o = test::tiny_finetune(dir, "swag", dir + "/train.csv", dir + "/bad.csv", 24, 16, /*dropout=*/true);
   MultipleChoiceKind kind;
   TaskContext ctx;
   ctx.quiet = true;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "training/tasks/ner.hpp"
 
@@ -19,7 +20,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
+using test::kData;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -29,31 +30,12 @@ std::string read_file(const std::string& path) {
 }
 
 FinetuneOptions ner_options(const std::string& dir) {
-  FinetuneOptions o;
-  o.task = "ner";
-  o.train = kData + "ner_example_train.conll";
-  o.dev = kData + "ner_example_dev.conll";
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 32;
-  o.model = dir + "/model.json";  // one small layer, no dropout: seconds, the same result every run
-  std::ofstream(o.model) << R"({"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-                              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
-  return o;
+  // seconds, the same result every run
+  return test::tiny_finetune(dir, "ner", kData + "ner_example_train.conll", kData + "ner_example_dev.conll", 32);
 }
 
-TrainerOptions quiet_trainer(const std::string& out) {
-  TrainerOptions t;
-  t.quiet = true;
-  t.out = out;
-  t.overwrite = true;
-  t.epochs = 4;
-  t.batch = 16;
-  t.lr = 5e-3f;
-  t.warmup_ratio = 0.1f;
-  t.save_every = 0;
-  t.eval_every = 25;  // once per epoch: 400 sentences, one window each, 16 a batch
-  return t;
-}
+// 4 epochs of the 400 training sentences (one window each), 16 a batch.
+TrainerOptions quiet_trainer(const std::string& out) { return test::quiet_trainer(out, 4, 16, 5e-3f, 400); }
 }  // namespace
 
 TEST_CASE("NER: a tiny BERT fine-tuned on the example data tags entities", "[ner][finetune]") {

@@ -3,10 +3,16 @@
 // resume. Also run under AddressSanitizer: command lines are untrusted text.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+
+#include "tests/temp_path.hpp"
+#include "util/checksums.hpp"
 #include "util/options.hpp"
 
 using namespace xg;
 using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
 
 namespace {
 struct Demo {
@@ -69,6 +75,27 @@ TEST_CASE("options: the command line fills the struct, defaults show in --help",
   CHECK_THAT(help, Contains("--rate FLOAT=0.5"));
   CHECK_THAT(help, Contains("--name TEXT=demo"));
   CHECK_THAT(help, Contains("a size"));
+}
+
+TEST_CASE("options: a program's own defaults give way to a checkpoint's values on resume", "[options][resume]") {
+  Demo d;
+  d.rate = 0.75f;  // a program's default, as bert_finetune sets its rate and batch
+  d.size = 8;
+  d.small = 9;
+  CLI::App app("demo", "demo");
+  Demo::table().add_to(app, d, "Demo");
+  app.parse("--size 7 --flag", /*program_name_included=*/false);
+  Demo::table().reset_not_given(d, app);
+  CHECK(d.rate == Demo{}.rate);  // not given: the checkpoint's value wins on restore
+  CHECK(d.size == 7);            // given: kept, and checked against the checkpoint's
+  CHECK(d.flag);
+  CHECK(d.small == 9);  // run control is each run's own
+  Demo first;
+  first.rate = 0.25f;
+  first.size = 7;
+  first.flag = true;
+  Demo::table().restore(d, Demo::table().saved(first), "state.json");
+  CHECK(d.rate == 0.25f);
 }
 
 TEST_CASE("options: bad values and unknown flags are refused, naming the flag", "[options][errors]") {
@@ -151,4 +178,108 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
     CHECK_THROWS_WITH(Demo::table().restore(target, bad, "state.json"),
                       Contains(std::string("state.json options.") + key) && Contains("is not a value for"));
   }
+}
+
+namespace {
+struct Data {
+  std::string corpus = "default.txt";
+  std::string dev;
+
+  static const OptionTable<Data>& table() {
+    static const OptionTable<Data> t = OptionTable<Data>()
+        .add("--corpus", &Data::corpus, "data", OnResume::DataPath)
+        .add("--dev", &Data::dev, "more data", OnResume::DataPath);
+    return t;
+  }
+};
+
+void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// The working directory is `dir` while in scope.
+struct WorkingDirectory {
+  explicit WorkingDirectory(const fs::path& dir) : before(fs::current_path()) { fs::current_path(dir); }
+  ~WorkingDirectory() { fs::current_path(before); }
+  fs::path before;
+};
+
+Data restored(Data d, const nlohmann::json& saved) {
+  Data::table().restore(d, saved, "state.json");
+  return d;
+}
+}  // namespace
+
+TEST_CASE("options: a data path is saved whole with its fingerprint, and on resume the same data may move while other data is refused",
+          "[options][resume]") {
+  const fs::path dir = temp_path("xgrad_options_data");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "run");
+  write_file(dir / "run" / "corpus.txt", "one line\nanother\n");
+  nlohmann::json saved;
+  {
+    WorkingDirectory in(dir / "run");  // a relative path, as typed in the first run's directory
+    Data d;
+    d.corpus = "corpus.txt";
+    saved = Data::table().saved(d);
+  }
+  const std::string first = (dir / "run" / "corpus.txt").string();
+  CHECK(saved["corpus"] == first);  // found from any working directory
+  CHECK(saved["corpus_fingerprint"]["bytes"] == 17);
+  CHECK(saved["corpus_fingerprint"]["crc32c"].get<std::string>().size() == 8);
+  CHECK(saved["dev"] == "");  // not given: nothing to find
+  CHECK(!saved.contains("dev_fingerprint"));
+
+  CHECK(restored(Data{}, saved).corpus == first);  // not given: the saved place
+  {
+    WorkingDirectory in(dir / "run");
+    Data same;
+    same.corpus = "corpus.txt";  // the same place, relative
+    CHECK(restored(same, saved).corpus == first);
+  }
+
+  // Moved: the saved place is gone and a resume has to be told the new one.
+  fs::rename(first, dir / "moved.txt");
+  CHECK_THROWS_WITH(restored(Data{}, saved), Contains("--corpus " + first + " (state.json options.corpus) no longer exists: "
+                                                      "pass --corpus with the data's new place"));
+  Data moved;
+  moved.corpus = (dir / "moved.txt").string();
+  CHECK(restored(moved, saved).corpus == moved.corpus);
+  CHECK(Data::table().saved(restored(moved, saved))["corpus"] == moved.corpus);  // the next checkpoint keeps the new place
+
+  // Other data, even of the same size, is refused naming both paths; so is a path with nothing there.
+  write_file(dir / "other.txt", "one line\nAnother\n");
+  Data other;
+  other.corpus = (dir / "other.txt").string();
+  CHECK_THROWS_WITH(restored(other, saved), Contains("--corpus " + other.corpus + " is not the data the checkpoint was trained on (" +
+                                                     first + ", state.json options.corpus)") &&
+                                                Contains("start a new run"));
+  Data missing;
+  missing.corpus = (dir / "nothing.txt").string();
+  CHECK_THROWS_WITH(restored(missing, saved), Contains("--corpus " + missing.corpus + ": no such file or directory"));
+  // A checkpoint saved before fingerprints cannot tell: only its own place is accepted.
+  nlohmann::json older = saved;
+  older.erase("corpus_fingerprint");
+  CHECK_THROWS_WITH(restored(moved, older), Contains("saved without a fingerprint of its data"));
+  CHECK_THROWS_WITH(restored(Data{}, older), Contains("resume from the one the run started in"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("options: a directory's fingerprint is its files' names and sizes", "[options][resume]") {
+  const fs::path dir = temp_path("xgrad_options_shards");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "a" / "part");
+  write_file(dir / "a" / "shard-0.bin", "abc");
+  write_file(dir / "a" / "part" / "shard-1.bin", "de");
+  const nlohmann::json a = data_fingerprint((dir / "a").string());
+  CHECK(a["files"] == 2);
+  CHECK(a["bytes"] == 5);
+  fs::copy(dir / "a", dir / "b", fs::copy_options::recursive);
+  CHECK(data_fingerprint((dir / "b").string()) == a);
+  write_file(dir / "b" / "shard-0.bin", "xyz");  // the files are not read: the same sizes are the same listing
+  CHECK(data_fingerprint((dir / "b").string()) == a);
+  fs::rename(dir / "b" / "shard-0.bin", dir / "b" / "shard-9.bin");
+  CHECK(data_fingerprint((dir / "b").string()) != a);
+  write_file(dir / "a" / "shard-2.bin", "");
+  CHECK(data_fingerprint((dir / "a").string())["files"] == 3);
+  CHECK(data_fingerprint((dir / "nothing").string()).is_null());
+  fs::remove_all(dir);
 }

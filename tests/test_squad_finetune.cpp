@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "text/squad_data.hpp"
 #include "training/squad_metrics.hpp"
@@ -20,34 +21,18 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
+using test::kData;
 
 TrainerOptions quiet_trainer(const std::string& out, size_t epochs) {
-  TrainerOptions t;
-  t.quiet = true;
-  t.out = out;
-  t.overwrite = true;
-  t.epochs = epochs;
-  t.batch = 16;
-  t.lr = 3e-3f;
-  t.warmup_ratio = 0.1f;
-  t.save_every = 0;
+  TrainerOptions t = test::quiet_trainer(out, epochs, 16, 3e-3f, 0);
   t.log_every = 5;
   t.eval_every = 25;
   return t;
 }
 
 FinetuneOptions qa_options(const std::string& dir, const std::string& task) {
-  FinetuneOptions o;
-  o.task = task;
-  o.train = kData + "qa_example_train.json";
-  o.dev = kData + "qa_example_dev.json";
-  o.vocab = kData + "bert-base-uncased-vocab.txt";
-  o.max_len = 64;  // most contexts need two windows
-  o.model = dir + "/model.json";  // one small layer, no dropout: seconds, the same every run
-  std::ofstream(o.model) << R"({"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 128,
-                              "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
-  return o;
+  // windows of 64 tokens: most contexts need two; seconds, the same every run
+  return test::tiny_finetune(dir, task, kData + "qa_example_train.json", kData + "qa_example_dev.json", 64, 64);
 }
 
 // The training loss of each logged step, from the run's metrics.jsonl.

@@ -3,11 +3,13 @@
 // lines, pairs under every truncation strategy, decoding, and 3,000 corpus lines; uncased and cased.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/golden.hpp"
 #include "text/bert_tokenizer.hpp"
+#include "text/vocab.hpp"
 
 using namespace xg::text;
 using Catch::Matchers::Contains;
@@ -38,6 +40,30 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 }  // namespace
+
+TEST_CASE("a copied Vocab looks tokens up in its own strings, outliving the original", "[tokenizer]") {
+  const std::vector<std::string> tokens = {"[PAD]", "hello", "a-token-longer-than-the-small-string-buffer"};
+  auto original = std::make_unique<Vocab>(tokens);
+  Vocab copy(*original);
+  Vocab assigned;
+  assigned = *original;
+  original.reset();
+  // Same-sized allocations next: freed memory comes back holding other text, so views into the
+  // original's strings (the default copy's) would now read "world" and miss (AddressSanitizer
+  // reports the read itself).
+  const Vocab reuse(std::vector<std::string>{"[SEP]", "world", "b-token-longer-than-the-small-string-buffer"});
+  for (const Vocab* v : {&copy, &assigned}) {
+    CHECK(v->id("hello") == 1);
+    CHECK(v->id(tokens[2]) == 2);
+    CHECK(v->id("world") == -1);
+    CHECK(v->token(1) == "hello");
+  }
+  CHECK(copy.add("new") == 3);
+  const Vocab moved = std::move(copy);  // a move keeps the strings where the views point
+  CHECK(moved.id("new") == 3);
+  CHECK(moved.id("hello") == 1);
+  CHECK(reuse.id("world") == 1);
+}
 
 TEST_CASE("tokenizer parity on tricky lines: ids and offsets", "[tokenizer][parity]") {
   for (bool cased : {false, true}) {

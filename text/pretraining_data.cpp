@@ -106,7 +106,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
   }
   // Tokenise every line on all cores, then group into documents.
   std::vector<std::vector<int32_t>> ids(lines.size());
-  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = default_thread_count();
   std::atomic<size_t> done{0};
   run_on_threads(threads, [&](size_t t) {
     for (size_t i = t; i < lines.size(); i += threads) {
@@ -114,7 +114,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
       if (t == 0 && progress && i % 4096 == 0) progress(done.load(), lines.size());
       ++done;
     }
-  });
+  }, fmt::format("tokenizing {}", path));
   if (progress) progress(lines.size(), lines.size());
   std::vector<Document> docs(1);
   for (size_t i = 0; i < lines.size(); ++i) {

@@ -15,6 +15,7 @@
 
 #include "text/hf_tokenizer_files.hpp"
 #include "text/unicode.hpp"
+#include "util/threads.hpp"
 
 namespace fs = std::filesystem;
 
@@ -302,7 +303,7 @@ void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, cons
   if (!fs::is_regular_file(corpus_path))
     throw std::runtime_error(fmt::format("[train_sentencepiece] {}: no such file", corpus_path));
   const std::string prefix = out_model_path + ".training";
-  const size_t n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const size_t n = threads ? threads : default_thread_count();
   std::unordered_map<std::string, std::string> args = {
       {"input", corpus_path}, {"model_prefix", prefix}, {"model_type", "unigram"},
       {"vocab_size", std::to_string(vocab_size)}, {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "-1"},

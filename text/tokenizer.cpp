@@ -154,14 +154,14 @@ std::vector<PairWindow> Tokenizer::encode_pair_windows(std::vector<Token> a, con
 std::vector<Encoding> Tokenizer::encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt,
                                               size_t threads) const {
   std::vector<Encoding> out(texts.size());
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = default_thread_count();
   threads = std::min(threads, std::max<size_t>(1, texts.size()));
   EncodeOptions unpadded = opt;
   unpadded.pad_to = 0;
   run_on_threads(threads, [&](size_t t) {
     for (size_t i = t * texts.size() / threads; i < (t + 1) * texts.size() / threads; ++i)
       out[i] = assemble(tokenize(texts[i], fmt::format("batch item {}", i)), nullptr, unpadded);
-  });
+  }, fmt::format("tokenizing {} texts", texts.size()));
   size_t target = opt.pad_to;
   if (opt.pad_to_longest)
     for (const auto& e : out) target = std::max(target, e.size());

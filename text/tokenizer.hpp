@@ -96,7 +96,7 @@ class Tokenizer {
   // than the room left for it.
   std::vector<PairWindow> encode_pair_windows(std::vector<Token> a, const std::vector<Token>& b, size_t max_length,
                                               size_t stride) const;
-  // Encodes texts on `threads` threads (0: all cores); pads per pad_to / pad_to_longest.
+  // Encodes texts on `threads` threads (0: default_thread_count()); pads per pad_to / pad_to_longest.
   std::vector<Encoding> encode_batch(const std::vector<std::string>& texts, const EncodeOptions& opt = {},
                                      size_t threads = 0) const;
 

@@ -15,6 +15,22 @@ Vocab::Vocab(const std::vector<std::string>& tokens) {
     else add(t);
 }
 
+Vocab::Vocab(const Vocab& other) : tokens_(other.tokens_) { index(); }
+
+Vocab& Vocab::operator=(const Vocab& other) {
+  if (this != &other) {
+    tokens_ = other.tokens_;
+    index();
+  }
+  return *this;
+}
+
+void Vocab::index() {
+  ids_.clear();
+  ids_.reserve(tokens_.size());
+  for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(std::string_view(tokens_[i]), int32_t(i));
+}
+
 int32_t Vocab::add(const std::string& token) {
   const int32_t existing = id(token);
   if (existing >= 0) return existing;

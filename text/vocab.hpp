@@ -13,6 +13,13 @@ class Vocab {
  public:
   Vocab() = default;
   explicit Vocab(const std::vector<std::string>& tokens);
+  // The lookup holds views of this Vocab's own strings: a copy indexes its copies (the default
+  // would view the original's, dangling once it is gone). A move keeps the deque's blocks, and so
+  // the views.
+  Vocab(const Vocab& other);
+  Vocab& operator=(const Vocab& other);
+  Vocab(Vocab&&) = default;
+  Vocab& operator=(Vocab&&) = default;
   // Throws naming the file and line for a missing file, an empty vocabulary, invalid UTF-8 or
   // a duplicated token.
   static Vocab from_file(const std::string& path);
@@ -30,6 +37,9 @@ class Vocab {
   int32_t add(const std::string& token);
 
  private:
+  // Rebuilds ids_ over tokens_.
+  void index();
+
   std::deque<std::string> tokens_;  // a deque: the map's string_views stay valid as it grows
   std::unordered_map<std::string_view, int32_t> ids_;
 };

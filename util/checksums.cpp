@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "util/atomic_file.hpp"
@@ -83,6 +86,40 @@ void verify_checksums(const std::string& dir) {
                                            "{} to skip the check)",
                                            path.string(), got.crc, list.string(), want_crc, kChecksumsFile));
   }
+}
+
+nlohmann::json data_fingerprint(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) return nullptr;
+  if (fs::is_directory(status)) {
+    std::vector<std::pair<std::string, uintmax_t>> files;
+    for (const auto& e : fs::recursive_directory_iterator(path))
+      if (e.is_regular_file()) files.emplace_back(fs::relative(e.path(), path).generic_string(), e.file_size());
+    std::sort(files.begin(), files.end());  // the iteration order is the file system's
+    std::string listing;
+    uintmax_t bytes = 0;
+    for (const auto& [name, size] : files) {
+      listing += fmt::format("{}\t{}\n", name, size);
+      bytes += size;
+    }
+    return {{"files", files.size()}, {"bytes", bytes}, {"listing_crc32c", fmt::format("{:08x}", crc32c(listing.data(), listing.size()))}};
+  }
+  // Checkpoints record the options (and so this) each time they are written: a large corpus is
+  // read once, not at every save.
+  using Key = std::tuple<std::string, uintmax_t, fs::file_time_type>;
+  static std::mutex mutex;
+  static std::map<Key, nlohmann::json> known;
+  const Key key{fs::absolute(path).lexically_normal().string(), fs::file_size(path), fs::last_write_time(path)};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  const FileSum s = sum_file(path);
+  const nlohmann::json j = {{"bytes", s.size}, {"crc32c", fmt::format("{:08x}", s.crc)}};
+  std::lock_guard<std::mutex> lock(mutex);
+  known[key] = j;
+  return j;
 }
 
 }  // namespace xg

@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+
+#include "util/checksums.hpp"
 
 namespace xg::option_detail {
 
@@ -77,6 +80,41 @@ std::string json_key(const std::string& flag) {
   for (char& c : k)
     if (c == '-') c = '_';
   return k;
+}
+
+bool same_place(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::equivalent(a, b, ec) && !ec) return true;
+  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+}
+
+std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,
+                              const nlohmann::json& fingerprint, const std::string& where) {
+  if (!given || same_place(current, saved)) {
+    if (!std::filesystem::exists(saved))
+      throw std::invalid_argument(fmt::format(
+          "[resume] {} {} ({}) no longer exists: pass {} with the data's new place{}", flag, saved, where, flag,
+          fingerprint.is_null() ? " (this checkpoint has no fingerprint of its data to check a new place against: a "
+                                  "relative path is resolved from the working directory, so resume from the one the run "
+                                  "started in)"
+                                : " (the same data: its fingerprint is checked)"));
+    return saved;
+  }
+  if (fingerprint.is_null())
+    throw std::invalid_argument(fmt::format(
+        "[resume] {} {} differs from the checkpoint's {} ({}), saved without a fingerprint of its data to tell whether "
+        "they are the same: leave the flag out, or start a new run", flag, current, saved, where));
+  const nlohmann::json now = data_fingerprint(current);
+  if (now.is_null())
+    throw std::invalid_argument(fmt::format("[resume] {} {}: no such file or directory (the checkpoint's data was {})", flag,
+                                            current, saved));
+  if (now != fingerprint)
+    throw std::invalid_argument(fmt::format(
+        "[resume] {} {} is not the data the checkpoint was trained on ({}, {}): its fingerprint {} differs from the saved "
+        "{}; a resumed run goes on from its position in that data, which means nothing in other data: pass {} with a copy "
+        "of it, or start a new run", flag, current, saved, where, now.dump(), fingerprint.dump(), flag));
+  return current;
 }
 
 }  // namespace xg::option_detail

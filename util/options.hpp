@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "util/checksums.hpp"
 #include "util/json_input.hpp"
 
 namespace xg {
@@ -21,6 +23,12 @@ namespace xg {
 enum class OnResume {
   UseNew,   // run control (output, cadence, threads): not saved; each run's own value is used
   Restore,  // shapes the data or the updates: saved with each checkpoint and restored from it
+  // A data file or directory (text): saved as an absolute path, so that a run resumed from another
+  // working directory finds it, with the data's fingerprint beside it (KEY_fingerprint). Restored
+  // like Restore, except that a path given for the resumed run replaces the saved one (the data
+  // moved) when it holds the same data; other data is refused, since the run's position in the
+  // data would mean nothing in it.
+  DataPath,
 };
 
 // Allowed values of a number option, inclusive; NaN and infinities are always refused.
@@ -40,6 +48,14 @@ T parse(const std::string& text, const std::string& flag);
 void check_range(double value, const Range& range, const std::string& flag, const std::string& shown);
 // "--max-predictions" -> "max_predictions": the key in saved JSON (of the first name of "--a,--b").
 std::string json_key(const std::string& flag);
+// Whether two paths name the same place (relative ones from the working directory).
+bool same_place(const std::string& a, const std::string& b);
+// The DataPath restore: `current` (this run's value) when it names another place than `saved`
+// and holds the same data per `fingerprint`, else `saved`; throws naming `flag`, both paths and
+// `where` when the data differ, when that cannot be told, or when the saved path is gone and no
+// new one is given.
+std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,
+                              const nlohmann::json& fingerprint, const std::string& where);
 // Whether `j` is a value of T: a string, a boolean, a number (floating T), or an integer within T's
 // range (integral T).
 template <class T>
@@ -71,26 +87,34 @@ class OptionTable {
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
     for (const auto& e : entries_) e.add_to(app, o)->group(group);
   }
+  // Sets each Restore and DataPath option not given on `app`'s command line back to Owner{}'s
+  // value. For a program with defaults of its own (bert_finetune's rate, batch, epochs): on
+  // resume they would otherwise read as flags given anew, differing from the checkpoint's.
+  void reset_not_given(Owner& o, const CLI::App& app) const {
+    const Owner fresh{};
+    for (const auto& e : entries_)
+      if (e.on_resume != OnResume::UseNew && app.count(e.flag.substr(0, e.flag.find(','))) == 0) e.reset(o, fresh);
+  }
   // Throws naming the flag and value for any value outside its range (values set in code).
   void check(const Owner& o) const {
     for (const auto& e : entries_) e.check(o);
   }
-  // The Restore options' values, keyed by json_key(flag).
+  // The Restore and DataPath options' values, keyed by json_key(flag) (and the data's fingerprints).
   nlohmann::json saved(const Owner& o) const {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& e : entries_)
-      if (e.on_resume == OnResume::Restore) j[option_detail::json_key(e.flag)] = e.to_json(o);
+      if (e.on_resume != OnResume::UseNew) e.save(o, j);
     return j;
   }
   // Sets each Restore option from `saved` (a checkpoint's options; `source` names it in errors).
   // A value set for this run (differing from the default) that differs from the saved one is
   // refused, naming the flag and both values: a resumed run keeps what shaped its data and
-  // updates. An option missing from `saved` (added after that checkpoint was written) keeps
-  // its value.
+  // updates (a DataPath may name the same data in a new place). An option missing from `saved`
+  // (added after that checkpoint was written) keeps its value.
   void restore(Owner& o, const nlohmann::json& saved, const std::string& source) const {
     for (const auto& e : entries_) {
       const std::string key = option_detail::json_key(e.flag);
-      if (e.on_resume == OnResume::Restore && saved.contains(key)) e.restore(o, saved.at(key), source + " options." + key);
+      if (e.on_resume != OnResume::UseNew && saved.contains(key)) e.restore(o, saved, source + " options." + key);
     }
     check(o);
   }
@@ -101,8 +125,10 @@ class OptionTable {
     OnResume on_resume;
     std::function<CLI::Option*(CLI::App&, Owner&)> add_to;
     std::function<void(const Owner&)> check;
-    std::function<nlohmann::json(const Owner&)> to_json;
-    std::function<void(Owner&, const nlohmann::json&, const std::string&)> restore;
+    std::function<void(const Owner&, nlohmann::json&)> save;  // into the saved options
+    std::function<void(Owner&, const Owner& from)> reset;     // to from's value
+    // from the saved options (its key is there); `where` names it in errors
+    std::function<void(Owner&, const nlohmann::json& saved, const std::string& where)> restore;
   };
   std::vector<Entry> entries_;
 };
@@ -179,14 +205,37 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
       return opt;
     }
   };
-  e.to_json = [=](const Owner& o) { return nlohmann::json(o.*member); };
-  e.restore = [=](Owner& o, const nlohmann::json& j, const std::string& where) {
+  const std::string key = option_detail::json_key(flag), fingerprint_key = key + "_fingerprint";
+  if constexpr (!std::is_same_v<T, std::string>) {
+    if (on_resume == OnResume::DataPath) throw std::logic_error(fmt::format("[options] {}: a DataPath option holds text", flag));
+  }
+  e.reset = [=](Owner& o, const Owner& from) { o.*member = from.*member; };
+  e.save = [=](const Owner& o, nlohmann::json& j) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      const std::string& path = o.*member;
+      if (on_resume == OnResume::DataPath && !path.empty()) {
+        j[key] = std::filesystem::absolute(path).lexically_normal().string();
+        j[fingerprint_key] = data_fingerprint(path);
+        return;
+      }
+    }
+    j[key] = o.*member;
+  };
+  e.restore = [=](Owner& o, const nlohmann::json& all, const std::string& where) {
+    const nlohmann::json& j = all.at(key);
     // Exactly T's kind of JSON value: get<T>() alone would wrap -1 into a huge size_t and cut 2.5
     // down to 2.
     if (!option_detail::holds<T>(j))
       throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, json_summary(j), flag));
     const T saved = j.get<T>();
     const T current = o.*member, fallback = Owner{}.*member;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (on_resume == OnResume::DataPath && !saved.empty()) {
+        o.*member = option_detail::restore_data_path(flag, current, current != fallback, saved,
+                                                     all.value(fingerprint_key, nlohmann::json()), where);
+        return;
+      }
+    }
     if (current != fallback && current != saved)
       throw std::invalid_argument(fmt::format(
           "[resume] {} {} differs from the checkpoint's {} ({}): a resumed run keeps the settings saved with it; "

@@ -32,16 +32,6 @@ void set_finetuning_defaults(TrainerOptions& t) {
   t.eval_every = -1;  // once per epoch
 }
 
-// A resumed run takes these from its checkpoint; left at fine-tuning's defaults they would read as
-// flags given with other values ("--batch 32 differs from the checkpoint's 8").
-void drop_defaults_on_resume(const CLI::App& app, TrainerOptions& t) {
-  const TrainerOptions plain;
-  if (!app.count("--lr")) t.lr = plain.lr;
-  if (!app.count("--batch")) t.batch = plain.batch;
-  if (!app.count("--epochs")) t.epochs = plain.epochs;
-  if (!app.count("--warmup-ratio")) t.warmup_ratio = plain.warmup_ratio;
-}
-
 // The --task of a run: as given, else (resuming) the one saved with the checkpoint.
 std::string task_name(const FinetuneOptions& task, const TrainerOptions& trainer) {
   if (!task.task.empty() || trainer.resume.empty()) return task.task;
@@ -98,8 +88,9 @@ int main(int argc, char** argv) {
                  r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));
       return 0;
     }
-    if (!trainer.resume.empty()) drop_defaults_on_resume(app, trainer);
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
+    // a resumed run takes from its checkpoint what the defaults above would otherwise change
+    if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer, app);
     if (app.count("--learning-curve")) {
       try {
         curve.sizes = xg::training::parse_curve_sizes(curve_sizes);

@@ -21,17 +21,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "examples/bert_infer/checkpoint_args.hpp"
 #include "examples/bert_infer/qa.hpp"
-#include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
 #include "models/sentence_embedding.hpp"
-#include "text/load_tokenizer.hpp"
-#include "util/checksums.hpp"
 #include "training/tasks/ner_data.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
 
 using namespace xg;
+using infer::ModelArgs;
 
 namespace {
 
@@ -40,87 +39,34 @@ struct DumpArgs {
   std::string model, inputs, out;
   bool grads = false;
 };
-// Where a subcommand's tokenizer comes from: --vocab [--cased] when given, else --model's files.
-struct TokenizerArgs {
-  std::string model, vocab;
-  bool cased = false;
-};
 struct TokenizeArgs {
-  TokenizerArgs tok;
+  ModelArgs tok;
 };
 struct FillMaskArgs {
-  TokenizerArgs tok;  // tok.model is the checkpoint too
+  ModelArgs tok;
   std::string text;
   size_t top_k = 5;
 };
 struct EmbedArgs {
-  TokenizerArgs tok;  // tok.model is the checkpoint too
+  ModelArgs tok;
   std::string pooling = "cls";
   bool normalize = false;
   size_t batch = 32;
 };
 struct NerArgs {
-  TokenizerArgs tok;  // tok.model is the checkpoint too
+  ModelArgs tok;
   bool jsonl = false;
   size_t batch = 32;
   text::WordAlignOptions align;
 };
 
 struct ClassifyArgs {
-  TokenizerArgs tok;  // tok.model is the checkpoint too
+  ModelArgs tok;
   bool jsonl = false;
   size_t top_k = 1;
   size_t batch = 32;
   size_t max_len = 512;  // capped at the model's max_position_embeddings
 };
-
-// Said before anything tries a file inside it (which would blame a missing vocab.txt).
-void require_model_directory(const std::string& dir) {
-  if (!std::filesystem::is_directory(dir))
-    throw std::invalid_argument(fmt::format("--model {}: {}", dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
-}
-
-// --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
-std::unique_ptr<text::Tokenizer> tokenizer_for(const TokenizerArgs& a, const char* command) {
-  if (!a.vocab.empty()) {
-    text::TokenizerOptions o;
-    o.lowercase = !a.cased;
-    return text::open_tokenizer(a.vocab, o);
-  }
-  if (a.cased)
-    throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
-                                            "tokenizer_config.json (do_lower_case) decides", command));
-  require_model_directory(a.model);
-  return text::load_tokenizer(a.model);
-}
-
-void add_tokenizer_options(CLI::App* cmd, TokenizerArgs& a, bool model_required) {
-  auto* model = cmd->add_option("--model", a.model, "checkpoint directory (its tokenizer files are used)")->type_name("DIR");
-  if (model_required) model->required();
-  cmd->add_option("--tokenizer,--vocab", a.vocab,
-                  "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model or a "
-                  "Hugging Face tokenizer directory, instead of the model's")
-      ->type_name("FILE|DIR");
-  cmd->add_flag("--cased", a.cased, "with --vocab: keep case and accents");
-}
-
-models::LoadedModel load_model(const std::string& dir) {
-  require_model_directory(dir);
-  verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
-  auto loaded = models::load_pretrained(dir);
-  for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
-  loaded.model->eval();
-  return loaded;
-}
-
-// Found before any output: ids past the model's vocab_size have no embedding.
-void check_vocabulary_fits(const text::Tokenizer& tok, const models::LoadedModel& loaded, const std::string& dir) {
-  const auto& config = loaded.model->config_json();
-  if (config.contains("vocab_size") && config.at("vocab_size").is_number_unsigned() &&
-      tok.vocab_size() > config.at("vocab_size").get<size_t>())
-    throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
-                                            dir, config.at("vocab_size").get<size_t>(), tok.vocab_size()));
-}
 
 // Encodes stdin line `n` (from 1), naming it in errors (invalid UTF-8, ...).
 text::Encoding encode_line(const text::Tokenizer& tok, const std::string& line, size_t n, const text::EncodeOptions& eo = {}) {
@@ -139,7 +85,7 @@ bool is_model_input(const std::string& name) {
 int dump(const DumpArgs& a) {
   if (std::filesystem::is_directory(a.out))
     throw std::invalid_argument(fmt::format("dump --out {}: a directory; give the output file's name", a.out));
-  auto loaded = load_model(a.model);
+  auto loaded = infer::load_model(a.model);
   auto& model = *loaded.model;
   const std::string& in_path = a.inputs;
   const auto file = nn::safetensors::read(in_path);
@@ -185,7 +131,7 @@ int dump(const DumpArgs& a) {
 
 int tokenize(const TokenizeArgs& a) {
   if (a.tok.vocab.empty() && a.tok.model.empty()) throw std::invalid_argument("tokenize needs --model DIR or --vocab FILE");
-  const auto tok = tokenizer_for(a.tok, "tokenize");
+  const auto tok = infer::tokenizer_for(a.tok, "tokenize");
   std::string line;
   for (size_t n = 1; std::getline(std::cin, line); ++n) {
     const auto e = encode_line(*tok, line, n);
@@ -204,14 +150,13 @@ Tensor vocabulary_logits(const models::NamedOutputs& out, const std::string& arc
 }
 
 int fill_mask(const FillMaskArgs& a) {
-  const auto tok = tokenizer_for(a.tok, "fill-mask");
-  auto loaded = load_model(a.tok.model);
-  check_vocabulary_fits(*tok, loaded, a.tok.model);
+  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "fill-mask");
+  const auto& tok = c.tok;
   const size_t k = a.top_k;
   const auto e = tok->encode(a.text);
   const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok->pad_id());
   NoGradGuard no_grad;
-  const Tensor logits = vocabulary_logits(loaded.model->forward_named(in), loaded.model->architecture());
+  const Tensor logits = vocabulary_logits(c.model().forward_named(in), c.model().architecture());
   const size_t V = logits.size(-1);
   size_t masks = 0;
   for (size_t t = 0; t < e.ids.size(); ++t) {
@@ -253,11 +198,10 @@ void for_each_batch(size_t batch, Run run) {
 }
 
 int embed(const EmbedArgs& a) {
-  const auto tok = tokenizer_for(a.tok, "embed");
-  auto loaded = load_model(a.tok.model);
-  check_vocabulary_fits(*tok, loaded, a.tok.model);
+  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "embed");
+  const auto& tok = c.tok;
   text::EncodeOptions eo;
-  eo.max_length = size_t(loaded.model->config_json().at("max_position_embeddings"));
+  eo.max_length = size_t(c.model().config_json().at("max_position_embeddings"));
   for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<text::Encoding> encoded;
     try {
@@ -270,7 +214,7 @@ int embed(const EmbedArgs& a) {
     for (const auto& e : encoded) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
     const models::ModelInputs in = models::pad_sequences(sequences, tok->pad_id());
     NoGradGuard no_grad;
-    const Tensor h = loaded.model->base_model().forward_named(in).at("last_hidden_state");  // no heads needed
+    const Tensor h = c.model().base_model().forward_named(in).at("last_hidden_state");  // no heads needed
     const Tensor pooled = models::pool_sentences(h, in.attention_mask, models::pooling_from_name(a.pooling), a.normalize);
     const size_t H = pooled.size(1);
     for (size_t b = 0; b < in.batch(); ++b) {
@@ -337,14 +281,9 @@ std::string classify_row(const float* logits, const models::HeadConfig& head, bo
 }
 
 int classify(const ClassifyArgs& a) {
-  const auto tok = tokenizer_for(a.tok, "classify");
-  auto loaded = load_model(a.tok.model);
-  check_vocabulary_fits(*tok, loaded, a.tok.model);
-  const std::string architecture = loaded.model->architecture();
-  const std::string suffix = "ForSequenceClassification";
-  if (architecture.size() < suffix.size() || architecture.compare(architecture.size() - suffix.size(), suffix.size(), suffix) != 0)
-    throw std::invalid_argument(fmt::format("classify: --model {} is a {}, not a sequence classifier", a.tok.model, architecture));
-  const auto& config = loaded.model->config_json();
+  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "classify", "ForSequenceClassification", "a sequence classifier");
+  const auto& tok = c.tok;
+  const auto& config = c.model().config_json();
   const models::HeadConfig head = models::HeadConfig::from_json(config, a.tok.model + "/config.json");
   // one output: a regression unless the config says otherwise, as transformers decides
   const bool regression = head.num_labels() == 1 && head.problem_type != "single_label_classification" &&
@@ -355,7 +294,7 @@ int classify(const ClassifyArgs& a) {
     std::vector<models::Sequence> sequences;
     for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(*tok, lines[i], first + i, a.jsonl, eo));
     NoGradGuard no_grad;
-    const Tensor logits = loaded.model->forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits");
+    const Tensor logits = c.model().forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits");
     const std::vector<float> rows = logits.to_vector();
     for (size_t b = 0; b < lines.size(); ++b) fmt::print("{}\n", classify_row(rows.data() + b * head.num_labels(), head, regression, a.top_k));
   });
@@ -376,14 +315,10 @@ std::string jsonl_text(const std::string& line, size_t n) {
 }
 
 int ner(const NerArgs& a) {
-  const auto tok = tokenizer_for(a.tok, "ner");
-  auto loaded = load_model(a.tok.model);
-  check_vocabulary_fits(*tok, loaded, a.tok.model);
-  const std::string arch = loaded.model->architecture();
-  if (arch.size() < 22 || arch.compare(arch.size() - 22, 22, "ForTokenClassification") != 0)
-    throw std::invalid_argument(fmt::format("ner: --model {} is a {}, not a *ForTokenClassification model", a.tok.model, arch));
-  const auto id2label = models::HeadConfig::from_json(loaded.model->config_json(), a.tok.model).id2label;
-  const auto forward = [&](const models::ModelInputs& in) { return loaded.model->forward_named(in).at("logits"); };
+  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "ner", "ForTokenClassification", "a *ForTokenClassification model");
+  const auto& tok = c.tok;
+  const auto id2label = models::HeadConfig::from_json(c.model().config_json(), a.tok.model).id2label;
+  const auto forward = [&](const models::ModelInputs& in) { return c.model().forward_named(in).at("logits"); };
   std::vector<std::string> texts;
   size_t lines_read = 0;
   auto flush = [&] {
@@ -432,18 +367,15 @@ int main(int argc, char** argv) {
       "grad.<parameter> under the checkpoint's names. Dropout is off.");
 
   TokenizeArgs t;
-  auto* tokenize_cmd = app.add_subcommand("tokenize", "Each stdin line -> ids of [CLS] line [SEP]");
-  add_tokenizer_options(tokenize_cmd, t.tok, /*model_required=*/false);
+  auto* tokenize_cmd = infer::add_model_command(app, "tokenize", "Each stdin line -> ids of [CLS] line [SEP]", t.tok, /*model_optional=*/true);
 
   FillMaskArgs f;
-  auto* fill_mask_cmd = app.add_subcommand("fill-mask", "The most likely tokens for each [MASK] in the text");
-  add_tokenizer_options(fill_mask_cmd, f.tok, /*model_required=*/true);
+  auto* fill_mask_cmd = infer::add_model_command(app, "fill-mask", "The most likely tokens for each [MASK] in the text", f.tok);
   fill_mask_cmd->add_option("--text", f.text, "text with one or more [MASK]")->required();
   xg::cli::add_number(*fill_mask_cmd, "--top-k", f.top_k, "candidates shown per [MASK]")->check(xg::cli::positive());
 
   EmbedArgs e;
-  auto* embed_cmd = app.add_subcommand("embed", "Each stdin line -> one vector (the last hidden layer, pooled)");
-  add_tokenizer_options(embed_cmd, e.tok, /*model_required=*/true);
+  auto* embed_cmd = infer::add_model_command(app, "embed", "Each stdin line -> one vector (the last hidden layer, pooled)", e.tok);
   embed_cmd->add_option("--pooling", e.pooling, "the [CLS] vector or the mean over tokens")
       ->check(CLI::IsMember({"cls", "mean"}));
   embed_cmd->add_flag("--normalize", e.normalize, "scale each vector to unit length (cosine similarity = dot product)");
@@ -452,8 +384,7 @@ int main(int argc, char** argv) {
   infer::QaArgs q;
   auto* qa_cmd = infer::add_qa_command(app, q);
   NerArgs n;
-  auto* ner_cmd = app.add_subcommand("ner", "Each stdin line -> its named entities as one JSON line");
-  add_tokenizer_options(ner_cmd, n.tok, /*model_required=*/true);
+  auto* ner_cmd = infer::add_model_command(app, "ner", "Each stdin line -> its named entities as one JSON line", n.tok);
   ner_cmd->add_flag("--jsonl", n.jsonl, "stdin lines are JSON objects {\"text\": ...} (default: plain text lines)");
   xg::cli::add_number(*ner_cmd, "--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
   xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included; longer lines "
@@ -464,8 +395,8 @@ int main(int argc, char** argv) {
       "\"end\": E, \"score\": P}]}; [S, E) counts code points of the line, P is the mean probability of the\n"
       "entity's word tags (each word's tag is its first sub-token's).");
   ClassifyArgs c;
-  auto* classify_cmd = app.add_subcommand("classify", "Each stdin line (a TAB separates a pair) -> its labels with probabilities");
-  add_tokenizer_options(classify_cmd, c.tok, /*model_required=*/true);
+  auto* classify_cmd = infer::add_model_command(app, "classify", "Each stdin line (a TAB separates a pair) -> its labels with probabilities",
+                                                c.tok);
   classify_cmd->add_flag("--jsonl", c.jsonl, "each line is a JSON object {\"text\": ..., \"text_b\": ...} (text_b optional)");
   xg::cli::add_number(*classify_cmd, "--top-k", c.top_k, "labels printed per line, most likely first")->check(xg::cli::positive());
   xg::cli::add_number(*classify_cmd, "--batch", c.batch, "lines per forward pass")->check(xg::cli::positive());

@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "models/checkpoint.hpp"
-#include "text/load_tokenizer.hpp"
 #include "training/qa_inference.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
@@ -58,8 +55,9 @@ void answer(const std::vector<text::SquadQuestion>& questions, const text::Token
 }  // namespace
 
 CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
-  auto* cmd = app.add_subcommand("qa", "Answers each JSON line {\"question\": ..., \"context\": ...} with a span of its context");
-  cmd->add_option("--model", a.model, "a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)")->required()->type_name("DIR");
+  auto* cmd = add_model_command(app, "qa", "Answers each JSON line {\"question\": ..., \"context\": ...} with a span of its context",
+                                a.checkpoint);
+  cmd->get_option("--model")->description("a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)");
   cmd->add_option("--input", a.input, "JSON Lines file (default: stdin)")->type_name("FILE");
   cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384, or fewer when the model has fewer positions)");
   cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)");
@@ -76,18 +74,12 @@ CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
 }
 
 int run_qa(const QaArgs& a) {
-  if (!std::filesystem::is_directory(a.model))
-    throw std::invalid_argument(fmt::format("--model {}: {}", a.model, std::filesystem::exists(a.model) ? "not a directory" : "no such directory"));
-  auto loaded = models::load_pretrained(a.model);
-  models::PretrainedModel& model = *loaded.model;
-  const std::string arch = model.architecture();
-  if (arch.size() < 20 || arch.compare(arch.size() - 20, 20, "ForQuestionAnswering") != 0)
-    throw std::invalid_argument(fmt::format("qa: --model {} is a {}, not a question-answering model", a.model, arch));
-  const auto tok = text::load_tokenizer(a.model);
+  const Checkpoint c = open_checkpoint(a.checkpoint, "qa", "ForQuestionAnswering", "a question-answering model");
+  models::PretrainedModel& model = c.model();
+  const auto& tok = c.tok;
   text::SquadFeatureOptions fo = a.features;
   if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, model.config_json().value("max_position_embeddings", kDefaultMaxLen));
   if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
-  model.eval();
   NoGradGuard no_grad;
   std::ifstream file;
   if (!a.input.empty()) {

@@ -3,13 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "examples/bert_infer/checkpoint_args.hpp"
 #include "text/squad_data.hpp"
 #include "text/squad_predictions.hpp"
 
 namespace xg::infer {
 
 struct QaArgs {
-  std::string model, input;
+  ModelArgs checkpoint;
+  std::string input;
   text::SquadFeatureOptions features{0, 0, 64};  // max_len 0: min(384, the model's positions); doc_stride 0: a third of it
   text::SquadDecodeOptions decode;
   size_t batch = 16;  // questions per forward pass (all their windows)

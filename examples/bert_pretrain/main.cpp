@@ -29,9 +29,8 @@ void set_quick_start_defaults(TrainerOptions& t, PretrainOptions& p) {
 // checkpoint; left at the recipe's values they would read as flags given ("--batch 32 differs").
 void finish_quick_start_defaults(const CLI::App& app, TrainerOptions& t, PretrainOptions& p) {
   if (!t.resume.empty()) {
-    if (!app.count("--batch")) t.batch = TrainerOptions{}.batch;
-    if (!app.count("--steps")) t.steps = TrainerOptions{}.steps;
-    if (!app.count("--seq-len")) p.seq_len = PretrainOptions{}.seq_len;
+    TrainerOptions::table().reset_not_given(t, app);
+    PretrainOptions::table().reset_not_given(p, app);
     return;
   }
   const bool vocabulary_chosen = app.count("--tokenizer") || app.count("--train-vocab") || !p.init_from.empty();

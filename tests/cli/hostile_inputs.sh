@@ -181,6 +181,22 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   # a run that diverges stops before the update, naming the step
   expect 1 "[trainer] step 2: the loss is" "$P" "${SMALL[@]}" --lr 1e30 --clip 0 --steps 4 --out "$W/nan"
   expect 0 "update skipped" "$P" "${SMALL[@]}" --lr 1e30 --clip 0 --steps 4 --out "$W/nan_skip" --on-nonfinite skip
+  # a corpus given relative to the first run's directory, resumed from another, then moved: the
+  # same data in its new place resumes; other data is refused (its data position means nothing)
+  mkdir -p "$W/data" && cp "$CORPUS" "$W/data/corpus.txt"
+  corpus=corpus.txt small
+  (cd "$W/data" && "$P" "${SMALL[@]}" --steps 4 --stop-at 2 --out "$W/moved" > "$W/moved.log" 2>&1) ||
+    { cat "$W/moved.log"; fail "the first run, in $W/data"; }
+  small
+  first=$(cd "$W/data" && pwd -P)/corpus.txt  # the saved path: absolute, from the run's working directory
+  expect 0 "stopped at step 3" "$P" --resume "$W/moved" --stop-at 3
+  mv "$W/data/corpus.txt" "$W/corpus_moved.txt"
+  before=$(snapshot "$W/moved")
+  expect 1 "--corpus $first (" "$P" --resume "$W/moved"
+  { cat "$CORPUS"; echo "one more line ."; } > "$W/corpus_other.txt"
+  expect 1 "is not the data the checkpoint was trained on ($first" "$P" --resume "$W/moved" --corpus "$W/corpus_other.txt"
+  expect_unchanged "$W/moved" "$before" "resumes with a missing or another corpus"
+  expect 0 "done: step 4" "$P" --resume "$W/moved" --corpus "$W/corpus_moved.txt"
   ;;
 
 signals)  # SIGINT and SIGTERM save and stop with 130 and 143; --resume without --out continues in place
@@ -372,6 +388,17 @@ finetune)
   cases=$((cases + 1))
   [[ $(wc -l < "$R/learning_curve.csv") -eq 5 && $(wc -l < "$R/learning_curve_summary.csv") -eq 3 ]] ||
     fail "learning curve files in $R: $(cat "$R"/learning_curve*.csv 2>&1)"
+  # moved data: a resumed run takes the same files from their new place, and refuses others
+  mkdir -p "$W/ftdata" && cp "$W/train.tsv" "$W/ftdata/train.tsv" && cp "$W/train.tsv" "$W/ftdata/dev.tsv"
+  train=$W/ftdata/train.tsv dev=$W/ftdata/dev.tsv ft
+  expect 0 "stopped at step 1" "$F" "${FT[@]:0:${#FT[@]}-2}" --steps 3 --stop-at 1 --out "$W/ftmove"
+  first=$(realpath -s "$W/ftdata/train.tsv")  # as saved: absolute and normalised
+  mv "$W/ftdata" "$W/ftdata2"
+  expect 1 "--train $first (" "$F" --resume "$W/ftmove"
+  printf 'label\ttext\n0\tgood\n1\tbad\n' > "$W/swapped.tsv"  # the same size, other labels
+  expect 1 "is not the data the checkpoint was trained on ($first" \
+    "$F" --resume "$W/ftmove" --train "$W/swapped.tsv" --dev "$W/ftdata2/dev.tsv"
+  expect 0 "final scores" "$F" --resume "$W/ftmove" --train "$W/ftdata2/train.tsv" --dev "$W/ftdata2/dev.tsv"
   ;;
 
 *)

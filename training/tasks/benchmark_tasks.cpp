@@ -10,10 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
-#include "text/load_tokenizer.hpp"
 #include "training/eval_metrics.hpp"
+#include "training/tasks/finetuning.hpp"
 #include "util/atomic_file.hpp"
 
 namespace fs = std::filesystem;
@@ -170,41 +169,33 @@ Prediction predict(const BenchmarkTask& task, const std::string& id, const float
 }
 
 void write_predictions(const BenchmarkTask& task, const std::string& path, const std::vector<Prediction>& predictions) {
-  std::string text;
   if (task.benchmark == Benchmark::Glue) {
-    text = "index\tprediction\n";
-    for (const auto& p : predictions) {
-      if (p.id.find_first_of("\t\n") != std::string::npos)
-        throw std::invalid_argument(fmt::format("[predictions] {}: the id '{}' holds a tab or newline", path, p.id));
-      // STS-B's scores lie in [0, 5]: a regression output outside is clipped, as jiant writes it
-      text += p.id + "\t" + (task.regression() ? fmt::format("{:.3f}", std::clamp(p.value, 0.0, 5.0)) : p.label) + "\n";
-    }
-  } else {
-    for (const auto& p : predictions) text += nlohmann::json{{"idx", idx_json(p.id)}, {"label", p.label}}.dump() + "\n";
+    std::vector<std::pair<std::string, std::string>> rows;
+    // STS-B's scores lie in [0, 5]: a regression output outside is clipped, as jiant writes it
+    for (const auto& p : predictions)
+      rows.emplace_back(p.id, task.regression() ? fmt::format("{:.3f}", std::clamp(p.value, 0.0, 5.0)) : p.label);
+    return write_index_predictions(path, rows);
   }
+  std::string text;
+  for (const auto& p : predictions) text += nlohmann::json{{"idx", idx_json(p.id)}, {"label", p.label}}.dump() + "\n";
   write_text_atomically(path, text);
 }
 
-void write_test_predictions(const BenchmarkTask& task, const std::string& checkpoint, const std::string& test_file,
-                            const std::string& path, size_t max_len, size_t batch) {
-  auto loaded = models::load_pretrained(checkpoint);
-  models::PretrainedModel& model = *loaded.model;
-  const auto tok = text::load_tokenizer(checkpoint);
-  const models::HeadConfig head = models::HeadConfig::from_json(model.config_json(), checkpoint + "/config.json");
+void write_test_predictions(const BenchmarkTask& task, models::PretrainedModel& model, const text::Tokenizer& tok,
+                            const std::string& test_file, const std::string& path, size_t max_len, size_t batch) {
+  const models::HeadConfig head = models::HeadConfig::from_json(model.config_json(), model.architecture());
   const auto examples = text::read_text_examples(test_file, task.test);
   text::EncodeOptions eo;
   eo.max_length = max_len;
-  NoGradGuard no_grad;
-  model.eval();
   std::vector<Prediction> predictions;
   for (size_t start = 0; start < examples.size(); start += batch) {
     std::vector<models::Sequence> sequences;
     for (size_t i = start; i < std::min(examples.size(), start + batch); ++i) {
       const auto& e = examples[i];
-      const text::Encoding enc = e.text_b.empty() ? tok->encode(e.text_a, eo) : tok->encode_pair(e.text_a, e.text_b, eo);
+      const text::Encoding enc = e.text_b.empty() ? tok.encode(e.text_a, eo) : tok.encode_pair(e.text_a, e.text_b, eo);
       sequences.push_back({{enc.ids.begin(), enc.ids.end()}, {enc.type_ids.begin(), enc.type_ids.end()}});
     }
-    const std::vector<float> outputs = model.forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits").to_vector();
+    const std::vector<float> outputs = model.forward_named(models::pad_sequences(sequences, tok.pad_id())).at("logits").to_vector();
     for (size_t i = 0; i < sequences.size(); ++i)
       predictions.push_back(predict(task, examples[start + i].id, outputs.data() + i * head.num_labels(), head.id2label));
   }

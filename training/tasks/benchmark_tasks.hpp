@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "models/pretrained.hpp"
 #include "text/classification_data.hpp"
+#include "text/tokenizer.hpp"
 #include "training/metrics.hpp"
 
 namespace xg::training {
@@ -76,10 +78,10 @@ Prediction predict(const BenchmarkTask& task, const std::string& id, const float
 // SuperGLUE JSON Lines {"idx": N, "label": "..."}. Throws "[predictions] path: ..." when it cannot.
 void write_predictions(const BenchmarkTask& task, const std::string& path, const std::vector<Prediction>& predictions);
 
-// Predicts every example of the task's unlabelled test file with a fine-tuned classifier
-// checkpoint (its tokenizer files beside it; `max_len` tokens per example, `batch` per forward
-// pass) and writes them to `path` with write_predictions.
-void write_test_predictions(const BenchmarkTask& task, const std::string& checkpoint, const std::string& test_file,
-                            const std::string& path, size_t max_len, size_t batch);
+// Predicts every example of the task's unlabelled test file with a fine-tuned classifier and its
+// tokenizer (a ScoringModel's: eval mode, no gradients; `max_len` tokens per example, `batch` per
+// forward pass) and writes them to `path` with write_predictions.
+void write_test_predictions(const BenchmarkTask& task, models::PretrainedModel& model, const text::Tokenizer& tok,
+                            const std::string& test_file, const std::string& path, size_t max_len, size_t batch);
 
 }  // namespace xg::training

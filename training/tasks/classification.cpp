@@ -9,12 +9,9 @@
 #include <limits>
 #include <random>
 
-#include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
 #include "text/classification_data.hpp"
-#include "text/load_tokenizer.hpp"
 #include "training/eval_metrics.hpp"
-#include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -31,7 +28,8 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
       .add("--text-b-column", &O::text_b_column, "second text of pairs (default: the column text_b when the header has one)", kRestore)
       .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore)
       .add("--data-dir", &O::data_dir, "with a GLUE or SuperGLUE --task: the task's folder as the benchmark ships it "
-                                       "(its train, dev and test files, unless --train, --dev or --test name others)", kRestore);
+                                       "(its train, dev and test files, unless --train, --dev or --test name others)",
+           OnResume::DataPath);
   return t;
 }
 
@@ -249,14 +247,13 @@ class ClassificationTask : public FinetuneTask {
   EncodedSet train_, dev_;
 };
 
-// One line per example: the predicted label (its name), or the value for regression.
+// One row per example: the predicted label (its name), or the value for regression.
 void write_label_predictions(const std::string& path, const std::vector<float>& outputs, const models::HeadConfig& head, bool regression) {
-  std::string text = "index\tprediction\n";
+  std::vector<std::pair<std::string, std::string>> rows;
   const size_t n = head.num_labels();
   for (size_t i = 0; i * (regression ? 1 : n) < outputs.size(); ++i)
-    text += regression ? fmt::format("{}\t{:.6g}\n", i, outputs[i])
-                       : fmt::format("{}\t{}\n", i, head.id2label[argmax_row(outputs.data() + i * n, n)]);
-  write_text_atomically(path, text);
+    rows.emplace_back(std::to_string(i), regression ? fmt::format("{:.6g}", outputs[i]) : head.id2label[argmax_row(outputs.data() + i * n, n)]);
+  write_index_predictions(path, rows);
 }
 
 }  // namespace
@@ -293,25 +290,19 @@ std::unique_ptr<Task> ClassificationKind::make_task(const FinetuneOptions& o, co
 
 nlohmann::json ClassificationKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                               size_t batch_size, const std::string& predictions) {
+  const ScoringModel m(checkpoint, o);
   if (benchmark_ && file == o.test) {  // a benchmark's test file has no labels: predicted for its leaderboard
     const std::string path =
         predictions.empty() ? (fs::path(checkpoint).parent_path() / benchmark_->predictions_file()).string() : predictions;
-    write_test_predictions(*benchmark_, checkpoint, file, path, o.max_len, batch_size);
+    write_test_predictions(*benchmark_, *m.model, *m.tok, file, path, o.max_len, batch_size);
     fmt::print("test predictions for the {} leaderboard: {}\n", benchmark_->submission, path);
     return nlohmann::json::object();
   }
-  auto loaded = models::load_pretrained(checkpoint);
-  const auto tok = finetune_tokenizer(checkpoint, o);
-  models::PretrainedModel& model = *loaded.model;
-  const models::HeadConfig head = head_config_of(model);
-  const EncodedSet set = encode_file(file, options_, o.max_len, *tok, head);
-  NoGradGuard no_grad;
-  model.eval();
-  const auto outputs = predict_set(model, set, tok->pad_id(), options_.regression, batch_size);
+  const models::HeadConfig head = head_config_of(*m.model);
+  const EncodedSet set = encode_file(file, options_, o.max_len, *m.tok, head);
+  const auto outputs = predict_set(*m.model, set, m.tok->pad_id(), options_.regression, batch_size);
   if (!predictions.empty()) write_label_predictions(predictions, outputs, head, options_.regression);
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : score_predictions(set, outputs, head.num_labels(), options_.regression, benchmark_).values) j[name] = v;
-  return j;
+  return score_predictions(set, outputs, head.num_labels(), options_.regression, benchmark_).values_json();
 }
 
 }  // namespace xg::training

@@ -16,6 +16,7 @@
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "training/tasks/pretraining.hpp"
+#include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -28,9 +29,11 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
   static const OptionTable<O> t = OptionTable<O>()
       .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
                                "under Tasks below", kRestore)
-      .add("--train", &O::train, "labelled training data (format per --task)", kRestore)
-      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best", kRestore)
-      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", kRestore)
+      .add("--train", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
+           OnResume::DataPath)
+      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",
+           OnResume::DataPath)
+      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", OnResume::DataPath)
       .add("--model", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
                                  "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
                                  "trained from scratch", kRestore)
@@ -60,6 +63,22 @@ std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir
     if (fs::exists(fs::path(model_dir) / "vocab.txt")) return text::open_tokenizer((fs::path(model_dir) / "vocab.txt").string(), topt);
   }
   return text::open_tokenizer(o.vocab, topt);
+}
+
+ScoringModel::ScoringModel(const std::string& checkpoint, const FinetuneOptions& o)
+    : model(models::load_pretrained(checkpoint).model), tok(finetune_tokenizer(checkpoint, o)) {
+  model->eval();
+}
+
+void write_index_predictions(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::string text = "index\tprediction\n";
+  for (const auto& [index, prediction] : rows) {
+    for (const std::string* field : {&index, &prediction})
+      if (field->find_first_of("\t\n") != std::string::npos)
+        throw std::invalid_argument(fmt::format("[predictions] {}: '{}' holds a tab or newline", path, *field));
+    text += index + "\t" + prediction + "\n";
+  }
+  write_text_atomically(path, text);
 }
 
 std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source) {
@@ -106,8 +125,8 @@ std::vector<std::string> unusual_settings(const TrainerOptions& trainer, const F
 FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std::string kind, std::string head_suffix)
     : opt_(o), ctx_(ctx), kind_(std::move(kind)), head_suffix_(std::move(head_suffix)) {
   if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train is required", kind_));
-  const bool from_dir = !resuming() && fs::is_directory(o.model);
-  tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : from_dir ? o.model : "", o);
+  model_is_checkpoint_ = !resuming() && fs::is_directory(o.model);
+  tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : model_is_checkpoint_ ? o.model : "", o);
 }
 
 std::vector<size_t> FinetuneTask::sample_training(size_t all) {
@@ -120,7 +139,7 @@ std::vector<size_t> FinetuneTask::sample_training(size_t all) {
 void FinetuneTask::load_model(const nlohmann::json& new_head, const std::function<bool(const nlohmann::json&)>& keep_head) {
   if (resuming()) {
     model_ = std::move(models::load_pretrained(ctx_.checkpoint).model);
-  } else if (fs::is_directory(opt_.model)) {
+  } else if (model_is_checkpoint_) {
     const std::string config_path = (fs::path(opt_.model) / "config.json").string();
     const nlohmann::json config = models::config::read_json_file(config_path, kind_);
     const std::string arch = head_architecture(config.value("model_type", ""), head_suffix_, config_path);
@@ -214,10 +233,10 @@ std::vector<optim::ParamGroup> FinetuneTask::parameter_groups(float weight_decay
   return by_depth;
 }
 
-void FinetuneTask::check_fits(const models::Sequence& longest) {
+void FinetuneTask::check_fits(const models::ModelInputs& longest) {
   NoGradGuard no_grad;
   model_->eval();
-  model_->forward_named(models::pad_sequences({longest}, tok_->pad_id()));
+  model_->forward_named(longest);
   model_->train();
 }
 

@@ -13,8 +13,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "autograd/engine.hpp"
 #include "models/pretrained.hpp"
 #include "text/tokenizer.hpp"
 #include "training/task.hpp"
@@ -49,11 +51,32 @@ struct Scores {
   Scalars values;
   double main = -std::numeric_limits<double>::infinity();
   std::string summary;
+
+  // The values as one JSON object {name: value}, as score_file returns them.
+  nlohmann::json values_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [name, v] : values) j[name] = v;
+    return j;
+  }
 };
 
 // The tokenizer a model directory brings (tokenizer files, or a bare vocab.txt), else --vocab
 // (--cased keeps case). `model_dir` may be empty.
 std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir, const FinetuneOptions& o);
+
+// A checkpoint a kind saved, loaded to score a data file (FinetuneKind::score_file): its model
+// in eval mode, its tokenizer (finetune_tokenizer's), and gradients off while this lives.
+struct ScoringModel {
+  ScoringModel(const std::string& checkpoint, const FinetuneOptions& o);
+  NoGradGuard no_grad;
+  std::unique_ptr<models::PretrainedModel> model;
+  std::unique_ptr<text::Tokenizer> tok;
+};
+
+// Writes (index, prediction) rows under the header index<TAB>prediction, atomically: GLUE's
+// submission TSV and the --predictions of the kinds that predict one label per example. Throws
+// "[predictions] PATH: ..." for a field holding a tab or newline.
+void write_index_predictions(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows);
 
 // The registered architecture of family `model_type` whose name ends with `head_suffix`
 // ("ForTokenClassification"); throws naming `source` when the family has none.
@@ -88,8 +111,10 @@ class FinetuneTask : public Task {
   // with `new_head`. Prints, as transformers does, which weights were new and which were dropped.
   // Then applies --freeze-*. Call once, from the derived constructor.
   void load_model(const nlohmann::json& new_head, const std::function<bool(const nlohmann::json& config)>& keep_head);
-  // Fails now, naming the limit, when the model cannot take `longest` (more tokens than positions).
-  void check_fits(const models::Sequence& longest);
+  // Fails now, naming the limit, when the model cannot take `longest` (more tokens than positions):
+  // a forward pass in eval mode of the longest example's inputs.
+  void check_fits(const models::ModelInputs& longest);
+  void check_fits(const models::Sequence& longest) { check_fits(models::pad_sequences({longest}, tok_->pad_id())); }
   // The next `batch_size` indices into the training examples, in a seeded order reshuffled each
   // epoch (a resumed run draws the same batches); under data parallelism this rank's share of
   // the next ranks x batch_size.
@@ -113,6 +138,7 @@ class FinetuneTask : public Task {
   void apply_freezing();
 
   std::string kind_, head_suffix_;
+  bool model_is_checkpoint_ = false;  // --model names a checkpoint directory, not a preset (a new run)
   uint64_t epoch_ = 0, order_epoch_ = std::numeric_limits<uint64_t>::max();
   size_t index_ = 0;
   std::vector<size_t> order_;

@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "models/checkpoint.hpp"
 #include "text/classification_data.hpp"
 #include "training/eval_metrics.hpp"
-#include "util/atomic_file.hpp"
 
 namespace xg::training {
 
@@ -171,11 +169,7 @@ class MultipleChoiceTask : public FinetuneTask {
       for (size_t r = 0; r < set->size(); ++r)
         for (const auto& seq : set->choices[r])
           if (seq.ids.size() > longest) longest = seq.ids.size(), in = set, row = r;
-    if (!in) return;
-    NoGradGuard no_grad;
-    model_->eval();
-    model_->forward_named(choice_inputs(*in, {row}, tok_->pad_id(), nullptr));
-    model_->train();
+    if (in) check_fits(choice_inputs(*in, {row}, tok_->pad_id(), nullptr));
   }
 
   ChoiceSet train_, dev_;
@@ -189,20 +183,15 @@ std::unique_ptr<Task> MultipleChoiceKind::make_task(const FinetuneOptions& o, co
 
 nlohmann::json MultipleChoiceKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                               size_t batch_size, const std::string& predictions) {
-  auto loaded = models::load_pretrained(checkpoint);
-  const auto tok = finetune_tokenizer(checkpoint, o);
-  const ChoiceSet set = read_choices(file, options_, o.max_len, *tok);
-  NoGradGuard no_grad;
-  loaded.model->eval();
-  const auto predicted = argmax_rows(choice_logits(*loaded.model, set, tok->pad_id(), batch_size), set.choices.at(0).size());
+  const ScoringModel m(checkpoint, o);
+  const ChoiceSet set = read_choices(file, options_, o.max_len, *m.tok);
+  const auto predicted = argmax_rows(choice_logits(*m.model, set, m.tok->pad_id(), batch_size), set.choices.at(0).size());
   if (!predictions.empty()) {
-    std::string text = "index\tprediction\n";
-    for (size_t i = 0; i < predicted.size(); ++i) text += fmt::format("{}\t{}\n", i, predicted[i]);
-    write_text_atomically(predictions, text);
+    std::vector<std::pair<std::string, std::string>> rows;
+    for (size_t i = 0; i < predicted.size(); ++i) rows.emplace_back(std::to_string(i), std::to_string(predicted[i]));
+    write_index_predictions(predictions, rows);
   }
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : choice_scores(set, predicted).values) j[name] = v;
-  return j;
+  return choice_scores(set, predicted).values_json();
 }
 
 }  // namespace xg::training

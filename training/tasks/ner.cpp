@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
 #include "training/tasks/ner_data.hpp"
 
@@ -155,18 +154,12 @@ std::unique_ptr<Task> NerKind::make_task(const FinetuneOptions& o, const TaskCon
 
 nlohmann::json NerKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                    size_t batch_size, const std::string& predictions) {
-  auto loaded = models::load_pretrained(checkpoint);
-  const auto tok = finetune_tokenizer(checkpoint, o);
-  models::PretrainedModel& model = *loaded.model;
-  const models::HeadConfig head = head_of(model);
-  const NerSet set = encode_conll(file, options_.conll(), *tok, {}, options_.align(o.max_len));
-  NoGradGuard no_grad;
-  model.eval();
-  const NerPredictions p = predict_set(set, head.id2label, tok->pad_id(), batch_size, logits_of(model));
+  const ScoringModel m(checkpoint, o);
+  const models::HeadConfig head = head_of(*m.model);
+  const NerSet set = encode_conll(file, options_.conll(), *m.tok, {}, options_.align(o.max_len));
+  const NerPredictions p = predict_set(set, head.id2label, m.tok->pad_id(), batch_size, logits_of(*m.model));
   if (!predictions.empty()) write_conll_predictions(predictions, set, p.tags);
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : score_predictions(set, p).values) j[name] = v;
-  return j;
+  return score_predictions(set, p).values_json();
 }
 
 }  // namespace xg::training

@@ -32,7 +32,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
       .add("--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
-                                   "or a directory of create_pretraining_data shards", kRestore)
+                                   "or a directory of create_pretraining_data shards (on --resume: the same data in a new "
+                                   "place, checked by its size and CRC32C or its shards' names and sizes)", OnResume::DataPath)
       .add("--tokenizer,--vocab", &O::tokenizer,
            "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model, or a Hugging "
            "Face tokenizer directory (default: bert_pretrain trains one of 8000 tokens on a text corpus; with shards, "

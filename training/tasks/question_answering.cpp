@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "models/checkpoint.hpp"
 #include "training/qa_inference.hpp"
 #include "training/squad_metrics.hpp"
 #include "util/atomic_file.hpp"
@@ -198,17 +197,11 @@ std::unique_ptr<Task> QuestionAnsweringKind::make_task(const FinetuneOptions& o,
 
 nlohmann::json QuestionAnsweringKind::score_file(const std::string& checkpoint, const std::string& file, const FinetuneOptions& o,
                                                  size_t batch_size, const std::string& predictions) {
-  auto loaded = models::load_pretrained(checkpoint);
-  const auto tok = finetune_tokenizer(checkpoint, o);
-  models::PretrainedModel& model = *loaded.model;
-  const QaSet set = encode_file(file, version_2_, *tok, feature_options(o, options_));
-  NoGradGuard no_grad;
-  model.eval();
-  const Answered a = answer_set(model, set, tok->pad_id(), batch_size, decode_options(options_, version_2_));
+  const ScoringModel m(checkpoint, o);
+  const QaSet set = encode_file(file, version_2_, *m.tok, feature_options(o, options_));
+  const Answered a = answer_set(*m.model, set, m.tok->pad_id(), batch_size, decode_options(options_, version_2_));
   if (!predictions.empty()) write_predictions(predictions, set, a.predictions, version_2_);
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, v] : a.scores.values) j[name] = v;
-  return j;
+  return a.scores.values_json();
 }
 
 }  // namespace xg::training

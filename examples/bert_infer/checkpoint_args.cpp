@@ -1,0 +1,75 @@
+#include "examples/bert_infer/checkpoint_args.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "text/load_tokenizer.hpp"
+#include "util/checksums.hpp"
+
+namespace xg::infer {
+
+namespace {
+// Said before anything tries a file inside it (which would blame a missing vocab.txt).
+void require_model_directory(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw std::invalid_argument(fmt::format("--model {}: {}", dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& a,
+                            bool model_optional) {
+  CLI::App* cmd = app.add_subcommand(name, description);
+  auto* model = cmd->add_option("--model", a.model, "checkpoint directory (its tokenizer files are used)")->type_name("DIR");
+  if (!model_optional) model->required();
+  cmd->add_option("--tokenizer,--vocab", a.vocab,
+                  "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model or a "
+                  "Hugging Face tokenizer directory, instead of the model's")
+      ->type_name("FILE|DIR");
+  cmd->add_flag("--cased", a.cased, "with --vocab: keep case and accents");
+  return cmd;
+}
+
+std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::string& command) {
+  if (!a.vocab.empty()) {
+    text::TokenizerOptions o;
+    o.lowercase = !a.cased;
+    return text::open_tokenizer(a.vocab, o);
+  }
+  if (a.cased)
+    throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
+                                            "tokenizer_config.json (do_lower_case) decides", command));
+  require_model_directory(a.model);
+  return text::load_tokenizer(a.model);
+}
+
+models::LoadedModel load_model(const std::string& dir) {
+  require_model_directory(dir);
+  verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
+  auto loaded = models::load_pretrained(dir);
+  for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
+  loaded.model->eval();
+  return loaded;
+}
+
+Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix,
+                           const std::string& head_name) {
+  Checkpoint c{tokenizer_for(a, command), load_model(a.model)};
+  // Found before any output: ids past the model's vocab_size have no embedding.
+  const auto& config = c.model().config_json();
+  if (config.contains("vocab_size") && config.at("vocab_size").is_number_unsigned() &&
+      c.tok->vocab_size() > config.at("vocab_size").get<size_t>())
+    throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
+                                            a.model, config.at("vocab_size").get<size_t>(), c.tok->vocab_size()));
+  const std::string architecture = c.model().architecture();
+  if (!head_suffix.empty() && !ends_with(architecture, head_suffix))
+    throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));
+  return c;
+}
+
+}  // namespace xg::infer

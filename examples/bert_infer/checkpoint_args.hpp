@@ -1,0 +1,42 @@
+#pragma once
+// What the bert_infer subcommands that run a checkpoint share: the --model and tokenizer flags,
+// and opening both (checked, in eval mode) before any output.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "models/checkpoint.hpp"
+#include "text/tokenizer.hpp"
+
+namespace xg::infer {
+
+// --model DIR and where the tokenizer comes from: --vocab [--cased] when given, else DIR's files.
+struct ModelArgs {
+  std::string model, vocab;
+  bool cased = false;
+};
+
+// Adds subcommand `name` to `app` with --model DIR (required unless `model_optional`),
+// --tokenizer/--vocab and --cased; returns it.
+CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& a,
+                            bool model_optional = false);
+
+// --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
+std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::string& command);
+
+// The checkpoint in `dir` (its checksums verified, loader notes on stderr), in eval mode.
+models::LoadedModel load_model(const std::string& dir);
+
+struct Checkpoint {
+  std::unique_ptr<text::Tokenizer> tok;
+  models::LoadedModel loaded;
+  models::PretrainedModel& model() const { return *loaded.model; }
+};
+// --model's checkpoint with its tokenizer (tokenizer_for), whose ids its vocabulary must cover.
+// A command that needs a kind of head names it (`head_suffix` "ForTokenClassification", `head_name`
+// "a *ForTokenClassification model"): another architecture is refused, naming it.
+Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
+                           const std::string& head_name = "");
+
+}  // namespace xg::infer
