@@ -9,8 +9,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 total=${1:-3600}
 build=build-asan
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DXGRAD_FUZZ=ON \
-  -DXGRAD_BUILD_BENCH=OFF > /dev/null
-cmake --build "$build" --target fuzz_targets
+scripts/asan_build.sh fuzz_targets
 targets=("$build"/bin/fuzz_*)
 fuzz/run.sh "$build" $((total / ${#targets[@]}))

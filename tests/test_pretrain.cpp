@@ -201,7 +201,7 @@ TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuse
   fs::remove_all(part.trainer.out);
 }
 
-TEST_CASE("a checkpoint written before the Trainer/Task split resumes exactly", "[pretrain]") {
+TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uninterrupted run's weights", "[pretrain]") {
   // tests/data/pretrain_v1/: made by the pre-split bert_pretrain (commit c2ecf01) with a 1-layer
   // model and a 400-token vocabulary; see its README. checkpoint-000003 is a run stopped at step 3
   // of 6; full-000006.safetensors the weights of the same run uninterrupted.
@@ -222,7 +222,11 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes exactly", 
   resumed.trainer.resume = out.string();
   resumed.trainer.quiet = true;
   REQUIRE(resumed.go() == 6);
-  CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) == 0);
+  // The uninterrupted run was made on another CPU: its GEMM blocking and thread split may sum in
+  // another order, so the last bits may differ (3e-8 on an AMD EPYC). A misread optimizer state or
+  // data position would differ by orders of magnitude more. Bit-exact resume on one machine is the
+  // "stopped at step k and resumed" test above.
+  CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) < 1e-6);
   CHECK(read_json(out / "checkpoint-000006" / "training_state.json")["format"] == 2);
   fs::remove_all(out);
 }
