@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "training/tasks/classification.hpp"
 #include "training/tasks/learning_curve.hpp"
@@ -20,23 +21,6 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kData = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
-
-// Lines i of sentiment_uci.tsv (0-based, after its header) with i % every == at, as label<TAB>text.
-std::string write_split(const std::string& path, size_t every, size_t at) {
-  std::ifstream in(kData + "sentiment_uci.tsv");
-  std::string line;
-  std::getline(in, line);
-  std::ofstream out(path);
-  out << "label\ttext\n";
-  for (size_t i = 0; std::getline(in, line); ++i) {
-    if (i % every != at) continue;
-    const size_t a = line.find('\t'), b = line.find('\t', a + 1);
-    out << line.substr(a + 1, b - a - 1) << '\t' << line.substr(b + 1) << '\n';
-  }
-  return path;
-}
-
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;
@@ -52,13 +36,11 @@ struct CurveFixture {
 
   CurveFixture() {
     fs::create_directories(dir);
-    task.train = write_split(dir + "/train.tsv", 60, 0);  // 50 lines
-    task.dev = write_split(dir + "/dev.tsv", 60, 30);     // 50 other lines
-    task.vocab = kData + "bert-base-uncased-vocab.txt";
+    task.train = test::write_split(dir + "/train.tsv", 60, 0);  // 50 lines
+    task.dev = test::write_split(dir + "/dev.tsv", 60, 30);     // 50 other lines
+    task.vocab = test::kVocab;
     task.max_len = 32;
-    task.model = dir + "/model.json";  // one small layer, no dropout: fast, and the same result every run
-    std::ofstream(task.model) << R"({"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
-                                   "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})";
+    task.model = test::write_tiny_model(dir + "/model.json", 16);  // one small layer, no dropout: the same result every run
     trainer.quiet = true;
     trainer.overwrite = true;
     trainer.epochs = 1;
