@@ -113,7 +113,7 @@ TEST_CASE("a refused thread start names the work, the thread count and the remed
   {
     RefusedThreadStarts refused(1);  // the pool's second worker (thread 3, the caller being 1)
     CHECK_THROWS_WITH(set_num_threads(4), Contains("[threads] cannot start thread 3 of 4 for the tensor thread pool") &&
-                                              Contains("XGRAD_NUM_THREADS=N") && Contains("--threads N"));
+                                              Contains("XGRAD_NUM_THREADS=N"));
   }
   // The started worker was joined (an unjoined one would have ended the process) and the pool runs serially.
   CHECK(num_threads() == 1);

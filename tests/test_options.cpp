@@ -240,6 +240,12 @@ TEST_CASE("options: a data path is saved whole with its fingerprint, and on resu
   fs::rename(first, dir / "moved.txt");
   CHECK_THROWS_WITH(restored(Data{}, saved), Contains("--corpus " + first + " (state.json options.corpus) no longer exists: "
                                                       "pass --corpus with the data's new place"));
+  {  // the flag's default names the same data where the run resumes (a re-cloned checkout's bundled file)
+    fs::create_directories(dir / "clone");
+    fs::copy_file(dir / "moved.txt", dir / "clone" / "default.txt");
+    WorkingDirectory in(dir / "clone");
+    CHECK(restored(Data{}, saved).corpus == "default.txt");
+  }
   Data moved;
   moved.corpus = (dir / "moved.txt").string();
   CHECK(restored(moved, saved).corpus == moved.corpus);

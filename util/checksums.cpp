@@ -92,6 +92,9 @@ nlohmann::json data_fingerprint(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) return nullptr;
+  // A pipe (--corpus <(zcat x.gz)) or device has no size to read and cannot be read twice: no
+  // fingerprint, as for data that is gone (a resumed run then needs the same path).
+  if (!fs::is_directory(status) && !fs::is_regular_file(status)) return nullptr;
   if (fs::is_directory(status)) {
     std::vector<std::pair<std::string, uintmax_t>> files;
     for (const auto& e : fs::recursive_directory_iterator(path))

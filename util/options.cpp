@@ -92,6 +92,10 @@ bool same_place(const std::string& a, const std::string& b) {
 std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,
                               const nlohmann::json& fingerprint, const std::string& where) {
   if (!given || same_place(current, saved)) {
+    if (std::filesystem::exists(saved)) return saved;
+    // The flag at its default may name the data's new place (the bundled corpus of a re-cloned
+    // checkout): take it when it holds the same data.
+    if (!given && !current.empty() && !fingerprint.is_null() && data_fingerprint(current) == fingerprint) return current;
     if (!std::filesystem::exists(saved))
       throw std::invalid_argument(fmt::format(
           "[resume] {} {} ({}) no longer exists: pass {} with the data's new place{}", flag, saved, where, flag,

@@ -45,8 +45,8 @@ std::thread start_thread(const std::string& what, size_t index, size_t count, st
   } catch (const std::system_error& e) {
     throw std::runtime_error(fmt::format(
         "[threads] cannot start thread {} of {} for {}: {} (a limit on threads or processes, such as "
-        "ulimit -u or a container's pids limit, is reached); use fewer threads: XGRAD_NUM_THREADS=N, "
-        "or --threads N in the training programs",
+        "ulimit -u or a container's pids limit, is reached); use fewer threads: XGRAD_NUM_THREADS=N (it sets "
+        "every pool from the start; --threads applies only once the tensor pool is made)",
         index + 1, count, what, e.code().message()));
   }
 }

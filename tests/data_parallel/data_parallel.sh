@@ -69,7 +69,8 @@ pretrain)
   ;;
 families)
   # RoBERTa (MLM alone, byte-level BPE) and ALBERT (MLM + SOP, LAMB, n-gram masks, SentencePiece),
-  # each with a small vocabulary trained from the corpus by the one-rank run
+  # each with a small vocabulary trained from the corpus (under mpirun by rank 0 alone, the others
+  # opening its files: the same vocabulary, so the same weights)
   printf '{"model_type": "albert", "hidden_size": 16, "embedding_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
  "intermediate_size": 32, "max_position_embeddings": 32, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0,
  "classifier_dropout_prob": 0}\n' > "$W/albert.json"
@@ -78,8 +79,8 @@ families)
   for family in albert roberta; do
     FAMILY=("${TRAINING[@]}" --steps 10 --model "$W/$family.json")
     run "$W/$family-one.log" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 8 --out "$W/$family-one"
-    run "$W/$family-two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${FAMILY[@]}" --tokenizer "$W/$family-one/checkpoint-000010" \
-      --batch 4 --out "$W/$family-two"
+    run "$W/$family-two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 4 \
+      --out "$W/$family-two"
     same_weights "$W/$family-two/checkpoint-000010" "$W/$family-one/checkpoint-000010"
   done
   ;;

@@ -152,6 +152,15 @@ nlohmann::json LearningCurve::to_json() const {
   return j;
 }
 
+namespace {
+// OUT/learning_curve.csv (a row per run) and OUT/learning_curve_summary.csv, each replaced whole.
+void write_curve_files(const std::string& out, const LearningCurve& curve) {
+  fs::create_directories(out);
+  write_text_atomically((fs::path(out) / "learning_curve.csv").string(), curve.rows_csv());
+  write_text_atomically((fs::path(out) / "learning_curve_summary.csv").string(), curve.summary_csv());
+}
+}  // namespace
+
 LearningCurve run_learning_curve(const TrainerOptions& trainer, const FinetuneOptions& task, FinetuneKind& kind,
                                  const CurveOptions& curve) {
   if (Communicator::world().distributed())
@@ -209,14 +218,13 @@ LearningCurve run_learning_curve(const TrainerOptions& trainer, const FinetuneOp
         for (const auto& [m, v] : r.scores.at("dev").items())
           if (v.is_number() && !is_count(m)) result.metrics.push_back(m);
       result.runs.push_back({r.train_examples, t.seed, r.scores});
+      write_curve_files(out, result);  // after each run: a later failure or kill keeps what was measured
       say(fmt::format("{} examples, seed {}: dev {}", r.train_examples, t.seed, r.scores.at("dev").dump()));
     }
     if (result.signal != 0) break;
     trained.insert(result.runs.empty() ? 0 : result.runs.back().examples);
   }
-  fs::create_directories(out);
-  write_text_atomically((fs::path(out) / "learning_curve.csv").string(), result.rows_csv());
-  write_text_atomically((fs::path(out) / "learning_curve_summary.csv").string(), result.summary_csv());
+  write_curve_files(out, result);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
+#include "training/distributed.hpp"
 #include "util/progress.hpp"
 
 namespace fs = std::filesystem;
@@ -84,7 +85,20 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
     const FamilyVocabulary* f = find(r.model_type);
     if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
     if (fs::is_directory(r.corpus)) throw std::invalid_argument("[vocabulary] --train-vocab needs a text corpus, not shards");
-    path = f->train(r);
+    // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
+    // the ranks share OUT), and the others open them: the path, or the error, is broadcast.
+    Communicator& comm = Communicator::world();
+    std::string error;
+    if (comm.rank() == 0) {
+      try {
+        path = f->train(r);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    comm.broadcast(error);
+    if (!error.empty()) throw std::runtime_error(error);
+    comm.broadcast(path);
   }
   if (path.empty())
     throw std::invalid_argument(fmt::format("[vocabulary] model_type '{}' has no bundled tokenizer: pass --tokenizer or --train-vocab", r.model_type));
