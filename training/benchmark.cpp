@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <fstream>
 #include <string>
 
+#include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
+#include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
@@ -85,6 +88,34 @@ BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::str
   return time_steps(opt, *model, opt.batch * seq_len, [&](size_t i) {
     return model->forward_named(batches[i % batches.size()].inputs, {{"labels", labels[i % labels.size()]}}).at("loss");
   });
+}
+
+BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, size_t seq_len, size_t steps,
+                                        int threads, uint64_t seed) {
+  if (threads > 0) set_num_threads(threads);
+  Generator gen(seed);
+  std::unique_ptr<models::PretrainedModel> owner;
+  if (std::filesystem::is_directory(model)) {
+    owner = models::load_pretrained(model, seed).model;
+  } else {
+    owner = models::build_model(fresh_model_config(model, 0, -1, -1, -1, seq_len), model);
+    owner->init_weights(gen);
+  }
+  models::PretrainedModel& encoder = owner->base_model();
+  const nlohmann::json config = encoder.family_config_json();  // the inputs check --seq-len against its positions
+  encoder.eval();
+  NoGradGuard no_grad;
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; ++i)
+    batches.push_back(random_batch(batch, seq_len, config.at("vocab_size").get<size_t>(), config.value("type_vocab_size", size_t(2)), gen));
+  auto pass = [&](size_t i) { return encoder.forward_named(batches[i % batches.size()].inputs).at("last_hidden_state"); };
+  pass(0);
+  pass(1);
+  const size_t n = std::max<size_t>(steps, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) pass(i);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {double(n * batch * seq_len) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters()};
 }
 
 }  // namespace xg::training

@@ -28,6 +28,13 @@ BenchmarkResult run_benchmark(const TrainerOptions& trainer, const PretrainOptio
 BenchmarkResult run_finetune_benchmark(const TrainerOptions& trainer, const std::string& model, size_t seq_len,
                                        size_t num_labels = 2);
 
+// Times the bare encoder's forward pass with no tape (eval mode, gradients off): `steps` timed
+// passes after two warm-up ones, over four batches of `batch` x `seq_len` random ids, every position
+// a real token. `model` is a [family-]size preset (random weights) or a checkpoint directory (its
+// encoder, as loaded). Tokens/s counts batch x seq_len per pass.
+BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, size_t seq_len, size_t steps,
+                                        int threads, uint64_t seed);
+
 // Peak resident memory of this process so far (VmHWM), in MB.
 double peak_rss_mb();
 

@@ -10,6 +10,8 @@
 //     DIR is a *ForTokenClassification checkpoint, e.g. OUT/best of bert_finetune --task ner)
 //   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
+//   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N]   (the encoder's
+//     forward pass on random ids, no tape: prints tokens/s last)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -21,10 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/parallel.hpp"
 #include "examples/bert_infer/checkpoint_args.hpp"
 #include "examples/bert_infer/qa.hpp"
 #include "models/head_config.hpp"
 #include "models/sentence_embedding.hpp"
+#include "training/benchmark.hpp"
 #include "training/tasks/ner_data.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
@@ -52,6 +56,12 @@ struct EmbedArgs {
   std::string pooling = "cls";
   bool normalize = false;
   size_t batch = 32;
+};
+struct BenchArgs {
+  std::string model = "base";
+  size_t batch = 8, seq_len = 128, steps = 20;
+  int threads = 0;
+  uint64_t seed = 42;
 };
 struct NerArgs {
   ModelArgs tok;
@@ -346,6 +356,15 @@ int ner(const NerArgs& a) {
   return 0;
 }
 
+// Prints the timing as bert_pretrain --benchmark does, tokens/s last (scripts read that line).
+int bench(const BenchArgs& a) {
+  const auto r = training::run_inference_benchmark(a.model, a.batch, a.seq_len, a.steps, a.threads, a.seed);
+  fmt::print("inference (encoder forward, no tape): {}, {:.2f}M parameters, batch {} x {} tokens, {} threads\n", a.model,
+             double(r.parameters) / 1e6, a.batch, a.seq_len, num_threads());
+  fmt::print("ms/batch: {:.2f}\npeak RSS: {:.0f} MB\ntokens/s: {:.1f}\n", r.seconds_per_step * 1e3, r.peak_rss_mb, r.tokens_per_s);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -405,6 +424,16 @@ int main(int argc, char** argv) {
   classify_cmd->footer("Prints one line per input: label<TAB>probability (softmax over the labels; each label's sigmoid for a\n"
                        "multi-label model), the top --top-k of them; for a regression model (one output) its value.");
 
+  BenchArgs b;
+  auto* bench_cmd = app.add_subcommand("bench", "Times the encoder's forward pass (no tape) on random ids; prints tokens/s last");
+  bench_cmd->add_option("--model", b.model, "a [family-]size preset (random weights) or a checkpoint directory (its encoder)")
+      ->type_name("PRESET|DIR");
+  xg::cli::add_number(*bench_cmd, "--batch", b.batch, "sequences per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--seq-len", b.seq_len, "tokens per sequence, all real (no padding)")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--steps", b.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--threads", b.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::NonNegativeNumber);
+  xg::cli::add_number(*bench_cmd, "--seed", b.seed, "random weights and ids");
+
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     if (*dump_cmd) return dump(d);
@@ -413,6 +442,7 @@ int main(int argc, char** argv) {
     if (*qa_cmd) return infer::run_qa(q);
     if (*ner_cmd) return ner(n);
     if (*classify_cmd) return classify(c);
+    if (*bench_cmd) return bench(b);
     return embed(e);
   } catch (const std::exception& ex) {
     fmt::print(stderr, "bert_infer: {}\n", ex.what());

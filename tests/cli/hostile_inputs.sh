@@ -327,6 +327,12 @@ infer)
   STDIN_FILE=$W/two_lines.txt
   expect 0 "" "$I" embed --model "$M" --pooling mean --normalize
   STDIN_FILE=/dev/null
+  expect 0 "tokens/s: " "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1
+  expect 0 "tokens/s: " "$I" bench --model tiny --batch 1 --seq-len 4 --steps 1
+  expect 1 "sequence length 600 exceeds max_position_embeddings" "$I" bench --model "$M" --seq-len 600 --steps 1
+  expect 1 "unknown preset 'huge'" "$I" bench --model huge --steps 1
+  expect 2 "--batch" "$I" bench --model "$M" --batch 0
+  expect 2 "--threads" "$I" bench --model "$M" --threads -2
   expect_unchanged "$R" "$before" "bert_infer reads only"
   ;;
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bert_infer bench (the encoder's forward pass, no tape) against ONNX Runtime on the same model
+# exported from transformers' BertModel (bench/ort_peer.py: its best of the plain export and the
+# transformers-optimizer fused graph, at ORT_ENABLE_ALL, over 1 and 2 intra-op threads), same
+# machine, same run, random ids with every position a real token.
+#   bench/infer_vs_ort.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]     e.g. bench/infer_vs_ort.sh "mini base" 8 128 20
+# The peer runs under $PEER_PYTHON; unset, a venv in build/venv-ort (Debian's python3-torch with
+# PyPI's onnxruntime and transformers) is made on first use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+models=${1:-"mini base"}
+batch=${2:-8}
+seq=${3:-128}
+steps=${4:-20}
+python=${PEER_PYTHON:-}
+if [[ -z "$python" ]]; then
+  venv=build/venv-ort
+  if [[ ! -x "$venv/bin/python" ]]; then
+    /usr/bin/python3 -c "import torch, onnx" 2>/dev/null || {
+      echo "infer_vs_ort: needs Debian's python3-torch and python3-onnx (apt-get install -y python3-torch python3-onnx python3-venv)" >&2; exit 1; }
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/pip" install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
+  fi
+  python=$venv/bin/python
+fi
+printf "%-8s %-9s %14s %14s %7s  %s\n" model "B x T" "xgrad tok/s" "ORT tok/s" ratio "ORT's best setting"
+for m in $models; do
+  ours=$(build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps")
+  o_tps=$(grep "^tokens/s" <<< "$ours" | awk '{print $2}')
+  peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" 2>/dev/null)
+  p_tps=$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')
+  setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
+  printf "%-8s %-9s %14s %14s %7s  %s\n" "$m" "${batch}x${seq}" "$o_tps" "$p_tps" "$(python3 -c "print(f'{$o_tps / $p_tps:.2f}')")" "$setting"
+done

@@ -1,0 +1,105 @@
+"""The ONNX Runtime peer of `bert_infer bench`: the same encoder (transformers' BertModel of a size
+preset with random weights, or a checkpoint directory), exported with torch.onnx.export and timed
+in ONNX Runtime on random ids of batch x seq-len, every position a real token.
+
+ONNX Runtime gets its fastest setting here: each of
+  - the plain export at ORT_ENABLE_ALL (ORT's own graph optimisations), and
+  - the export rewritten by onnxruntime.transformers.optimizer (model_type bert: the fused
+    Attention, SkipLayerNormalization, BiasGelu and EmbedLayerNormalization kernels ORT is known
+    for), also at ORT_ENABLE_ALL,
+at each --threads count (intra-op threads; sequential execution); the best is printed last as
+'tokens/s: X', after a line naming the setting it came from.
+
+  python bench/ort_peer.py --model base --batch 8 --seq-len 128 --steps 20 --threads 1,2
+"""
+import argparse
+import os
+import resource
+import tempfile
+import time
+
+import numpy as np
+import onnxruntime as ort
+import torch
+import transformers
+from onnxruntime.transformers import optimizer as ort_optimizer
+
+PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8), "base": (12, 768, 12),
+           "large": (24, 1024, 16)}  # (layers, hidden, heads), as BertConfig::preset
+
+
+def build_model(name, seq_len):
+    if os.path.isdir(name):
+        return transformers.BertModel.from_pretrained(name, add_pooling_layer=False)
+    layers, hidden, heads = PRESETS[name]
+    config = transformers.BertConfig(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                                     intermediate_size=4 * hidden, max_position_embeddings=max(512, seq_len))
+    return transformers.BertModel(config, add_pooling_layer=False)
+
+
+def export(model, path, seq_len):
+    ids = torch.ones(1, seq_len, dtype=torch.int64)
+    axes = {0: "batch", 1: "seq"}
+    with torch.no_grad():
+        torch.onnx.export(model, (ids, ids, torch.zeros_like(ids)), path, opset_version=14,
+                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes,
+                                        "last_hidden_state": axes})
+
+
+def time_session(path, feeds, threads, steps):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    for i in range(2):
+        session.run(None, feeds[i % len(feeds)])
+    t0 = time.perf_counter()
+    for i in range(steps):
+        session.run(None, feeds[i % len(feeds)])
+    return (time.perf_counter() - t0) / steps
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="base", help="a size preset or a Hugging Face checkpoint directory")
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--threads", default="1,2", help="intra-op thread counts to try")
+    a = p.parse_args()
+
+    torch.manual_seed(0)
+    model = build_model(a.model, a.seq_len).eval()
+    config = model.config
+    rng = np.random.default_rng(0)
+    feeds = [{"input_ids": rng.integers(0, config.vocab_size, (a.batch, a.seq_len), dtype=np.int64),
+              "attention_mask": np.ones((a.batch, a.seq_len), dtype=np.int64),
+              "token_type_ids": rng.integers(0, config.type_vocab_size, (a.batch, a.seq_len), dtype=np.int64)}
+             for _ in range(4)]
+    best = None
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = os.path.join(tmp, "plain.onnx")
+        export(model, plain, a.seq_len)
+        fused = os.path.join(tmp, "fused.onnx")
+        optimized = ort_optimizer.optimize_model(plain, model_type="bert", num_heads=config.num_attention_heads,
+                                                 hidden_size=config.hidden_size)
+        print("fused operators:", {k: v for k, v in optimized.get_fused_operator_statistics().items() if v})
+        optimized.save_model_to_file(fused)
+        for variant, path in (("ort", plain), ("ort-fused", fused)):
+            for threads in [int(t) for t in a.threads.split(",")]:
+                secs = time_session(path, feeds, threads, a.steps)
+                tps = a.batch * a.seq_len / secs
+                print(f"{variant} threads {threads}: {tps:.1f} tokens/s, {secs * 1e3:.2f} ms/batch")
+                if best is None or tps > best[0]:
+                    best = (tps, f"{variant} threads {threads}")
+    print(f"onnxruntime {ort.__version__}, torch {torch.__version__}, transformers {transformers.__version__}")
+    print(f"peak memory MB: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    print(f"best: {best[1]}")
+    print(f"tokens/s: {best[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
