@@ -1,12 +1,14 @@
 // Multi-task fine-tuning: the task sampler's proportions (proportional, temperature, round-robin),
 // seeded and resumable; one encoder shared by a classifier and a tagger, trained together on the
 // bundled sentiment and NER data, each task's model exported as a standalone checkpoint that
-// scores as the multi-task model does; and tasks.json mistakes named with the file and the value.
+// scores as the multi-task model does, a resumed run ending with the same weights; and tasks.json
+// mistakes named with the file and the value.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "models/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
@@ -40,6 +42,11 @@ std::string write_two_tasks(const std::string& dir) {
       {{"name", "entities"}, {"task", "ner"}, {"train", test::kData + "ner_example_train.conll"},
        {"dev", test::kData + "ner_example_dev.conll"}, {"args", {"--tag-scheme", "auto"}}}};
   return write_file(dir + "/tasks.json", tasks.dump(2));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 Tensor parameter(const nn::Module& m, const std::string& name) {
@@ -237,5 +244,23 @@ TEST_CASE("multi-task fine-tuning shares one encoder between a classifier and a 
   CHECK(r.scores.at("entities").at("dev_at_best_mean").at("f1").get<double>() == Approx(value("entities_f1")));
   CHECK(parameter(reloaded.task(0).head_model(), "bert.embeddings.word_embeddings.weight").impl() ==
         parameter(reloaded.task(1).head_model(), "bert.embeddings.word_embeddings.weight").impl());
+
+  // stopped at step 70 and resumed, the run ends with the same weights (the sampler and each task's data order go on)
+  TrainerOptions stopped = t;
+  stopped.out = dir + "/run2";
+  stopped.stop_at = 70;
+  REQUIRE(run_multitask(stopped, shared, m).scores.is_null());
+  TrainerOptions resumed;
+  resumed.quiet = true;
+  resumed.resume = dir + "/run2";
+  resumed.eval_every = t.eval_every;
+  resumed.save_every = 0;
+  REQUIRE(!run_multitask(resumed, shared, m).scores.is_null());
+  for (const char* task : {"sentiment", "entities"}) {
+    const std::string weights = std::string("/checkpoint-000156/tasks/") + task + "/model.safetensors";
+    INFO(weights);
+    REQUIRE(fs::exists(dir + "/run" + weights));
+    CHECK(read_bytes(dir + "/run" + weights) == read_bytes(dir + "/run2" + weights));
+  }
   fs::remove_all(dir);
 }
