@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
+#include "models/bert_heads.hpp"
 #include "models/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
@@ -262,5 +264,45 @@ TEST_CASE("multi-task fine-tuning shares one encoder between a classifier and a 
     REQUIRE(fs::exists(dir + "/run" + weights));
     CHECK(read_bytes(dir + "/run" + weights) == read_bytes(dir + "/run2" + weights));
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("multi-task: the mean score weighs each task out of 1, and encoders that differ are not shared", "[multitask]") {
+  const std::string dir = temp_path("xgrad_multitask_qa");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const nlohmann::json tasks = {
+      {{"name", "sentiment"}, {"task", "classification"}, {"train", test::write_split(dir + "/train.tsv", 60, 0)},
+       {"dev", test::write_split(dir + "/dev.tsv", 60, 30)}},
+      {{"name", "qa"}, {"task", "squad_v2"}, {"train", test::kData + "qa_example_train.json"}, {"dev", test::kData + "qa_example_dev.json"}}};
+  const std::string path = write_file(dir + "/tasks.json", tasks.dump());
+  const FinetuneOptions shared = test::tiny_finetune(dir, "", "", "", 128);
+  MultiTaskOptions m;
+  m.file = path;
+  TaskContext ctx;
+  ctx.out = dir + "/out";
+  ctx.seed = 5;
+  ctx.quiet = true;
+  MultiTask mt(prepare_multitask(path, shared), m, shared, ctx);
+  CHECK(mt.task(1).head_model().architecture() == "BertForQuestionAnswering");
+  Scalars metrics;
+  {
+    NoGradGuard no_grad;
+    mt.model().eval();
+    metrics = mt.evaluate(16).metrics;
+  }
+  std::map<std::string, double> by_name(metrics.begin(), metrics.end());
+  REQUIRE(by_name.count("qa_f1"));
+  // SQuAD's F1 is a percentage: it counts as F1 / 100 beside an accuracy
+  CHECK(by_name.at("mean_score") == Approx((by_name.at("sentiment_accuracy") + by_name.at("qa_f1") / 100) / 2));
+  CHECK(fs::exists(dir + "/out/best/tasks/qa/config.json"));
+  CHECK(fs::exists(dir + "/out/tasks/qa/best/config.json"));
+
+  // a classifier of another width cannot take this encoder
+  models::BertConfig c;
+  c.hidden_size = 16, c.num_hidden_layers = 1, c.num_attention_heads = 2, c.intermediate_size = 32;
+  c.vocab_size = 30522;
+  models::BertForSequenceClassification narrow(c, models::HeadConfig::with_num_labels(2));
+  CHECK_THROWS_WITH(narrow.share_encoder_of(mt.task(0).head_model()), Contains("[share_encoder] BertModel: ") && Contains("in the encoder to share"));
   fs::remove_all(dir);
 }

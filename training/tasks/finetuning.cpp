@@ -261,7 +261,7 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
 Evaluation FinetuneTask::evaluate(size_t batch_size) {
   const Scores s = score_dev(batch_size);
   if (s.values.empty()) return {};
-  last_score_ = s.main;
+  last_score_ = s.main / s.full_scale;
   Evaluation e{s.values, s.summary};
   if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
     best_ = s.main;

@@ -51,6 +51,7 @@ struct Scores {
   Scalars values;
   double main = -std::numeric_limits<double>::infinity();
   std::string summary;
+  double full_scale = 1;  // main's perfect score: 1, or 100 for percentages (SQuAD), so tasks' scores can be averaged
 
   // The values as one JSON object {name: value}, as score_file returns them.
   nlohmann::json values_json() const {
@@ -103,7 +104,8 @@ class FinetuneTask : public Task {
   // The examples in --train (before --max-train-examples), and how many of them this run trains on.
   size_t train_pool() const { return train_pool_; }
   size_t train_sampled() const { return train_sampled_; }
-  // The main dev score of the latest evaluate() (what OUT/best is chosen by); -inf before one.
+  // The main dev score of the latest evaluate() (what OUT/best is chosen by) over its full scale
+  // (1 for a perfect score, whatever the kind); -inf before one.
   double last_dev_score() const { return last_score_; }
   models::PretrainedModel& head_model() { return *model_; }
 

@@ -241,7 +241,7 @@ Evaluation MultiTask::evaluate(size_t batch_size) {
   }
   const double mean = sum / double(tasks_.size());
   e.metrics.emplace_back("mean_score", mean);
-  e.summary = fmt::format("mean of the tasks' main scores {:.4f}", mean);
+  e.summary = fmt::format("mean of the tasks' main scores (each out of 1) {:.4f}", mean);
   if (mean > best_) {
     best_ = mean;
     evals_since_best_ = 0;

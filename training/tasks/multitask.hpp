@@ -74,7 +74,8 @@ class MultiTask : public Task {
   // Per task: "<name>_loss" (its batches' mean loss), "<name>_batches", and its own metrics as "<name>_<metric>".
   Scalars train_metrics(const Counts& counts) const override;
   // Every task's dev scores as "<name>_<metric>" (each task keeping its best in OUT/tasks/<name>/best)
-  // and "mean_score", the mean of their main scores, which picks OUT/best and drives --patience.
+  // and "mean_score", the mean of their main scores (each over its full scale: SQuAD's F1 / 100),
+  // which picks OUT/best and drives --patience.
   Evaluation evaluate(size_t batch_size) override;
   nlohmann::json data_state() const override;
   void restore_data_state(const nlohmann::json& state) override;
