@@ -126,6 +126,7 @@ class AlbertModel : public AlbertPreTrainedModel {
   };
   Output forward(const ModelInputs& in);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;  // BERT's, at the embedding width
   std::shared_ptr<AlbertTransformer> encoder;
   std::shared_ptr<nn::Linear> pooler;  // tanh(pooler(h[CLS])); null without a pooling layer

@@ -95,6 +95,7 @@ class BertModel : public BertPreTrainedModel {
   };
   Output forward(const ModelInputs& in);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
+  void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;
   std::shared_ptr<nn::Encoder> encoder;
   std::shared_ptr<BertPooler> pooler;  // null without a pooling layer

@@ -14,6 +14,25 @@ nlohmann::json PretrainedModel::config_json() const {
   return j;
 }
 
+void PretrainedModel::share_encoder_of(PretrainedModel& other) {
+  PretrainedModel& base = base_model();
+  if (&base == this)
+    throw std::invalid_argument(fmt::format("[share_encoder] {} has no encoder of its own to share with {}", architecture(),
+                                            other.architecture()));
+  base.share_encoder_of(other.base_model());
+}
+
+void check_can_share_encoder(const PretrainedModel& self, const PretrainedModel& other) {
+  if (self.model_type() != other.model_type() || self.architecture() != other.architecture())
+    throw std::invalid_argument(fmt::format("[share_encoder] a {} ({}) cannot share the encoder of a {} ({})", self.architecture(),
+                                            self.model_type(), other.architecture(), other.model_type()));
+  const nlohmann::json a = self.family_config_json(), b = other.family_config_json();
+  for (const auto& [key, value] : a.items())
+    if (!b.contains(key) || b.at(key) != value)
+      throw std::invalid_argument(fmt::format("[share_encoder] {}: {} is {} here and {} in the encoder to share", self.architecture(),
+                                              key, value.dump(), b.contains(key) ? b.at(key).dump() : "absent"));
+}
+
 void check_label_names(const Labels& labels, const std::vector<std::string>& known, const std::string& architecture) {
   for (const auto& [name, _] : labels)
     if (std::find(known.begin(), known.end(), name) == known.end())

@@ -40,6 +40,10 @@ class PretrainedModel : public nn::Module {
   virtual bool is_head_tensor(const std::string& name) const = 0;
   // The bare encoder under the heads (transformers' base_model): this model itself for one without heads.
   virtual PretrainedModel& base_model() { return *this; }
+  // Makes this model's embeddings and encoder layers those of `other`'s base model (the same
+  // family and sizes): one set of weights that both models train (multi-task fine-tuning); the
+  // pooler and the heads stay each model's own. Throws naming both architectures when they differ.
+  virtual void share_encoder_of(PretrainedModel& other);
   // The tensors to save, under Hugging Face's names, each shared tensor once.
   virtual nn::StateDict hf_state_dict() const { return state_dict(); }
 
@@ -47,6 +51,10 @@ class PretrainedModel : public nn::Module {
   // labels are given (throws naming unknown or incomplete labels).
   virtual NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) = 0;
 };
+
+// What share_encoder_of checks before sharing: `other` is a base model of the same family and
+// config as `self` (a base model too); throws naming both and the first field that differs.
+void check_can_share_encoder(const PretrainedModel& self, const PretrainedModel& other);
 
 // Throws unless every key of `labels` is one of `known` (naming the architecture and the keys it takes).
 void check_label_names(const Labels& labels, const std::vector<std::string>& known, const std::string& architecture);

@@ -45,6 +45,15 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
   return t;
 }
 
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) {
+  for (auto& [n, child] : children_)
+    if (n == name) {
+      child = std::move(m);
+      return;
+    }
+  throw std::invalid_argument(fmt::format("[Module] no sub-module '{}' to replace", name));
+}
+
 Tensor Module::register_buffer(const std::string& name, Tensor t) {
   check_name(name);
   buffers_.emplace_back(name, t);

@@ -79,6 +79,9 @@ class Module {
     children_.emplace_back(name, m);
     return m;
   }
+  // Puts `m` where the sub-module `name` was (sharing one module between models: the caller also
+  // repoints its own handle to it); throws when there is no such sub-module.
+  void replace_module(const std::string& name, std::shared_ptr<Module> m);
 
  private:
   void check_name(const std::string& name) const;

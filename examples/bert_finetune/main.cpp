@@ -10,6 +10,7 @@
 #include "training/checkpoints.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/learning_curve.hpp"
+#include "training/tasks/multitask.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
 
@@ -30,6 +31,31 @@ void set_finetuning_defaults(TrainerOptions& t) {
   t.warmup_ratio = 0.1f;
   t.save_every = 0;   // one checkpoint at the end; the best one is kept apart
   t.eval_every = -1;  // once per epoch
+}
+
+// Whether the run (or, resuming, the run it continues) is a multi-task one.
+bool is_multitask(const xg::training::MultiTaskOptions& m, const TrainerOptions& trainer) {
+  if (!m.file.empty() || trainer.resume.empty()) return !m.file.empty();
+  const auto state = xg::training::TrainingState::read(xg::training::resolve_checkpoint(trainer.resume));
+  return !state.options.value("multi_task", std::string()).empty();
+}
+
+// The flags a multi-task run takes per task in tasks.json (or not at all): named when given.
+void refuse_single_task_flags(const CLI::App& app) {
+  std::vector<std::string> flags = {"--task", "--train", "--dev", "--test", "--predictions", "--learning-curve", "--benchmark"};
+  for (const auto& kind : xg::training::finetune_kinds()) {
+    CLI::App own;
+    kind->add_options(own);
+    for (const CLI::Option* o : own.get_options())
+      if (!o->get_lnames().empty() && o->get_lnames()[0] != "help") flags.push_back("--" + o->get_lnames()[0]);
+  }
+  for (const auto& f : flags) {
+    if (!app.count(f)) continue;
+    if (f == "--learning-curve" || f == "--benchmark")
+      throw std::invalid_argument(fmt::format("--multi-task does not go with {}: it is for one task", f));
+    throw std::invalid_argument(fmt::format("--multi-task takes no {}: give each task's data and kind flags in its tasks.json "
+                                            "entry (\"train\", \"dev\", \"args\")", f));
+  }
 }
 
 // The --task of a run: as given, else (resuming) the one saved with the checkpoint.
@@ -54,6 +80,8 @@ int main(int argc, char** argv) {
   app.get_formatter()->column_width(34);
   FinetuneOptions::table().add_to(app, task, "Task, data and model");
   for (const auto& kind : xg::training::finetune_kinds()) kind->add_options(app);
+  xg::training::MultiTaskOptions multi;
+  xg::training::MultiTaskOptions::table().add_to(app, multi, "Multi-task (one encoder, a head per task)");
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}} "
                                      "(with --learning-curve: every run's scores and the summary)");
@@ -77,6 +105,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    if (!multi.file.empty()) refuse_single_task_flags(app);
     if (benchmark && app.count("--learning-curve"))
       throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
@@ -91,6 +120,14 @@ int main(int argc, char** argv) {
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     // a resumed run takes from its checkpoint what the defaults above would otherwise change
     if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer, app);
+    if (is_multitask(multi, trainer)) {
+      const auto result = xg::training::run_multitask(trainer, task, multi);
+      if (result.run.signal != 0) return 128 + result.run.signal;
+      if (result.scores.is_null()) return 0;
+      for (const auto& [name, s] : result.scores.items()) fmt::print("final dev scores of task {}: {}\n", name, s.dump());
+      if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
+      return 0;
+    }
     if (app.count("--learning-curve")) {
       try {
         curve.sizes = xg::training::parse_curve_sizes(curve_sizes);

@@ -112,7 +112,7 @@ Scores benchmark_scores(const BenchmarkTask& task, const EncodedSet& set, const 
     for (size_t i = 0; i < set.size(); ++i) predicted.push_back(int64_t(argmax_row(outputs.data() + i * num_labels, num_labels)));
     b = score_benchmark(task, set.label_ids, predicted);
   }
-  return {b.values, b.main, b.summary};
+  return {b.values, b.main, b.summary, 1};
 }
 
 Scores score_predictions(const EncodedSet& set, const std::vector<float>& outputs, size_t num_labels, bool regression,

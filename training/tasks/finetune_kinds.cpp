@@ -7,15 +7,17 @@
 
 namespace xg::training {
 
+std::vector<std::unique_ptr<FinetuneKind>> make_finetune_kinds() {
+  std::vector<std::unique_ptr<FinetuneKind>> k;
+  k.push_back(std::make_unique<ClassificationKind>());
+  k.push_back(std::make_unique<NerKind>());
+  k.push_back(std::make_unique<QuestionAnsweringKind>());
+  k.push_back(std::make_unique<MultipleChoiceKind>());
+  return k;
+}
+
 const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds() {
-  static const std::vector<std::unique_ptr<FinetuneKind>> kinds = [] {
-    std::vector<std::unique_ptr<FinetuneKind>> k;
-    k.push_back(std::make_unique<ClassificationKind>());
-    k.push_back(std::make_unique<NerKind>());
-    k.push_back(std::make_unique<QuestionAnsweringKind>());
-    k.push_back(std::make_unique<MultipleChoiceKind>());
-    return k;
-  }();
+  static const std::vector<std::unique_ptr<FinetuneKind>> kinds = make_finetune_kinds();
   return kinds;
 }
 

@@ -261,6 +261,7 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
 Evaluation FinetuneTask::evaluate(size_t batch_size) {
   const Scores s = score_dev(batch_size);
   if (s.values.empty()) return {};
+  last_score_ = s.main / s.full_scale;
   Evaluation e{s.values, s.summary};
   if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
     best_ = s.main;
@@ -302,15 +303,26 @@ void FinetuneTask::save(const std::string& dir, const std::function<void(const s
 
 // ---- kinds and the run ----
 
-FinetuneKind& finetune_kind(const std::string& task) {
+namespace {
+// The index in finetune_kinds() of the kind that accepts `task`; throws listing the names there are.
+size_t kind_index(const std::string& task) {
   const std::string wanted = task.empty() ? "classification" : task;
   std::vector<std::string> names;
-  for (const auto& k : finetune_kinds())
-    for (const auto& n : k->task_names()) {
-      if (n == wanted) return *k;
+  const auto& kinds = finetune_kinds();
+  for (size_t i = 0; i < kinds.size(); ++i)
+    for (const auto& n : kinds[i]->task_names()) {
+      if (n == wanted) return i;
       names.push_back(n);
     }
   throw std::invalid_argument(fmt::format("[finetune] --task {}: not a task; use one of {}", wanted, fmt::join(names, ", ")));
+}
+}  // namespace
+
+FinetuneKind& finetune_kind(const std::string& task) { return *finetune_kinds()[kind_index(task)]; }
+
+std::unique_ptr<FinetuneKind> new_finetune_kind(const std::string& task) {
+  auto kinds = make_finetune_kinds();
+  return std::move(kinds[kind_index(task)]);
 }
 
 FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind) {

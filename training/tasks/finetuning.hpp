@@ -51,6 +51,7 @@ struct Scores {
   Scalars values;
   double main = -std::numeric_limits<double>::infinity();
   std::string summary;
+  double full_scale = 1;  // main's perfect score: 1, or 100 for percentages (SQuAD), so tasks' scores can be averaged
 
   // The values as one JSON object {name: value}, as score_file returns them.
   nlohmann::json values_json() const {
@@ -103,6 +104,10 @@ class FinetuneTask : public Task {
   // The examples in --train (before --max-train-examples), and how many of them this run trains on.
   size_t train_pool() const { return train_pool_; }
   size_t train_sampled() const { return train_sampled_; }
+  // The main dev score of the latest evaluate() (what OUT/best is chosen by) over its full scale
+  // (1 for a perfect score, whatever the kind); -inf before one.
+  double last_dev_score() const { return last_score_; }
+  models::PretrainedModel& head_model() { return *model_; }
 
  protected:
   // The model with a head for this run: the checkpoint resumed from; else --model's checkpoint,
@@ -143,6 +148,7 @@ class FinetuneTask : public Task {
   size_t index_ = 0;
   std::vector<size_t> order_;
   double best_ = -std::numeric_limits<double>::infinity();
+  double last_score_ = -std::numeric_limits<double>::infinity();
   size_t evals_since_best_ = 0;
   size_t train_pool_ = 0, train_sampled_ = 0;
 };
@@ -168,8 +174,13 @@ class FinetuneKind {
                                     size_t batch_size, const std::string& predictions) = 0;
 };
 
-// Every kind, built once (training/tasks/finetune_kinds.cpp lists them).
+// A new instance of every kind, in --help order (training/tasks/finetune_kinds.cpp lists them).
+std::vector<std::unique_ptr<FinetuneKind>> make_finetune_kinds();
+// Every kind, built once (make_finetune_kinds).
 const std::vector<std::unique_ptr<FinetuneKind>>& finetune_kinds();
+// A kind of its own (options unset) for `task`, as finetune_kind finds it: several tasks of one
+// kind with different options (multi-task fine-tuning) each take one.
+std::unique_ptr<FinetuneKind> new_finetune_kind(const std::string& task);
 // The kind that accepts `task` (empty: classification); throws listing the names there are.
 FinetuneKind& finetune_kind(const std::string& task);
 

@@ -96,6 +96,7 @@ Answered answer_set(models::PretrainedModel& model, const QaSet& set, int64_t pa
   };
   const char* exact = d.version_2 ? "exact" : "exact_match";
   s.main = value("f1");
+  s.full_scale = 100;  // SQuAD's scores are percentages
   s.summary = fmt::format("F1 {:.2f}, exact match {:.2f}", value("f1"), value(exact));
   if (d.version_2)
     s.summary += fmt::format(" (answerable F1 {:.2f}, unanswerable {:.2f}; best F1 {:.2f} at null odds {:.3g})", value("HasAns_f1"),
