@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <stdexcept>
@@ -10,6 +12,10 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops/broadcast.hpp"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace xg {
 
@@ -39,7 +45,26 @@ static void check_defined(const std::shared_ptr<TensorImpl>& impl, const char* w
   if (!impl) throw std::logic_error(fmt::format("[Tensor::{}] tensor is undefined", what));
 }
 
+namespace {
+// Training and inference free and allocate the same activation sizes every step. glibc hands
+// blocks above its mmap threshold back to the OS on free and trims the heap's top, so each step
+// page-faults that memory in again, zeroed (11% of a mini forward pass on one core). A fixed
+// threshold at glibc's 64-bit maximum (32 MB) and no trimming keep freed blocks for reuse: mini
+// inference and training 12-15% faster on one core, peak memory ~3% higher.
+// XGRAD_MALLOC_DEFAULTS=1 leaves glibc's settings alone (as does any GLIBC_TUNABLES the user set).
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
+  if (std::getenv("XGRAD_MALLOC_DEFAULTS") || std::getenv("GLIBC_TUNABLES")) return false;
+  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape, Dtype dtype) {
+  static const bool tuned = keep_freed_memory();
+  (void)tuned;
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype));
   impl->dtype = dtype;
