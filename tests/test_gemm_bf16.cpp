@@ -6,8 +6,11 @@
 #include <tuple>
 
 #include "autograd/dtype.hpp"
+#include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
@@ -191,4 +194,31 @@ TEST_CASE("the bf16 path switch refuses the native kernel where the CPU lacks it
   } else {
     CHECK_THROWS_AS(gemm::set_bf16_kernel(gemm::Bf16Kernel::Native), std::invalid_argument);
   }
+}
+
+// The precision switch: bf16 forward GEMMs in linear() and matmul() only with gradients off.
+TEST_CASE("matmul precision bf16 applies to linear and matmul only without gradients", "[gemm][bf16]") {
+  const size_t M = 9, K = 40, N = 17;
+  const auto xv = random_vec(M * K, 41), wv = random_vec(N * K, 42);
+  const Tensor x = Tensor::from_vector(xv, {M, K}), w = Tensor::from_vector(wv, {N, K});
+  std::vector<float> want32(M * N), want16(M * N);
+  gemm::sgemm(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want32.data(), N);
+  gemm::sgemm_bf16(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want16.data(), N);
+  auto values = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    return std::vector<float>(c.data(), c.data() + c.numel());
+  };
+  REQUIRE(want32 != want16);
+  MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+  CHECK(values(linear(x, w, Tensor())) == want32);  // gradients on: fp32
+  CHECK(values(matmul(x, w, false, true)) == want32);
+  {
+    NoGradGuard no_grad;
+    CHECK(values(linear(x, w, Tensor())) == want16);
+    CHECK(values(matmul(x, w, false, true)) == want16);
+    MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
+    CHECK(values(linear(x, w, Tensor())) == want32);
+  }
+  CHECK(matmul_precision_from_name("bf16") == MatmulPrecision::BF16);
+  CHECK_THROWS_WITH(matmul_precision_from_name("fp8"), Catch::Contains("'fp8'"));
 }
