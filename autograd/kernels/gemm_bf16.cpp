@@ -4,6 +4,7 @@
 // a[2p]*b[2p] + a[2p+1]*b[2p+1] into each of 16 fp32 lanes. The loop nest is gemm_driver.hpp's.
 // The kernel code carries a target attribute, so the file builds for any x86-64 and the
 // instructions run only where the CPU reports AVX512-BF16 (checked once, at run time).
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -55,8 +56,8 @@ Bf16Kernel kernel_from_env() {
   throw std::invalid_argument("XGRAD_BF16_KERNEL: expected auto, native or fallback, got '" + v + "'");
 }
 
-Bf16Kernel& selected_kernel() {
-  static Bf16Kernel k = kernel_from_env();
+std::atomic<Bf16Kernel>& selected_kernel() {
+  static std::atomic<Bf16Kernel> k{kernel_from_env()};
   return k;
 }
 
@@ -296,12 +297,12 @@ bool bf16_native_available() {
   return available;
 }
 
-Bf16Kernel bf16_kernel() { return selected_kernel(); }
+Bf16Kernel bf16_kernel() { return selected_kernel().load(); }
 
 void set_bf16_kernel(Bf16Kernel k) {
   if (k == Bf16Kernel::Native && !bf16_native_available())
     throw std::invalid_argument("set_bf16_kernel(Native): this CPU lacks AVX512-BF16");
-  selected_kernel() = k;
+  selected_kernel().store(k);
 }
 
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
