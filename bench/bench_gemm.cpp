@@ -3,9 +3,15 @@
 // interleaved so machine noise hits both alike.
 //   bench_gemm M N K [--batch B] [--threads T] [--ta] [--tb] [--seconds S]
 //   bench_gemm            (the BERT-Base shapes, 1 and 2 threads)
+//   bench_gemm --bf16     (sgemm_bf16 against sgemm on BERT's linear shapes, forward and backward,
+//                          at M = 1024 and 4096, plus the register-only fp32 FMA and bf16
+//                          vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
 // Last line: "ratio: X" = xgrad GFLOP/s / OpenBLAS GFLOP/s (the smallest over shapes when
 // several run).
 #include <fmt/format.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -127,6 +133,124 @@ double run_shape(const Shape& s, int threads, double budget_s) {
 #endif
 }
 
+// ---- bf16 mode ----
+
+#if defined(__x86_64__)
+// Register-only loops: 16 independent accumulators, so the pipes, not the latency, set the pace.
+constexpr int kPeakChains = 16;
+
+// The sum of every lane of every accumulator, so the loops cannot be dropped.
+__attribute__((target("avx512f"))) float sum_lanes(const __m512* acc) {
+  alignas(64) float lanes[16];
+  float total = 0;
+  for (int i = 0; i < kPeakChains; ++i) {
+    _mm512_store_ps(lanes, acc[i]);
+    for (float v : lanes) total += v;
+  }
+  return total;
+}
+
+__attribute__((target("avx512f"))) float fma_loop(size_t iters) {
+  __m512 acc[kPeakChains];
+  for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-3f);
+  for (size_t n = 0; n < iters; ++n)
+#pragma GCC unroll 16
+    for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  return sum_lanes(acc);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(size_t iters) {
+  __m512 acc[kPeakChains];
+  for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_set1_ps(float(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.5f), _mm512_set1_ps(0.5f));
+  for (size_t n = 0; n < iters; ++n)
+#pragma GCC unroll 16
+    for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  return sum_lanes(acc);
+}
+
+// Best of several timings of `loop`, in GFLOP/s on this thread; flop_per_op per instruction.
+template <class Loop>
+double peak_gflops(Loop loop, double flop_per_op) {
+  const size_t iters = 20'000'000;
+  double best = 0;
+  volatile float sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    float r = 0;
+    const double s = seconds([&] { r = loop(iters); });
+    sink = sink + r;
+    best = std::max(best, double(iters) * kPeakChains * flop_per_op / s / 1e9);
+  }
+  return best;
+}
+#endif
+
+// Register-only peaks on one thread: {fp32 FMA, bf16 vdpbf16ps} GFLOP/s; 0 where unavailable.
+std::pair<double, double> register_peaks() {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512f")) return {0, 0};
+  const double fp32 = peak_gflops(fma_loop, 32);  // 16 lanes x (multiply + add)
+  const double bf16 = xg::gemm::bf16_native_available()
+                          ? peak_gflops(dpbf16_loop, 64)  // 16 lanes x 2 pairs x (multiply + add)
+                          : 0;
+  return {fp32, bf16};
+#else
+  return {0, 0};
+#endif
+}
+
+// sgemm_bf16 against sgemm on one shape, interleaved as time_pairs does; returns bf16/fp32.
+double run_bf16_shape(const Shape& s, int threads, double budget_s, double bf16_peak_1t) {
+  xg::set_num_threads(threads);
+  xg::Generator gen(1);
+  std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
+  for (auto& v : A) v = gen.uniform() - 0.5f;
+  for (auto& v : B) v = gen.uniform() - 0.5f;
+  const size_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+  const double gflop = 2.0 * double(s.M) * double(s.N) * double(s.K) / 1e9;
+  auto bf16 = [&] {
+    xg::gemm::sgemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f,
+                         C.data(), s.N);
+  };
+  auto fp32 = [&] {
+    xg::gemm::sgemm(s.ta, s.tb, s.M, s.N, s.K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(),
+                    s.N);
+  };
+  const Timing t = time_pairs(bf16, fp32, budget_s, threads);
+  const double share = bf16_peak_1t > 0 ? gflop / t.ours_s / (bf16_peak_1t * threads) : 0;
+  fmt::print("{:>5} x {:>5} x {:>5} {:<8} threads={}  fp32 {:6.1f} GFLOP/s  bf16 {:6.1f} GFLOP/s "
+             "({:4.1f}% of bf16 peak)  bf16/fp32 {:.2f}\n",
+             s.M, s.N, s.K, std::string(s.ta ? "A^T" : "") + (s.tb ? "B^T" : ""), threads,
+             gflop / t.blas_s, gflop / t.ours_s, 100 * share, t.ratio);
+  std::fflush(stdout);
+  return t.ratio;
+}
+
+int bf16_main(const std::vector<int>& threads, double budget) {
+  fmt::print("bf16 kernel: {}\n", xg::gemm::bf16_kernel() == xg::gemm::Bf16Kernel::Native
+                                      ? "AVX512-BF16 (vdpbf16ps)"
+                                      : "fallback (bf16-rounded inputs, fp32 sgemm)");
+  const auto [fp32_peak, bf16_peak] = register_peaks();
+  fmt::print("register-only peak, 1 thread: fp32 FMA {:.1f} GFLOP/s, bf16 vdpbf16ps {:.1f} GFLOP/s "
+             "(bf16/fp32 {:.2f})\n",
+             fp32_peak, bf16_peak, fp32_peak > 0 ? bf16_peak / fp32_peak : 0.0);
+  // A linear layer (in -> out) over M tokens: forward X W^T, backward dY W and dY^T X.
+  std::vector<Shape> shapes;
+  for (size_t M : {1024, 4096})
+    for (auto [in, out] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {768, 3072}, {3072, 768}}) {
+      shapes.push_back({1, M, out, in, false, true});
+      shapes.push_back({1, M, in, out, false, false});
+      shapes.push_back({1, out, in, M, true, false});
+    }
+  double worst = 1e30;
+  for (int t : threads)
+    for (const auto& s : shapes) worst = std::min(worst, run_bf16_shape(s, t, budget, bf16_peak));
+  fmt::print("ratio: {:.3f}\n", worst);
+  return 0;
+}
+
 }  // namespace
 
 #ifdef XGRAD_HAVE_OPENBLAS
@@ -148,7 +272,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> dims;
   size_t batch = 1;
   std::vector<int> threads;
-  bool ta = false, tb = false;
+  bool ta = false, tb = false, bf16 = false;
   double budget = 1.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -164,8 +288,10 @@ int main(int argc, char** argv) {
     else if (a == "--ta") ta = true;
     else if (a == "--tb") tb = true;
     else if (a == "--seconds") budget = std::stod(next());
+    else if (a == "--bf16") bf16 = true;
     else if (a == "--help" || a == "-h") {
-      fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--seconds S]\n");
+      fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--seconds S]\n"
+                 "       bench_gemm --bf16 [--threads T]... [--seconds S]\n");
       return 0;
     } else dims.push_back(std::stoul(a));
   }
@@ -174,6 +300,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (threads.empty()) threads = {1, 2};
+  if (bf16) return bf16_main(threads, budget);
   std::vector<Shape> shapes;
   if (!dims.empty()) {
     shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -91,7 +93,7 @@ BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::str
 }
 
 BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, size_t seq_len, size_t steps,
-                                        int threads, uint64_t seed) {
+                                        int threads, uint64_t seed, MatmulPrecision precision) {
   if (threads > 0) set_num_threads(threads);
   Generator gen(seed);
   std::unique_ptr<models::PretrainedModel> owner;
@@ -109,13 +111,33 @@ BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, 
   for (int i = 0; i < 4; ++i)
     batches.push_back(random_batch(batch, seq_len, config.at("vocab_size").get<size_t>(), config.value("type_vocab_size", size_t(2)), gen));
   auto pass = [&](size_t i) { return encoder.forward_named(batches[i % batches.size()].inputs).at("last_hidden_state"); };
+  MatmulPrecisionGuard timed_precision(precision);
+  double max_diff = -1, mean_diff = -1;
+  if (precision != MatmulPrecision::FP32) {
+    Tensor reference;
+    {
+      MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
+      reference = pass(0).contiguous();
+    }
+    const Tensor low = pass(0).contiguous();
+    const float *r = reference.data(), *l = low.data();
+    double sum = 0;
+    max_diff = 0;
+    for (size_t i = 0; i < low.numel(); ++i) {
+      const double d = std::fabs(double(l[i]) - double(r[i]));
+      max_diff = std::max(max_diff, d);
+      sum += d;
+    }
+    mean_diff = sum / double(std::max<size_t>(1, low.numel()));
+  }
   pass(0);
   pass(1);
   const size_t n = std::max<size_t>(steps, 1);
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) pass(i);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {double(n * batch * seq_len) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters()};
+  return {double(n * batch * seq_len) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters(), max_diff,
+          mean_diff};
 }
 
 }  // namespace xg::training

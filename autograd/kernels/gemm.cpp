@@ -1,7 +1,4 @@
-// Goto/BLIS-style GEMM. Loop nest, outermost first:
-//   jc: NC columns of C   pc: KC of the inner dimension -> pack B block (KC x NC, shared)
-//   ic: MC rows of C -> pack A block (MC x KC, per task)   jr: NR columns   ir: MR rows -> kernel
-// The micro-kernel keeps an MR x NR tile of C in registers (MR x 2 SIMD accumulators), reading
+// Goto/BLIS-style fp32 GEMM; the loop nest is gemm_driver.hpp's. The micro-kernel keeps an MR x NR tile of C in registers (MR x 2 SIMD accumulators), reading
 // one packed B row (NR floats, stays in L1 across the ir loop) and broadcasting packed A values.
 // Transposes are absorbed by the packing routines, so the kernel sees one layout.
 #include "autograd/kernels/gemm.hpp"
@@ -13,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "autograd/kernels/gemm_driver.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -41,10 +39,6 @@ constexpr size_t MC_MAX = MR * XG_GEMM_MC_PANELS;
 #define XG_GEMM_NC_PANELS 32
 #endif
 constexpr size_t NC = NR * XG_GEMM_NC_PANELS;
-
-using PackBuffer = std::vector<float, xsimd::aligned_allocator<float, 64>>;
-
-inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 #if defined(__AVX512F__)
 // In-register transpose of 16 rows of 16 floats. Raw intrinsics: xsimd 8.1's zip_lo/zip_hi on
@@ -220,107 +214,34 @@ void run_kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc,
   micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta);
 }
 
-struct Problem {
-  bool ta, tb;
-  size_t M, N, K;
-  float alpha;
-  const float* A;
-  size_t lda;
-  const float* B;
-  size_t ldb;
-  float beta;
-  float* C;
-  size_t ldc;
+struct Fp32Kernels {
+  using Packed = float;
+  static constexpr size_t MR = gemm::MR, NR = gemm::NR, KC = gemm::KC, MC_MAX = gemm::MC_MAX,
+                          NC = gemm::NC;
+  static size_t depth(size_t kc) { return kc; }
+  static void pack_a(bool ta, const float* A, size_t lda, size_t i0, size_t mc, size_t p0,
+                     size_t kc, float* out) {
+    gemm::pack_a(ta, A, lda, i0, mc, p0, kc, out);
+  }
+  static void pack_b(bool tb, const float* B, size_t ldb, size_t p0, size_t kc, size_t j0,
+                     size_t nc, size_t jr_begin, size_t jr_end, float* out) {
+    gemm::pack_b(tb, B, ldb, p0, kc, j0, nc, jr_begin, jr_end, out);
+  }
+  static void kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr,
+                     size_t nr, float alpha, float beta) {
+    run_kernel(kc, a, b, c, ldc, mr, nr, alpha, beta);
+  }
 };
 
-void scale_c(const Problem& p) {  // K == 0: C = beta * C
-  for (size_t i = 0; i < p.M; ++i)
-    for (size_t j = 0; j < p.N; ++j) {
-      float& v = p.C[i * p.ldc + j];
-      v = p.beta != 0.f ? p.beta * v : 0.f;
-    }
-}
-
-thread_local PackBuffer t_pack_a;
-thread_local PackBuffer t_pack_b;  // this thread's B block; workers read it during a threaded call
-
-// Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).
-void compute_block(const Problem& p, const float* bpack, size_t pc, size_t kc, size_t jc,
-                   size_t nc, size_t i0, size_t mc, size_t jr_begin, size_t jr_end, float beta) {
-  PackBuffer& apack = t_pack_a;
-  apack.resize(std::max(apack.size(), round_up(mc, MR) * kc));
-  pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
-  for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
-    const size_t nr = std::min(NR, nc - jr);
-    for (size_t ir = 0; ir < mc; ir += MR) {
-      const size_t mr = std::min(MR, mc - ir);
-      run_kernel(kc, apack.data() + ir * kc, bpack + jr * kc, p.C + (i0 + ir) * p.ldc + jc + jr,
-                   p.ldc, mr, nr, p.alpha, beta);
-    }
-  }
-}
-
-// One GEMM. With threads > 1 the B block is packed cooperatively and the (ic, column group)
-// tasks of each block are shared out; with threads == 1 everything runs on this thread.
-void run(const Problem& p, int threads) {
-  if (p.M == 0 || p.N == 0) return;
-  if (p.K == 0) return scale_c(p);
-  const size_t T = size_t(std::max(1, threads));
-  // Row blocks: at most MC_MAX rows each, and at least T of them when M allows.
-  size_t m_blocks = std::max((p.M + MC_MAX - 1) / MC_MAX, std::min(T, (p.M + MR - 1) / MR));
-  if (T > 1) m_blocks = round_up(m_blocks, std::min(T, (p.M + MR - 1) / MR));
-  const size_t mc_step = round_up((p.M + m_blocks - 1) / m_blocks, MR);
-  m_blocks = (p.M + mc_step - 1) / mc_step;
-
-  // Kept between calls: a fresh 3 MB buffer per call costs page faults on every GEMM.
-  PackBuffer& bpack = t_pack_b;
-  bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * KC));
-
-  for (size_t jc = 0; jc < p.N; jc += NC) {
-    const size_t nc = std::min(NC, p.N - jc);
-    const size_t n_panels = (nc + NR - 1) / NR;
-    // Column groups only when there are too few row blocks to keep every thread busy.
-    const size_t n_groups = m_blocks >= T ? 1 : std::min(n_panels, T);
-    for (size_t pc = 0; pc < p.K; pc += KC) {
-      const size_t kc = std::min(KC, p.K - pc);
-      const float beta = pc == 0 ? p.beta : 1.f;
-      auto panel_range = [&](size_t g, size_t groups) {
-        const size_t per = (n_panels + groups - 1) / groups;
-        return std::make_pair(std::min(n_panels, g * per) * NR, std::min(n_panels, (g + 1) * per) * NR);
-      };
-      if (T == 1) {
-        pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, bpack.data());
-        for (size_t ib = 0; ib < m_blocks; ++ib) {
-          const size_t i0 = ib * mc_step;
-          compute_block(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0), 0,
-                        n_panels * NR, beta);
-        }
-        continue;
-      }
-      parallel_for(std::min(T, n_panels), [&](size_t t) {
-        auto [b0, b1] = panel_range(t, std::min(T, n_panels));
-        pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
-      });
-      parallel_for(m_blocks * n_groups, [&](size_t task) {
-        const size_t ib = task / n_groups, g = task % n_groups;
-        const size_t i0 = ib * mc_step;
-        auto [j0, j1] = panel_range(g, n_groups);
-        if (j0 < j1)
-          compute_block(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0), j0, j1,
-                        beta);
-      });
-    }
-  }
-}
+using Problem = detail::Problem<float>;
+void run(const Problem& p, int threads) { detail::run<Fp32Kernels>(p, threads); }
 
 }  // namespace
 
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
            size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
-  const Problem p{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
-  // Tiny products are not worth waking the pool for.
-  const bool small = double(M) * double(N) * double(K) < 64.0 * 64.0 * 64.0;
-  run(p, small ? 1 : num_threads());
+  run(Problem{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc},
+      detail::threads_for(M, N, K));
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // op(B) is K x N: B is stored K x N (ldb >= N), or N x K when trans_b (ldb >= K).
 // beta == 0 ignores C's old contents (NaN included), as BLAS does.
 #include <cstddef>
+#include <cstdint>
 
 namespace xg::gemm {
 
@@ -28,5 +29,27 @@ void sgemm_batched_offsets(bool trans_a, bool trans_b, size_t batch, size_t M, s
 void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                      const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
                      size_t ldc);
+
+// bf16 GEMM (autograd/kernels/gemm_bf16.cpp): sgemm's signature and semantics, with op(A) and
+// op(B) rounded to bf16 (round to nearest even, as float_to_bf16) and the products summed in
+// fp32. On a CPU with AVX512-BF16 it runs a vdpbf16ps micro-kernel (subnormal inputs and
+// products flush to zero there); elsewhere, or when forced, the fallback rounds copies of A and
+// B and runs sgemm (the same math up to summation order).
+void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
+                size_t ldc);
+// The same with B already in bf16 (raw bit patterns, e.g. weights converted once for inference).
+void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
+                const float* A, size_t lda, const uint16_t* B, size_t ldb, float beta, float* C,
+                size_t ldc);
+
+enum class Bf16Kernel { Native, Fallback };
+// Whether this CPU (and OS) can run the AVX512-BF16 kernel.
+bool bf16_native_available();
+// The path sgemm_bf16 takes. Starts from XGRAD_BF16_KERNEL: unset or "auto" (Native where
+// available), "native" (throws where unavailable) or "fallback"; any other value throws.
+Bf16Kernel bf16_kernel();
+// Forces a path (tests cover both on one machine); Native throws where unavailable.
+void set_bf16_kernel(Bf16Kernel k);
 
 }  // namespace xg::gemm

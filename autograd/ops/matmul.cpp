@@ -7,6 +7,7 @@
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops/broadcast.hpp"
 #include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
 
 namespace xg {
 
@@ -47,6 +48,11 @@ std::vector<size_t> batch_offsets(const Tensor& t, const Shape& batch) {
   }
   return out;
 }
+// The float-B overload of sgemm_bf16, as a plain function with sgemm's type.
+void plain_sgemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A,
+                      size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
+  gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
@@ -74,8 +80,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   const float* pa = static_cast<const float*>(a.impl()->storage->data());
   const float* pb = static_cast<const float*>(b.impl()->storage->data());
   if (bb.empty() && !ta && a.is_contiguous()) {  // (batch*M, K) @ op(B): one large GEMM
-    gemm::sgemm(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld,
-                0.f, out.data(), N);
+    const auto gemm_fn = bf16_forward_now() ? plain_sgemm_bf16 : gemm::sgemm;
+    gemm_fn(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld, 0.f,
+            out.data(), N);
   } else {
     const std::vector<size_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
     std::vector<size_t> oc(nb);
@@ -122,7 +129,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor out = Tensor::empty(out_shape);
-  gemm::sgemm(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
+  const auto gemm_fn = bf16_forward_now() ? plain_sgemm_bf16 : gemm::sgemm;
+  gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
   if (bias.defined()) {
     float* y = out.data();
     const float* b = bias.data();

@@ -10,8 +10,9 @@
 //     DIR is a *ForTokenClassification checkpoint, e.g. OUT/best of bert_finetune --task ner)
 //   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
-//   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N]   (the encoder's
-//     forward pass on random ids, no tape: prints tokens/s last)
+//   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16]
+//     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 also prints its
+//     difference from fp32)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
@@ -62,6 +63,7 @@ struct BenchArgs {
   size_t batch = 8, seq_len = 128, steps = 20;
   int threads = 0;
   uint64_t seed = 42;
+  std::string precision = "fp32";
 };
 struct NerArgs {
   ModelArgs tok;
@@ -358,9 +360,12 @@ int ner(const NerArgs& a) {
 
 // Prints the timing as bert_pretrain --benchmark does, tokens/s last (scripts read that line).
 int bench(const BenchArgs& a) {
-  const auto r = training::run_inference_benchmark(a.model, a.batch, a.seq_len, a.steps, a.threads, a.seed);
-  fmt::print("inference (encoder forward, no tape): {}, {:.2f}M parameters, batch {} x {} tokens, {} threads\n", a.model,
-             double(r.parameters) / 1e6, a.batch, a.seq_len, num_threads());
+  const auto r = training::run_inference_benchmark(a.model, a.batch, a.seq_len, a.steps, a.threads, a.seed,
+                                                   matmul_precision_from_name(a.precision));
+  fmt::print("inference (encoder forward, no tape): {}, {:.2f}M parameters, batch {} x {} tokens, {} threads, {} matmuls\n",
+             a.model, double(r.parameters) / 1e6, a.batch, a.seq_len, num_threads(), a.precision);
+  if (r.max_abs_diff >= 0)
+    fmt::print("last_hidden_state vs fp32: max abs diff {:.3g}, mean abs diff {:.3g}\n", r.max_abs_diff, r.mean_abs_diff);
   fmt::print("ms/batch: {:.2f}\npeak RSS: {:.0f} MB\ntokens/s: {:.1f}\n", r.seconds_per_step * 1e3, r.peak_rss_mb, r.tokens_per_s);
   return 0;
 }
@@ -433,6 +438,8 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*bench_cmd, "--steps", b.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--threads", b.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::NonNegativeNumber);
   xg::cli::add_number(*bench_cmd, "--seed", b.seed, "random weights and ids");
+  bench_cmd->add_option("--precision", b.precision, "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {

@@ -1,0 +1,142 @@
+#pragma once
+// The Goto/BLIS loop nest shared by the fp32 and bf16 GEMMs (internal to autograd/kernels).
+// Loop nest, outermost first:
+//   jc: NC columns of C   pc: KC of the inner dimension -> pack B block (KC x NC, shared)
+//   ic: MC rows of C -> pack A block (MC x KC, per task)   jr: NR columns   ir: MR rows -> kernel
+// A kernel set `Kern` supplies the element type of its packed panels (Packed), the blocking
+// (MR, NR, KC, MC_MAX, NC), depth(kc) (packed elements per panel row/column: kc, or kc/2
+// rounded up for bf16 pairs), pack_a, pack_b and kernel. Panel ir of a packed A block starts at
+// ir * depth(kc), panel jr of a packed B block at jr * depth(kc).
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "autograd/parallel.hpp"
+
+namespace xg::gemm::detail {
+
+template <class T>
+using PackBuffer = std::vector<T, xsimd::aligned_allocator<T, 64>>;
+
+inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+// One GEMM; B's element type is BElem (float, or uint16_t bf16 for pre-converted weights).
+template <class BElem>
+struct Problem {
+  bool ta, tb;
+  size_t M, N, K;
+  float alpha;
+  const float* A;
+  size_t lda;
+  const BElem* B;
+  size_t ldb;
+  float beta;
+  float* C;
+  size_t ldc;
+};
+
+template <class BElem>
+void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C
+  for (size_t i = 0; i < p.M; ++i)
+    for (size_t j = 0; j < p.N; ++j) {
+      float& v = p.C[i * p.ldc + j];
+      v = p.beta != 0.f ? p.beta * v : 0.f;
+    }
+}
+
+// Kept per thread between calls: a fresh 3 MB buffer per call costs page faults on every GEMM.
+template <class Kern>
+PackBuffer<typename Kern::Packed>& a_buffer() {
+  thread_local PackBuffer<typename Kern::Packed> buffer;
+  return buffer;
+}
+// This thread's B block; workers read it during a threaded call.
+template <class Kern>
+PackBuffer<typename Kern::Packed>& b_buffer() {
+  thread_local PackBuffer<typename Kern::Packed> buffer;
+  return buffer;
+}
+
+// Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).
+template <class Kern, class BElem>
+void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, size_t pc,
+                   size_t kc, size_t jc, size_t nc, size_t i0, size_t mc, size_t jr_begin,
+                   size_t jr_end, float beta) {
+  constexpr size_t MR = Kern::MR, NR = Kern::NR;
+  const size_t depth = Kern::depth(kc);
+  auto& apack = a_buffer<Kern>();
+  apack.resize(std::max(apack.size(), round_up(mc, MR) * depth));
+  Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
+  for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
+    const size_t nr = std::min(NR, nc - jr);
+    for (size_t ir = 0; ir < mc; ir += MR) {
+      const size_t mr = std::min(MR, mc - ir);
+      Kern::kernel(kc, apack.data() + ir * depth, bpack + jr * depth,
+                   p.C + (i0 + ir) * p.ldc + jc + jr, p.ldc, mr, nr, p.alpha, beta);
+    }
+  }
+}
+
+// One GEMM. With threads > 1 the B block is packed cooperatively and the (ic, column group)
+// tasks of each block are shared out; with threads == 1 everything runs on this thread.
+template <class Kern, class BElem>
+void run(const Problem<BElem>& p, int threads) {
+  constexpr size_t MR = Kern::MR, NR = Kern::NR, KC = Kern::KC, MC_MAX = Kern::MC_MAX,
+                   NC = Kern::NC;
+  if (p.M == 0 || p.N == 0) return;
+  if (p.K == 0) return scale_c(p);
+  const size_t T = size_t(std::max(1, threads));
+  // Row blocks: at most MC_MAX rows each, and at least T of them when M allows.
+  size_t m_blocks = std::max((p.M + MC_MAX - 1) / MC_MAX, std::min(T, (p.M + MR - 1) / MR));
+  if (T > 1) m_blocks = round_up(m_blocks, std::min(T, (p.M + MR - 1) / MR));
+  const size_t mc_step = round_up((p.M + m_blocks - 1) / m_blocks, MR);
+  m_blocks = (p.M + mc_step - 1) / mc_step;
+
+  auto& bpack = b_buffer<Kern>();
+  bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * Kern::depth(KC)));
+
+  for (size_t jc = 0; jc < p.N; jc += NC) {
+    const size_t nc = std::min(NC, p.N - jc);
+    const size_t n_panels = (nc + NR - 1) / NR;
+    // Column groups only when there are too few row blocks to keep every thread busy.
+    const size_t n_groups = m_blocks >= T ? 1 : std::min(n_panels, T);
+    for (size_t pc = 0; pc < p.K; pc += KC) {
+      const size_t kc = std::min(KC, p.K - pc);
+      const float beta = pc == 0 ? p.beta : 1.f;
+      auto panel_range = [&](size_t g, size_t groups) {
+        const size_t per = (n_panels + groups - 1) / groups;
+        return std::make_pair(std::min(n_panels, g * per) * NR, std::min(n_panels, (g + 1) * per) * NR);
+      };
+      if (T == 1) {
+        Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, bpack.data());
+        for (size_t ib = 0; ib < m_blocks; ++ib) {
+          const size_t i0 = ib * mc_step;
+          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0), 0,
+                              n_panels * NR, beta);
+        }
+        continue;
+      }
+      parallel_for(std::min(T, n_panels), [&](size_t t) {
+        auto [b0, b1] = panel_range(t, std::min(T, n_panels));
+        Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
+      });
+      parallel_for(m_blocks * n_groups, [&](size_t task) {
+        const size_t ib = task / n_groups, g = task % n_groups;
+        const size_t i0 = ib * mc_step;
+        auto [j0, j1] = panel_range(g, n_groups);
+        if (j0 < j1)
+          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0),
+                              j0, j1, beta);
+      });
+    }
+  }
+}
+
+// Tiny products are not worth waking the pool for.
+inline int threads_for(size_t M, size_t N, size_t K) {
+  return double(M) * double(N) * double(K) < 64.0 * 64.0 * 64.0 ? 1 : num_threads();
+}
+
+}  // namespace xg::gemm::detail

@@ -1,0 +1,32 @@
+#include "autograd/precision.hpp"
+
+#include <atomic>
+#include <stdexcept>
+
+#include "autograd/engine.hpp"
+
+namespace xg {
+
+namespace {
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::FP32};
+}
+
+void set_matmul_precision(MatmulPrecision p) { g_precision.store(p); }
+MatmulPrecision matmul_precision() { return g_precision.load(); }
+
+MatmulPrecision matmul_precision_from_name(const std::string& name) {
+  if (name == "fp32") return MatmulPrecision::FP32;
+  if (name == "bf16") return MatmulPrecision::BF16;
+  throw std::invalid_argument("[precision] unknown matmul precision '" + name + "' (fp32, bf16)");
+}
+
+const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::BF16 ? "bf16" : "fp32"; }
+
+bool bf16_forward_now() { return matmul_precision() == MatmulPrecision::BF16 && !grad_enabled(); }
+
+MatmulPrecisionGuard::MatmulPrecisionGuard(MatmulPrecision p) : previous_(matmul_precision()) {
+  set_matmul_precision(p);
+}
+MatmulPrecisionGuard::~MatmulPrecisionGuard() { set_matmul_precision(previous_); }
+
+}  // namespace xg

@@ -1,0 +1,224 @@
+// sgemm_bf16 on both paths (the AVX512-BF16 kernel where this CPU has it, and the forced
+// fallback): against a double-precision product of the bf16-rounded inputs, against fp32 sgemm
+// within the bf16 rounding bound, and with B given as bf16 bits.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <tuple>
+
+#include "autograd/dtype.hpp"
+#include "autograd/engine.hpp"
+#include "autograd/kernels/gemm.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
+#include "util/random.hpp"
+
+using namespace xg;
+
+namespace {
+
+std::vector<float> random_vec(size_t n, uint64_t seed) {
+  Generator g(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g.uniform() - 0.5f;
+  return v;
+}
+
+std::vector<float> rounded(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = bf16_to_float(float_to_bf16(v[i]));
+  return out;
+}
+
+std::vector<float> absolute(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(v[i]);
+  return out;
+}
+
+std::vector<gemm::Bf16Kernel> kernels_here() {
+  if (gemm::bf16_native_available()) return {gemm::Bf16Kernel::Native, gemm::Bf16Kernel::Fallback};
+  return {gemm::Bf16Kernel::Fallback};
+}
+
+// Restores the thread count and the bf16 path a test changed.
+struct Restore {
+  int threads = num_threads();
+  gemm::Bf16Kernel kernel = gemm::bf16_kernel();
+  ~Restore() {
+    set_num_threads(threads);
+    gemm::set_bf16_kernel(kernel);
+  }
+};
+
+struct Case {
+  size_t M, N, K;
+  bool ta, tb;
+  float alpha, beta;
+  size_t pad;
+};
+
+// One product on the current path, checked against the double reference of the rounded inputs
+// (tolerance 1e-5 of sum |a||b| per entry, plus the beta term's rounding).
+void check_bf16(const Case& c) {
+  const size_t lda = (c.ta ? c.M : c.K) + c.pad, ldb = (c.tb ? c.K : c.N) + c.pad, ldc = c.N + c.pad;
+  const auto A = random_vec((c.ta ? c.K : c.M) * lda, 11), B = random_vec((c.tb ? c.N : c.K) * ldb, 12);
+  auto C = random_vec(c.M * ldc, 13);
+  if (c.beta == 0.f) std::fill(C.begin(), C.end(), NAN);  // beta == 0 must ignore old C
+  auto R = C, S = C;
+  const auto Ar = rounded(A), Br = rounded(B);
+  gemm::sgemm_bf16(c.ta, c.tb, c.M, c.N, c.K, c.alpha, A.data(), lda, B.data(), ldb, c.beta,
+                   C.data(), ldc);
+  gemm::sgemm_reference(c.ta, c.tb, c.M, c.N, c.K, c.alpha, Ar.data(), lda, Br.data(), ldb, c.beta,
+                        R.data(), ldc);
+  gemm::sgemm_reference(c.ta, c.tb, c.M, c.N, c.K, std::fabs(c.alpha), absolute(Ar).data(), lda,
+                        absolute(Br).data(), ldb, 0.f, S.data(), ldc);
+  for (size_t i = 0; i < c.M; ++i)
+    for (size_t j = 0; j < c.N; ++j) {
+      INFO("M=" << c.M << " N=" << c.N << " K=" << c.K << " ta=" << c.ta << " tb=" << c.tb
+                << " alpha=" << c.alpha << " beta=" << c.beta << " pad=" << c.pad << " threads="
+                << num_threads() << " native=" << (gemm::bf16_kernel() == gemm::Bf16Kernel::Native)
+                << " at (" << i << "," << j << ")");
+      const size_t at = i * ldc + j;
+      const double tol = 1e-5 * S[at] + 1e-6 * std::fabs(R[at]) + 1e-7;
+      REQUIRE(std::fabs(double(C[at]) - double(R[at])) <= tol);
+    }
+  for (size_t i = 0; i < c.M; ++i)  // padding columns untouched
+    for (size_t j = c.N; j < ldc; ++j)
+      if (c.beta != 0.f) REQUIRE(C[i * ldc + j] == R[i * ldc + j]);
+}
+
+}  // namespace
+
+TEST_CASE("sgemm_bf16 matches a double product of the rounded inputs on odd shapes", "[gemm][bf16]") {
+  Restore restore;
+  const std::vector<std::tuple<size_t, size_t, size_t>> shapes = {
+      {1, 1, 1},    {1, 7, 31},  {7, 1, 33},   {31, 33, 7},  {33, 65, 130},
+      {65, 31, 257}, {130, 7, 65}, {257, 33, 1}, {15, 130, 33}, {3, 257, 2}};
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (const auto& shape : shapes)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true})
+            check_bf16({std::get<0>(shape), std::get<1>(shape), std::get<2>(shape), ta, tb, 1.f, 0.f, 0});
+    }
+  }
+}
+
+TEST_CASE("sgemm_bf16 alpha, beta and padded leading dimensions", "[gemm][bf16]") {
+  Restore restore;
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    for (float beta : {0.f, 1.f, -0.5f})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) check_bf16({37, 45, 61, ta, tb, 1.5f, beta, 3});
+    check_bf16({20, 33, 9, false, false, -2.f, 0.25f, 1});
+  }
+}
+
+TEST_CASE("sgemm_bf16 across cache-block boundaries, threaded", "[gemm][bf16]") {
+  Restore restore;
+  set_num_threads(2);
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    check_bf16({115, 1030, 1539, false, true, 1.f, 0.f, 0});  // crosses MC, NC and (odd) KC
+    check_bf16({120, 70, 801, true, false, 1.f, 1.f, 2});
+  }
+}
+
+TEST_CASE("sgemm_bf16 with K == 0 scales C by beta", "[gemm][bf16]") {
+  Restore restore;
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    std::vector<float> C = {1, 2, 3, 4};
+    gemm::sgemm_bf16(false, false, 2, 2, 0, 1.f, nullptr, 1, static_cast<const float*>(nullptr), 2,
+                     0.5f, C.data(), 2);
+    CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2});
+  }
+}
+
+TEST_CASE("sgemm_bf16 with bf16 B equals the float-B call bit for bit", "[gemm][bf16]") {
+  Restore restore;
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const size_t M = 29, N = 70, K = 97, pad = 2;
+        const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
+        const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
+        std::vector<uint16_t> B16(B.size());
+        for (size_t i = 0; i < B.size(); ++i) B16[i] = float_to_bf16(B[i]);
+        std::vector<float> C(M * N), C16(M * N);
+        gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), N);
+        gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B16.data(), ldb, 0.f, C16.data(), N);
+        INFO("ta=" << ta << " tb=" << tb);
+        REQUIRE(C == C16);
+      }
+  }
+}
+
+// bf16 keeps 8 significant bits: each input is within 2^-9 relative of its fp32 value, so each
+// product within 2^-8 (+2^-18), and |bf16 result - fp32 result| <= 2^-8 * sum |a||b| (plus the
+// fp32 summation error). The rounding must show: the results differ somewhere.
+TEST_CASE("sgemm_bf16 is within the bf16 rounding bound of fp32 sgemm", "[gemm][bf16]") {
+  Restore restore;
+  const size_t M = 64, N = 96, K = 768;
+  const auto A = random_vec(M * K, 31), B = random_vec(K * N, 32);
+  std::vector<float> C32(M * N), S(M * N);
+  gemm::sgemm(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C32.data(), N);
+  gemm::sgemm_reference(false, false, M, N, K, 1.f, absolute(A).data(), K, absolute(B).data(), N,
+                        0.f, S.data(), N);
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    std::vector<float> C16(M * N);
+    gemm::sgemm_bf16(false, false, M, N, K, 1.f, A.data(), K, B.data(), N, 0.f, C16.data(), N);
+    double max_diff = 0;
+    for (size_t i = 0; i < M * N; ++i) {
+      const double diff = std::fabs(double(C16[i]) - double(C32[i]));
+      REQUIRE(diff <= std::ldexp(1.0, -8) * 1.01 * S[i] + 1e-5);
+      max_diff = std::max(max_diff, diff);
+    }
+    CHECK(max_diff > 0);
+  }
+}
+
+TEST_CASE("the bf16 path switch refuses the native kernel where the CPU lacks it", "[gemm][bf16]") {
+  Restore restore;
+  gemm::set_bf16_kernel(gemm::Bf16Kernel::Fallback);
+  CHECK(gemm::bf16_kernel() == gemm::Bf16Kernel::Fallback);
+  if (gemm::bf16_native_available()) {
+    gemm::set_bf16_kernel(gemm::Bf16Kernel::Native);
+    CHECK(gemm::bf16_kernel() == gemm::Bf16Kernel::Native);
+  } else {
+    CHECK_THROWS_AS(gemm::set_bf16_kernel(gemm::Bf16Kernel::Native), std::invalid_argument);
+  }
+}
+
+// The precision switch: bf16 forward GEMMs in linear() and matmul() only with gradients off.
+TEST_CASE("matmul precision bf16 applies to linear and matmul only without gradients", "[gemm][bf16]") {
+  const size_t M = 9, K = 40, N = 17;
+  const auto xv = random_vec(M * K, 41), wv = random_vec(N * K, 42);
+  const Tensor x = Tensor::from_vector(xv, {M, K}), w = Tensor::from_vector(wv, {N, K});
+  std::vector<float> want32(M * N), want16(M * N);
+  gemm::sgemm(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want32.data(), N);
+  gemm::sgemm_bf16(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want16.data(), N);
+  auto values = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    return std::vector<float>(c.data(), c.data() + c.numel());
+  };
+  REQUIRE(want32 != want16);
+  MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+  CHECK(values(linear(x, w, Tensor())) == want32);  // gradients on: fp32
+  CHECK(values(matmul(x, w, false, true)) == want32);
+  {
+    NoGradGuard no_grad;
+    CHECK(values(linear(x, w, Tensor())) == want16);
+    CHECK(values(matmul(x, w, false, true)) == want16);
+    MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
+    CHECK(values(linear(x, w, Tensor())) == want32);
+  }
+  CHECK(matmul_precision_from_name("bf16") == MatmulPrecision::BF16);
+  CHECK_THROWS_WITH(matmul_precision_from_name("fp8"), Catch::Contains("'fp8'"));
+}
