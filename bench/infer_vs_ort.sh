@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bert_infer bench (the encoder's forward pass, no tape) against ONNX Runtime on the same model
+# bert_infer bench (the encoder's forward pass, no tape; fp32 and --precision bf16) against ONNX Runtime on the same model
 # exported from transformers' BertModel (bench/ort_peer.py: its best of the plain export and the
 # transformers-optimizer fused graph, at ORT_ENABLE_ALL, over 1 and 2 intra-op threads), same
 # machine, same run, random ids with every position a real token.
@@ -23,12 +23,15 @@ if [[ -z "$python" ]]; then
   fi
   python=$venv/bin/python
 fi
-printf "%-8s %-9s %14s %14s %7s  %s\n" model "B x T" "xgrad tok/s" "ORT tok/s" ratio "ORT's best setting"
+printf "%-8s %-9s %12s %12s %12s %7s %7s  %s\n" model "B x T" "xgrad fp32" "xgrad bf16" "ORT fp32" "fp32 x" "bf16 x" "ORT's best setting (tokens/s)"
 for m in $models; do
-  ours=$(build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps")
-  o_tps=$(grep "^tokens/s" <<< "$ours" | awk '{print $2}')
+  tps() { build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$1" | grep "^tokens/s" | awk '{print $2}'; }
+  o_tps=$(tps fp32)
+  o_bf16=$(tps bf16)
   peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" 2>/dev/null)
   p_tps=$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')
   setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
-  printf "%-8s %-9s %14s %14s %7s  %s\n" "$m" "${batch}x${seq}" "$o_tps" "$p_tps" "$(python3 -c "print(f'{$o_tps / $p_tps:.2f}')")" "$setting"
+  ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+  printf "%-8s %-9s %12s %12s %12s %7s %7s  %s\n" "$m" "${batch}x${seq}" "$o_tps" "$o_bf16" "$p_tps" "$(ratio "$o_tps" "$p_tps")" \
+    "$(ratio "$o_bf16" "$p_tps")" "$setting"
 done
