@@ -23,6 +23,7 @@ MatmulPrecision matmul_precision_from_name(const std::string& name) {
 const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::BF16 ? "bf16" : "fp32"; }
 
 bool bf16_forward_now() { return matmul_precision() == MatmulPrecision::BF16 && !grad_enabled(); }
+bool bf16_linear_now() { return matmul_precision() == MatmulPrecision::BF16; }
 
 MatmulPrecisionGuard::MatmulPrecisionGuard(MatmulPrecision p) : previous_(matmul_precision()) {
   set_matmul_precision(p);

@@ -1,9 +1,13 @@
 #pragma once
-// The process-wide matmul precision for inference. BF16 runs the forward GEMMs of linear() and
-// of matmul()'s single-GEMM case through gemm::sgemm_bf16 (inputs rounded to bf16, fp32
-// accumulation) while gradients are off (NoGradGuard); with gradients on, and for every
-// backward GEMM, the math stays fp32, so training never sees it. Batched matmuls (attention
-// scores and context) stay fp32.
+// The process-wide matmul precision. BF16 runs GEMMs through gemm::sgemm_bf16 (inputs rounded
+// to bf16, fp32 accumulation), as PyTorch's CPU autocast to bf16 does for linear layers:
+//  - linear(): its forward GEMM and, with gradients on, both backward GEMMs (grad input =
+//    grad_out W, grad weight = grad_out^T X), as chosen when the forward ran. Weights, gradients
+//    and optimizer state stay fp32 (master weights): only the GEMMs' operands are rounded.
+//  - matmul()'s single-GEMM case: the forward only, with gradients off (inference). With
+//    gradients on it stays fp32, its backward too.
+// Batched matmuls (attention scores and context), softmax, LayerNorm, GELU and the losses stay
+// fp32 at either setting.
 #include <string>
 
 namespace xg {
@@ -16,8 +20,10 @@ MatmulPrecision matmul_precision();
 MatmulPrecision matmul_precision_from_name(const std::string& name);
 const char* matmul_precision_name(MatmulPrecision p);
 
-// Whether a forward GEMM issued now should use bf16: BF16 precision and gradients off.
+// Whether matmul()'s forward GEMM issued now should use bf16: BF16 precision and gradients off.
 bool bf16_forward_now();
+// Whether a linear() issued now runs its GEMMs (forward, and backward later) in bf16: BF16.
+bool bf16_linear_now();
 
 // Sets a precision for a scope, restoring the previous one on exit.
 class MatmulPrecisionGuard {

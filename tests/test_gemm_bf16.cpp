@@ -196,28 +196,130 @@ TEST_CASE("the bf16 path switch refuses the native kernel where the CPU lacks it
   }
 }
 
-// The precision switch: bf16 forward GEMMs in linear() and matmul() only with gradients off.
-TEST_CASE("matmul precision bf16 applies to linear and matmul only without gradients", "[gemm][bf16]") {
+namespace {
+std::vector<float> values(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return std::vector<float>(c.data(), c.data() + c.numel());
+}
+
+// C = op(A) op(B) for row-major A (M x K, or K x M when ta) and B (K x N), in double; also the
+// sum of |products| per element, which bounds the effect of rounding the operands.
+struct Product {
+  std::vector<double> value, magnitude;
+};
+Product product(bool ta, size_t M, size_t N, size_t K, const std::vector<float>& A, const std::vector<float>& B) {
+  Product p{std::vector<double>(M * N), std::vector<double>(M * N)};
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j)
+      for (size_t k = 0; k < K; ++k) {
+        const double t = double(ta ? A[k * M + i] : A[i * K + k]) * double(B[k * N + j]);
+        p.value[i * N + j] += t;
+        p.magnitude[i * N + j] += std::fabs(t);
+      }
+  return p;
+}
+std::vector<float> transposed(const std::vector<float>& v, size_t rows, size_t cols) {
+  std::vector<float> out(v.size());
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) out[c * rows + r] = v[r * cols + c];
+  return out;
+}
+// |got - want| within rel x the products' magnitude (plus a floor) everywhere; the worst ratio.
+double worst_ratio(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& magnitude) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / (magnitude[i] + 1e-30));
+  return worst;
+}
+
+// linear(x, w, b) with gradients on, its output and the gradients of x and w for the upstream
+// gradient g (backward of sum(out * g)).
+struct LinearResult {
+  std::vector<float> out, gx, gw;
+};
+LinearResult run_linear(const std::vector<float>& xv, const std::vector<float>& wv, const std::vector<float>& gv, size_t M,
+                        size_t N, size_t K) {
+  Tensor x = Tensor::from_vector(xv, {M, K}), w = Tensor::from_vector(wv, {N, K});
+  x.requires_grad_(true);
+  w.requires_grad_(true);
+  const Tensor out = linear(x, w, Tensor());
+  out.backward(Tensor::from_vector(gv, {M, N}));
+  return {values(out), values(x.grad()), values(w.grad())};
+}
+}  // namespace
+
+// Mixed-precision training: at BF16, linear() runs its forward GEMM and both backward GEMMs on
+// bf16-rounded operands with fp32 sums, with gradients on too; matmul() only without gradients.
+TEST_CASE("matmul precision bf16: linear forward and both gradients on bf16 operands, matmul only without gradients",
+          "[gemm][bf16]") {
+  Restore restore;
   const size_t M = 9, K = 40, N = 17;
-  const auto xv = random_vec(M * K, 41), wv = random_vec(N * K, 42);
+  const auto xv = random_vec(M * K, 41), wv = random_vec(N * K, 42), gv = random_vec(M * N, 43);
+  const auto xr = rounded(xv), wr = rounded(wv), gr = rounded(gv);
+  // out = x w^T, gx = g w, gw = g^T x: from the bf16-rounded operands, and from the fp32 ones
+  const Product out16 = product(false, M, N, K, xr, transposed(wr, N, K)), out32 = product(false, M, N, K, xv, transposed(wv, N, K));
+  const Product gx16 = product(false, M, K, N, gr, wr), gx32 = product(false, M, K, N, gv, wv);
+  const Product gw16 = product(true, N, K, M, gr, xr), gw32 = product(true, N, K, M, gv, xv);
+  for (const auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    CAPTURE(gemm::bf16_kernel() == gemm::Bf16Kernel::Native);
+    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+    const LinearResult r = run_linear(xv, wv, gv, M, N, K);
+    // equal to the rounded operands' product up to fp32 summation
+    CHECK(worst_ratio(r.out, out16.value, out16.magnitude) < 1e-5);
+    CHECK(worst_ratio(r.gx, gx16.value, gx16.magnitude) < 1e-5);
+    CHECK(worst_ratio(r.gw, gw16.value, gw16.magnitude) < 1e-5);
+    // close to fp32: rounding each operand to bf16 moves a product by at most 2 x 2^-9 of it
+    CHECK(worst_ratio(r.out, out32.value, out32.magnitude) < 2.0 * std::ldexp(1.0, -9) + 1e-5);
+    CHECK(worst_ratio(r.gx, gx32.value, gx32.magnitude) < 2.0 * std::ldexp(1.0, -9) + 1e-5);
+    CHECK(worst_ratio(r.gw, gw32.value, gw32.magnitude) < 2.0 * std::ldexp(1.0, -9) + 1e-5);
+    // and not fp32 (the switch took effect)
+    CHECK(worst_ratio(r.out, out32.value, out32.magnitude) > 1e-5);
+    CHECK(worst_ratio(r.gw, gw32.value, gw32.magnitude) > 1e-5);
+  }
+  // FP32: bit-identical to sgemm, as before the switch existed
+  std::vector<float> out(M * N), gx(M * K), gw(N * K);
+  gemm::sgemm(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, out.data(), N);
+  gemm::sgemm(false, false, M, K, N, 1.f, gv.data(), N, wv.data(), K, 0.f, gx.data(), K);
+  gemm::sgemm(true, false, N, K, M, 1.f, gv.data(), N, xv.data(), K, 0.f, gw.data(), K);
+  const LinearResult r32 = run_linear(xv, wv, gv, M, N, K);
+  CHECK(r32.out == out);
+  CHECK(r32.gx == gx);
+  CHECK(r32.gw == gw);
+  // the backward follows the precision its forward ran at
+  {
+    Tensor x = Tensor::from_vector(xv, {M, K});
+    x.requires_grad_(true);
+    Tensor y;
+    {
+      MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+      y = linear(x, Tensor::from_vector(wv, {N, K}), Tensor());
+    }
+    y.backward(Tensor::from_vector(gv, {M, N}));
+    CHECK(worst_ratio(values(x.grad()), gx16.value, gx16.magnitude) < 1e-5);
+  }
+  // matmul(): bf16 only without gradients; with them, forward and backward stay fp32
   const Tensor x = Tensor::from_vector(xv, {M, K}), w = Tensor::from_vector(wv, {N, K});
-  std::vector<float> want32(M * N), want16(M * N);
-  gemm::sgemm(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want32.data(), N);
+  std::vector<float> want16(M * N);
   gemm::sgemm_bf16(false, true, M, N, K, 1.f, xv.data(), K, wv.data(), K, 0.f, want16.data(), N);
-  auto values = [](const Tensor& t) {
-    const Tensor c = t.contiguous();
-    return std::vector<float>(c.data(), c.data() + c.numel());
-  };
-  REQUIRE(want32 != want16);
+  REQUIRE(out != want16);
   MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
-  CHECK(values(linear(x, w, Tensor())) == want32);  // gradients on: fp32
-  CHECK(values(matmul(x, w, false, true)) == want32);
+  CHECK(values(linear(x, w, Tensor())) == want16);
+  {
+    Tensor xg = Tensor::from_vector(xv, {M, K});
+    xg.requires_grad_(true);
+    const Tensor y = matmul(xg, w, false, true);
+    CHECK(values(y) == out);
+    y.backward(Tensor::from_vector(gv, {M, N}));
+    CHECK(values(xg.grad()) == gx);
+  }
   {
     NoGradGuard no_grad;
     CHECK(values(linear(x, w, Tensor())) == want16);
     CHECK(values(matmul(x, w, false, true)) == want16);
     MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
-    CHECK(values(linear(x, w, Tensor())) == want32);
+    CHECK(values(linear(x, w, Tensor())) == out);
   }
   CHECK(matmul_precision_from_name("bf16") == MatmulPrecision::BF16);
   CHECK_THROWS_WITH(matmul_precision_from_name("fp8"), Catch::Contains("'fp8'"));

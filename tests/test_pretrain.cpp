@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
 #include "nn/safetensors.hpp"
 #include "optim/schedule.hpp"
 #include "tests/run_files.hpp"
@@ -152,6 +153,65 @@ TEST_CASE("a run stopped at step k and resumed equals an uninterrupted run", "[p
                           part.trainer.out + "/checkpoint-000008/model.safetensors") <= 1e-6);
   fs::remove_all(full.trainer.out);
   fs::remove_all(part.trainer.out);
+}
+
+// --precision bf16: the linear layers' GEMMs on bf16 operands, fp32 master weights and optimizer state.
+TEST_CASE("pre-training at --precision bf16 learns, stays near fp32, and resumes exactly", "[pretrain][bf16]") {
+  auto losses_of = [](const std::string& out) {
+    std::vector<double> losses;
+    for (const auto& row : metrics(out))
+      if (row.contains("loss")) losses.push_back(row["loss"]);
+    return losses;
+  };
+  Run fp32 = tiny_run("xgrad_pretrain_bf16_ref");
+  fp32.trainer.steps = 16;
+  fp32.trainer.eval_every = 0;
+  REQUIRE(fp32.go() == 16);
+  Run full = tiny_run("xgrad_pretrain_bf16_full");
+  full.trainer.steps = 16;
+  full.trainer.eval_every = 0;
+  full.trainer.precision = "bf16";
+  REQUIRE(full.go() == 16);
+  const std::vector<double> l32 = losses_of(fp32.trainer.out), l16 = losses_of(full.trainer.out);
+  REQUIRE(l16.size() == 16);
+  REQUIRE(l32.size() == 16);
+  const double first = (l16[0] + l16[1] + l16[2]) / 3, last = (l16[13] + l16[14] + l16[15]) / 3;
+  CHECK(first > 10.0);         // ~ln(30522) + ln(2) at the start
+  CHECK(last < first - 1.0);   // learning
+  CHECK(l16[0] != l32[0]);     // the first forward already differs: bf16 took effect
+  for (size_t i = 0; i < l16.size(); ++i) CHECK(std::fabs(l16[i] - l32[i]) < 0.1);
+  const fs::path ckpt = fs::path(full.trainer.out) / "checkpoint-000016";
+  CHECK(read_json(ckpt / "training_state.json")["options"]["precision"] == "bf16");
+
+  // stopped at step 6 and resumed with the defaults: the checkpoint brings bf16 back
+  Run part = tiny_run("xgrad_pretrain_bf16_part");
+  part.trainer.steps = 16;
+  part.trainer.eval_every = 0;
+  part.trainer.precision = "bf16";
+  part.trainer.stop_at = 6;
+  REQUIRE(part.go() == 6);
+  Run resumed = tiny_run("xgrad_pretrain_bf16_resumed");
+  resumed.trainer.out = part.trainer.out;
+  resumed.trainer.resume = part.trainer.out;
+  resumed.trainer.steps = 16;  // tiny_run's 40 would read as a changed flag
+  resumed.trainer.eval_every = 0;
+  CHECK(resumed.go() == 16);
+  CHECK(weight_difference((ckpt / "model.safetensors").string(),
+                          part.trainer.out + "/checkpoint-000016/model.safetensors") == 0);
+  CHECK(losses_of(part.trainer.out) == l16);
+
+  // an fp32 run resumed at bf16 is refused, naming the flag; an unknown precision too
+  Run changed = tiny_run("xgrad_pretrain_bf16_changed");
+  changed.trainer.resume = fp32.trainer.out;
+  changed.trainer.steps = 16;
+  changed.trainer.precision = "bf16";
+  CHECK_THROWS_WITH(changed.go(), Contains("--precision bf16 differs"));
+  Run bad = tiny_run("xgrad_pretrain_bf16_bad");
+  bad.trainer.precision = "fp16";
+  CHECK_THROWS_WITH(bad.go(), Contains("--precision fp16: use fp32 or bf16"));
+  CHECK(!fs::exists(bad.trainer.out));
+  CHECK(matmul_precision() == MatmulPrecision::FP32);  // the run's setting ends with it
+  for (const auto& r : {fp32, full, part}) fs::remove_all(r.trainer.out);
 }
 
 TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuses changed settings", "[pretrain]") {

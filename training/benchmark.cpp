@@ -31,10 +31,11 @@ double peak_rss_mb() {
 }
 
 namespace {
-// Two warm-up steps, then opt.steps timed ones of `loss_of(i)`'s backward and an AdamW step over
+// Two warm-up steps, then opt.steps timed ones at opt.precision of `loss_of(i)`'s backward and an AdamW step over
 // the model's flat parameters, as the Trainer takes them.
 BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, size_t tokens_per_step,
                            const std::function<Tensor(size_t)>& loss_of) {
+  MatmulPrecisionGuard precision(training_precision(opt));
   model.train();
   model.flatten_parameters();
   optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);

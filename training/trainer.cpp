@@ -28,6 +28,12 @@ namespace fs = std::filesystem;
 
 namespace xg::training {
 
+MatmulPrecision training_precision(const TrainerOptions& opt) {
+  if (opt.precision != "fp32" && opt.precision != "bf16")
+    throw std::invalid_argument(fmt::format("[trainer] --precision {}: use fp32 or bf16", option_detail::show(opt.precision)));
+  return matmul_precision_from_name(opt.precision);
+}
+
 const OptionTable<TrainerOptions>& TrainerOptions::table() {
   using O = TrainerOptions;
   constexpr OnResume kRestore = OnResume::Restore;
@@ -52,6 +58,9 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
            between(0, 1))
       .add("--clip", &O::clip, "global gradient-norm clip, 0 to disable", kRestore, at_least(0))
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
+      .add("--precision", &O::precision, "fp32, or bf16: the linear layers' GEMMs (forward and both backward) on "
+                                         "bf16-rounded operands with fp32 sums; weights, gradients, optimizer state, "
+                                         "attention, softmax, LayerNorm and losses stay fp32", kRestore)
       .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
                              "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
                              "directory)")
@@ -233,6 +242,7 @@ RunResult Trainer::run_on_this_rank() {
   nlohmann::json settings = TrainerOptions::table().saved(opt);
   settings.update(task_options_.saved());
   check_same_settings(comm, settings);
+  training_precision(opt);  // refuses an unknown --precision before any directory is made
   if (opt.on_nonfinite != "stop" && opt.on_nonfinite != "skip")
     throw std::invalid_argument(fmt::format("[trainer] --on-nonfinite {}: use stop or skip", option_detail::show(opt.on_nonfinite)));
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
@@ -289,6 +299,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     const size_t rank_step = opt.batch * opt.grad_accum;
     opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + rank_step - 1) / rank_step));
   }
+  MatmulPrecisionGuard precision(training_precision(opt));  // for training and evaluation alike
   nn::Module& model = task->model();
   model.train();
   // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
@@ -318,8 +329,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     started = true;
     return {step, 0};
   }
-  say(fmt::format("{}; {} steps of {} x {} examples; {} threads", task->describe(), opt.steps, opt.batch, opt.grad_accum,
-                  num_threads()));
+  say(fmt::format("{}; {} steps of {} x {} examples; {} threads{}", task->describe(), opt.steps, opt.batch, opt.grad_accum,
+                  num_threads(), opt.precision == "bf16" ? "; bf16 linear-layer GEMMs, fp32 weights" : ""));
   if (sync)
     say(fmt::format("data-parallel over {} ranks: global batch {} x {} x {} examples, gradients all-reduced in {} buckets",
                     comm.size(), comm.size(), opt.batch, opt.grad_accum, sync->bucket_count()));

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/precision.hpp"
 #include "training/checkpoints.hpp"
 #include "training/metrics.hpp"
 #include "training/task.hpp"
@@ -45,6 +46,7 @@ struct TrainerOptions {
   float eps = 0;           // the optimizer's epsilon; 0: the task's recipe
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
+  std::string precision = "fp32";  // fp32, or bf16: linear layers' GEMMs in bf16 (autograd/precision.hpp)
   // run control (each run's own values)
   std::string out;           // empty: the resumed run's directory, or default_out for a new run
   bool overwrite = false;   // a new run may replace the files of an earlier run in --out
@@ -65,6 +67,9 @@ struct TrainerOptions {
   std::string default_out = "runs/bert_pretrain";  // a new run's --out when none is given: runs/<program>; not a flag
   static const OptionTable<TrainerOptions>& table();
 };
+
+// The matmul precision --precision names; throws naming the flag and value otherwise.
+MatmulPrecision training_precision(const TrainerOptions& opt);
 
 // How a run ended.
 struct RunResult {

@@ -53,9 +53,13 @@ void plain_sgemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alph
                       size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
   gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
-}  // namespace
+using GemmFn = void (*)(bool, bool, size_t, size_t, size_t, float, const float*, size_t, const float*, size_t, float,
+                        float*, size_t);
+GemmFn gemm_for(bool bf16) { return bf16 ? plain_sgemm_bf16 : gemm::sgemm; }
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
+// matmul() with its single GEMM in bf16 or not; the backward GEMMs are always fp32 (they run with
+// gradients off, where matmul() itself would choose bf16 at BF16 precision).
+Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool bf16) {
   if (a_in.dim() < 2 || b_in.dim() < 2)
     throw std::invalid_argument(fmt::format("[matmul] operands need at least 2 axes, got {} and {}",
                                             shape_str(a_in.shape()), shape_str(b_in.shape())));
@@ -80,9 +84,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   const float* pa = static_cast<const float*>(a.impl()->storage->data());
   const float* pb = static_cast<const float*>(b.impl()->storage->data());
   if (bb.empty() && !ta && a.is_contiguous()) {  // (batch*M, K) @ op(B): one large GEMM
-    const auto gemm_fn = bf16_forward_now() ? plain_sgemm_bf16 : gemm::sgemm;
-    gemm_fn(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld, 0.f,
-            out.data(), N);
+    gemm_for(bf16)(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld, 0.f,
+                   out.data(), N);
   } else {
     const std::vector<size_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
     std::vector<size_t> oc(nb);
@@ -96,17 +99,17 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
     Tensor ga, gb;
     if (need_a) {
       // d op(A) = g op(B)^T; when A is stored transposed, dA = op(B) g^T.
-      ga = ta ? matmul(B, g, tb, true) : matmul(g, B, false, !tb);
+      ga = ta ? matmul_as(B, g, tb, true, false) : matmul_as(g, B, false, !tb, false);
       ga = detail::sum_to(ga, A.shape());
     }
     if (need_b) {
       if (B.dim() == 2 && A.dim() > 2 && !ta) {
         // Shared 2-D B: fold the batch into rows so the reduction is one GEMM.
         const Tensor A2 = reshape(A, {-1, long(K)}), g2 = reshape(g, {-1, long(N)});
-        gb = tb ? matmul(g2, A2, true, false) : matmul(A2, g2, true, false);
+        gb = tb ? matmul_as(g2, A2, true, false, false) : matmul_as(A2, g2, true, false, false);
       } else {
         // d op(B) = op(A)^T g; when B is stored transposed, dB = g^T op(A).
-        gb = tb ? matmul(g, A, true, ta) : matmul(A, g, !ta, false);
+        gb = tb ? matmul_as(g, A, true, ta, false) : matmul_as(A, g, !ta, false, false);
         gb = detail::sum_to(gb, B.shape());
       }
     }
@@ -115,6 +118,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   accept_strided_grad(out);  // the backward GEMMs read g through its strides
   return out;
 }
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul_as(a, b, ta, tb, bf16_forward_now()); }
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   const Tensor x = detail::dense(x_in, "linear"), weight = detail::dense(weight_in, "linear");
@@ -129,7 +135,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   Shape out_shape = x.shape();
   out_shape.back() = N;
   Tensor out = Tensor::empty(out_shape);
-  const auto gemm_fn = bf16_forward_now() ? plain_sgemm_bf16 : gemm::sgemm;
+  const bool bf16 = bf16_linear_now();  // the backward GEMMs follow the forward's choice
+  const GemmFn gemm_fn = gemm_for(bf16);
   gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
   if (bias.defined()) {
     float* y = out.data();
@@ -145,11 +152,11 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     Tensor gx, gw, gb;
     if (need_x) {  // (M, N) @ (N, K)
       gx = Tensor::empty(X.shape());
-      gemm::sgemm(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K);
+      gemm_fn(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K);
     }
     if (need_w) {  // (N, M) @ (M, K)
       gw = Tensor::empty(W.shape());
-      gemm::sgemm(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, 0.f, gw.data(), K);
+      gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, 0.f, gw.data(), K);
     }
     if (need_b) gb = reshape(sum(reshape(g, {long(M), long(N)}), {0}), {long(N)});
     return {gx, gw, gb};

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints");
   app.add_flag("--benchmark", benchmark,
                "time --steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
-               "ids (--batch x --max-len, every token real); prints examples/s last, and no training");
+               "ids (--batch x --max-len, every token real, at --precision); prints examples/s last, and no training");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 5;
-      fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps (AdamW)\n",
-                 task.model, trainer.batch, task.max_len, trainer.steps);
+      fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps (AdamW), "
+                 "precision {}\n", task.model, trainer.batch, task.max_len, trainer.steps, trainer.precision);
       const auto r = xg::training::run_finetune_benchmark(trainer, task.model, task.max_len);
       fmt::print("parameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\nexamples/s: {:.2f}\n", double(r.parameters) / 1e6,
                  r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));

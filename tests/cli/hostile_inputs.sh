@@ -84,6 +84,9 @@ flags)
   expect 2 "--seq-len" "$P" --seq-len 99999999999999999999
   expect 1 "--on-nonfinite maybe: use stop or skip" "$P" "${SMALL[@]}" --on-nonfinite maybe --out "$W/o1"
   [[ -e $W/o1 ]] && fail "a refused start left $W/o1 behind"
+  expect 1 "--precision fp16: use fp32 or bf16" "$P" "${SMALL[@]}" --precision fp16 --out "$W/o5"
+  [[ -e $W/o5 ]] && fail "a refused start left $W/o5 behind"
+  expect 0 "precision bf16" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --precision bf16
   model=$W/missing.json small
   expect 1 "--model $W/missing.json: no such config file" "$P" "${SMALL[@]}" --out "$W/o2"
   [[ -e $W/o2 ]] && fail "a failed start left $W/o2 behind"

@@ -607,6 +607,7 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const Pret
   PretrainOptions::table().check(task);
   if (task.eval_instances == 0) throw std::invalid_argument("[pretraining] --eval-only with --eval-instances 0: nothing to evaluate");
   if (trainer.threads > 0) set_num_threads(trainer.threads);
+  MatmulPrecisionGuard precision(training_precision(trainer));
   auto t = make_pretraining_task(task, {"", "", trainer.seed, trainer.quiet});
   NoGradGuard no_grad;
   t->model().eval();
