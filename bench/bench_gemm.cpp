@@ -9,7 +9,9 @@
 // Last line: "ratio: X" = xgrad GFLOP/s / OpenBLAS GFLOP/s (the smallest over shapes when
 // several run).
 #include <fmt/format.h>
-#if defined(__x86_64__)
+// The peak loops use AVX512-BF16 intrinsics: GCC 10 or clang 9 and later.
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
+#define XG_BENCH_PEAKS 1
 #include <immintrin.h>
 #endif
 
@@ -135,7 +137,7 @@ double run_shape(const Shape& s, int threads, double budget_s) {
 
 // ---- bf16 mode ----
 
-#if defined(__x86_64__)
+#if defined(XG_BENCH_PEAKS)
 // Register-only loops: 16 independent accumulators, so the pipes, not the latency, set the pace.
 constexpr int kPeakChains = 16;
 
@@ -189,7 +191,7 @@ double peak_gflops(Loop loop, double flop_per_op) {
 
 // Register-only peaks on one thread: {fp32 FMA, bf16 vdpbf16ps} GFLOP/s; 0 where unavailable.
 std::pair<double, double> register_peaks() {
-#if defined(__x86_64__)
+#if defined(XG_BENCH_PEAKS)
   if (!__builtin_cpu_supports("avx512f")) return {0, 0};
   const double fp32 = peak_gflops(fma_loop, 32);  // 16 lanes x (multiply + add)
   const double bf16 = xg::gemm::bf16_native_available()

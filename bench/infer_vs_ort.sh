@@ -2,7 +2,8 @@
 # bert_infer bench (the encoder's forward pass, no tape; fp32 and --precision bf16) against ONNX Runtime on the same model
 # exported from transformers' BertModel (bench/ort_peer.py: its best of the plain export and the
 # transformers-optimizer fused graph, at ORT_ENABLE_ALL, over 1 and 2 intra-op threads), same
-# machine, same run, random ids with every position a real token.
+# machine, same run, random ids with every position a real token. xgrad runs at its default thread
+# count (XGRAD_NUM_THREADS, else every core).
 #   bench/infer_vs_ort.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]     e.g. bench/infer_vs_ort.sh "mini base" 8 128 20
 # The peer runs under $PEER_PYTHON; unset, a venv in build/venv-ort (Debian's python3-torch with
 # PyPI's onnxruntime and transformers) is made on first use.
@@ -28,7 +29,8 @@ for m in $models; do
   tps() { build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$1" | grep "^tokens/s" | awk '{print $2}'; }
   o_tps=$(tps fp32)
   o_bf16=$(tps bf16)
-  peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" 2>/dev/null)
+  peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" 2> build/ort_peer.log) ||
+    { echo "infer_vs_ort: bench/ort_peer.py failed for $m (its stderr: build/ort_peer.log)" >&2; tail -5 build/ort_peer.log >&2; exit 1; }
   p_tps=$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')
   setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
   ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }

@@ -16,8 +16,8 @@ out=${1:-runs/transfer}
 bin=build/bin
 mkdir -p "$out/data"
 own=${OWN:-$out/pretrain/checkpoint-018000}
-if [[ ! -d "$own" ]]; then
-  "$bin/bert_pretrain" --steps 18000 --out "$out/pretrain"
+if [[ ! -d "$own" ]]; then  # an interrupted pre-training run goes on where it stopped
+  if [[ -d "$out/pretrain" ]]; then "$bin/bert_pretrain" --resume "$out/pretrain"; else "$bin/bert_pretrain" --steps 18000 --out "$out/pretrain"; fi
 fi
 minilm=${MINILM:-${XDG_CACHE_HOME:-$HOME/.cache}/xgrad/all-MiniLM-L6-v2}
 [[ -f "$minilm/model.safetensors" ]] || tools/get_minilm.sh "$minilm"
@@ -51,7 +51,7 @@ for data in ${ONLY:-sentiment sms}; do
   curve "$data" tiny-own 1e-3 100,500,all 3 --model "$own"
   # task-adaptive pre-training (Gururangan et al. 2020): 1000 MLM steps on the training texts
   [[ -d "$out/tapt-$data/checkpoint-001000" ]] ||
-    "$bin/bert_pretrain" --init-from "$own" --corpus "$out/data/${data}_corpus.txt" --steps 1000 --lr 5e-4 --out "$out/tapt-$data"
+    "$bin/bert_pretrain" --init-from "$own" --corpus "$out/data/${data}_corpus.txt" --steps 1000 --lr 5e-4 --out "$out/tapt-$data" --overwrite
   curve "$data" tiny-own-tapt 1e-3 100,500,all 3 --model "$out/tapt-$data/checkpoint-001000"
   curve "$data" minilm 5e-5 100,500,all 3 --model "$minilm"
   curve "$data" minilm-scratch 1e-4 100,all "${MINILM_SCRATCH_SEEDS:-1}" --model "$minilm/config.json" --vocab data/bert-base-uncased-vocab.txt

@@ -8,6 +8,7 @@ over the seeds (with the number of seeds when it is not 3).
 import argparse
 import csv
 import os
+import sys
 
 p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 p.add_argument("runs", nargs="+", help="directories holding learning_curve_summary.csv")
@@ -18,6 +19,7 @@ table, sizes = {}, []
 for run in a.runs:
     path = os.path.join(run, "learning_curve_summary.csv")
     if not os.path.exists(path):
+        print(f"transfer_table: {path} is missing: {run} left out", file=sys.stderr)
         continue
     with open(path, newline="") as f:
         for row in csv.DictReader(f):

@@ -34,6 +34,13 @@ MatmulPrecision training_precision(const TrainerOptions& opt) {
   return matmul_precision_from_name(opt.precision);
 }
 
+MatmulPrecision run_precision(const TrainerOptions& opt) {
+  if (opt.resume.empty()) return training_precision(opt);
+  TrainerOptions saved = opt;
+  saved.precision = TrainingState::read(resolve_checkpoint(opt.resume)).options.value("precision", std::string("fp32"));
+  return training_precision(saved);
+}
+
 const OptionTable<TrainerOptions>& TrainerOptions::table() {
   using O = TrainerOptions;
   constexpr OnResume kRestore = OnResume::Restore;

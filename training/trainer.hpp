@@ -70,6 +70,9 @@ struct TrainerOptions {
 
 // The matmul precision --precision names; throws naming the flag and value otherwise.
 MatmulPrecision training_precision(const TrainerOptions& opt);
+// The precision a run trains (and so scores) at: --precision, or on --resume the one saved with
+// the checkpoint (a resumed run keeps it).
+MatmulPrecision run_precision(const TrainerOptions& opt);
 
 // How a run ended.
 struct RunResult {

@@ -16,7 +16,8 @@
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/gemm_driver.hpp"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The AVX512-BF16 intrinsics need GCC 10 or clang 9; older compilers build the fallback alone.
+#if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
 #define XG_HAVE_BF16_KERNEL 1
 #include <cpuid.h>
 #include <immintrin.h>

@@ -105,7 +105,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (!multi.file.empty()) refuse_single_task_flags(app);
+    const bool multitask = is_multitask(multi, trainer);  // --multi-task, or resuming such a run
+    if (multitask) refuse_single_task_flags(app);
+    if (!multitask)
+      for (const char* flag : {"--sampling", "--sampling-temperature"})
+        if (app.count(flag)) throw std::invalid_argument(fmt::format("{} applies to --multi-task runs only", flag));
     if (benchmark && app.count("--learning-curve"))
       throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
@@ -120,7 +124,7 @@ int main(int argc, char** argv) {
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     // a resumed run takes from its checkpoint what the defaults above would otherwise change
     if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer, app);
-    if (is_multitask(multi, trainer)) {
+    if (multitask) {
       const auto result = xg::training::run_multitask(trainer, task, multi);
       if (result.run.signal != 0) return 128 + result.run.signal;
       if (result.scores.is_null()) return 0;

@@ -370,6 +370,8 @@ finetune)
   expect 2 "--max-len" "$F" --max-len 2
   expect 2 "--warmup-ratio" "$F" --warmup-ratio 2
   expect 1 "--train is required" "$F"
+  ft; expect 1 "--sampling applies to --multi-task runs only" "$F" "${FT[@]}" --sampling round_robin
+  expect 1 "--multi-task takes no --train" "$F" --multi-task "$W/none.json" --train "$W/train.tsv"
   train=$W/none.tsv ft && expect 1 "$W/none.tsv: cannot open" "$F" "${FT[@]}"
   dev="" ft && expect 1 "--dev is required" "$F" "${FT[@]}"
   printf 'label\ttext\n1\tfine\n2\tnew label\n' > "$W/dev.tsv"

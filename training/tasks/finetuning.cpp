@@ -260,8 +260,8 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
 
 Evaluation FinetuneTask::evaluate(size_t batch_size) {
   const Scores s = score_dev(batch_size);
+  last_score_ = s.values.empty() ? -std::numeric_limits<double>::infinity() : s.main / s.full_scale;
   if (s.values.empty()) return {};
-  last_score_ = s.main / s.full_scale;
   Evaluation e{s.values, s.summary};
   if (s.main > best_) {  // kept whole, as any checkpoint: a crash mid-save leaves the old best
     best_ = s.main;
@@ -351,6 +351,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   const std::string best = (fs::path(out) / "best").string();
   if (!fs::exists(best)) throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: was --eval-every 0?", out));
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";
+  const MatmulPrecisionGuard precision(run_precision(trainer));  // scored as evaluated during training
   nlohmann::json report = nlohmann::json::object();
   report["dev"] = kind.score_file(best, task.dev, task, trainer.batch, dev_predictions);
   if (!task.test.empty()) {

@@ -11,6 +11,7 @@
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "util/atomic_file.hpp"
+#include "util/checksums.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -86,8 +87,12 @@ std::vector<MultiTaskEntry> read_multitask_file(const std::string& path) {
     } catch (const std::invalid_argument& err) {
       throw bad_file(path, fmt::format("{}: {}", named, err.what()));
     }
-    e.train = string_field(t, "train", path, named);
-    e.dev = string_field(t, "dev", path, named);
+    // Relative to tasks.json's folder, so a resumed run finds them from any working directory.
+    const auto beside_file = [&](const std::string& p) {
+      return fs::absolute(fs::path(path).parent_path() / fs::path(p)).lexically_normal().string();
+    };
+    e.train = beside_file(string_field(t, "train", path, named));
+    e.dev = beside_file(string_field(t, "dev", path, named));
     if (t.contains("args")) {
       const auto& a = t.at("args");
       if (!a.is_array()) throw bad_file(path, fmt::format("{}: \"args\" must be a list of strings, got {}", named, json_summary(a)));
@@ -152,7 +157,12 @@ MultiTask::MultiTask(std::vector<MultiTaskPart> parts, const MultiTaskOptions& m
     TaskContext sub = ctx;
     sub.out = (fs::path(ctx.out) / "tasks" / p.entry.name).string();
     if (!ctx.checkpoint.empty()) sub.checkpoint = (fs::path(ctx.checkpoint) / "tasks" / p.entry.name).string();
-    std::unique_ptr<Task> made = p.kind->make_task(p.options, sub);
+    std::unique_ptr<Task> made;
+    try {
+      made = p.kind->make_task(p.options, sub);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("[multitask] {}: task '{}': {}", m_.file, p.entry.name, e.what()));
+    }
     auto* f = dynamic_cast<FinetuneTask*>(made.get());
     if (!f) throw std::invalid_argument(fmt::format("[multitask] task '{}': {} is not a fine-tuning task", p.entry.name, p.entry.task));
     made.release();
@@ -236,7 +246,10 @@ Evaluation MultiTask::evaluate(size_t batch_size) {
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Evaluation own = tasks_[i]->evaluate(batch_size);  // keeps the task's best in OUT/tasks/<name>/best
     for (const auto& [name, v] : own.metrics) e.metrics.emplace_back(task_name(i) + "_" + name, v);
-    sum += tasks_[i]->last_dev_score();
+    // A score that is not finite (a correlation of constant predictions) counts as 0, so one task
+    // cannot make the mean -inf and stop OUT/best from ever being written.
+    const double score = tasks_[i]->last_dev_score();
+    sum += std::isfinite(score) ? score : 0.0;
     lines += fmt::format("\n  {}: {}", task_name(i), own.summary);
   }
   const double mean = sum / double(tasks_.size());
@@ -258,8 +271,12 @@ Evaluation MultiTask::evaluate(size_t batch_size) {
 nlohmann::json MultiTask::data_state() const {
   nlohmann::json tasks = nlohmann::json::object();
   for (size_t i = 0; i < tasks_.size(); ++i) tasks[task_name(i)] = tasks_[i]->data_state();
+  nlohmann::json data = nlohmann::json::object();  // what each task reads, so a resume can refuse other data
+  for (const auto& p : parts_)
+    data[p.entry.name] = {{"train", data_fingerprint(p.entry.train)}, {"dev", data_fingerprint(p.entry.dev)}};
   return {{"sampler", sampler_->state()},
           {"tasks", tasks},
+          {"data", data},
           {"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json(nullptr)},
           {"evals_since_best", evals_since_best_}};
 }
@@ -272,6 +289,14 @@ void MultiTask::restore_data_state(const nlohmann::json& s) {
     if (!s.at("tasks").contains(task_name(i)))
       throw std::runtime_error(fmt::format("[multitask] the checkpoint has no data position for task '{}' (tasks.json changed?)",
                                            task_name(i)));
+    if (s.contains("data") && s.at("data").contains(task_name(i))) {
+      const MultiTaskEntry& e = parts_[i].entry;
+      for (const auto& [which, file] : {std::pair{"train", e.train}, {"dev", e.dev}})
+        if (s.at("data").at(task_name(i)).value(which, nlohmann::json()) != data_fingerprint(file))
+          throw std::runtime_error(fmt::format("[multitask] task '{}': {} {} is not the data the checkpoint was trained on "
+                                               "(its size or checksum differs); the data position would be meaningless",
+                                               task_name(i), which, file));
+    }
     tasks_[i]->restore_data_state(s.at("tasks").at(task_name(i)));
   }
   best_ = s.value("best", nlohmann::json(nullptr)).is_number() ? s.at("best").get<double>() : -std::numeric_limits<double>::infinity();
@@ -320,6 +345,7 @@ MultiTaskResult run_multitask(TrainerOptions trainer, FinetuneOptions shared, Mu
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
   std::string out = trainer.out;
   if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
+  const MatmulPrecisionGuard precision(run_precision(trainer));  // scored as evaluated during training
   nlohmann::json scores = nlohmann::json::object();
   for (auto& p : prepare_multitask(m.file, shared)) {
     const fs::path own = fs::path(out) / "tasks" / p.entry.name / "best", in_best = fs::path(out) / "best" / "tasks" / p.entry.name;
