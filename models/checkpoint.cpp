@@ -14,25 +14,11 @@ namespace xg::models {
 
 void save_pretrained(const PretrainedModel& model, const std::string& dir,
                      const std::function<void(const std::string&)>& extra) {
-  const fs::path target(dir);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const fs::path tmp = fs::path(dir + fmt::format(".tmp.{}", ::getpid()));
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  try {
-    write_text_atomically((tmp / "config.json").string(), model.config_json().dump(2) + "\n");
-    nn::safetensors::write((tmp / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
-    if (extra) extra(tmp.string());
-    // Swap: the old checkpoint moves aside, the new one takes its name, the old one goes.
-    const fs::path old = fs::path(dir + fmt::format(".old.{}", ::getpid()));
-    fs::remove_all(old);
-    if (fs::exists(target)) fs::rename(target, old);
-    fs::rename(tmp, target);
-    fs::remove_all(old);
-  } catch (const std::exception& e) {
-    fs::remove_all(tmp);
-    throw std::runtime_error(fmt::format("[save_pretrained] {}: {}", dir, e.what()));
-  }
+  write_directory_atomically(dir, "save_pretrained", [&](const std::string& tmp) {
+    write_text_atomically((fs::path(tmp) / "config.json").string(), model.config_json().dump(2) + "\n");
+    nn::safetensors::write((fs::path(tmp) / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
+    if (extra) extra(tmp);
+  });
 }
 
 LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 namespace xg {
@@ -23,6 +24,26 @@ void write_file_atomically(const std::string& path, const std::function<bool(std
 
 void write_text_atomically(const std::string& path, const std::string& text) {
   write_file_atomically(path, [&](std::FILE* f) { return std::fwrite(text.data(), 1, text.size(), f) == text.size(); });
+}
+
+void write_directory_atomically(const std::string& dir, const std::string& what,
+                                const std::function<void(const std::string& tmp)>& fill) {
+  namespace fs = std::filesystem;
+  const fs::path target(dir), tmp(fmt::format("{}.tmp.{}", dir, ::getpid()));
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    fill(tmp.string());
+    const fs::path old(fmt::format("{}.old.{}", dir, ::getpid()));
+    fs::remove_all(old);
+    if (fs::exists(target)) fs::rename(target, old);
+    fs::rename(tmp, target);
+    fs::remove_all(old);
+  } catch (const std::exception& e) {
+    fs::remove_all(tmp);
+    throw std::runtime_error(fmt::format("[{}] {}: {}", what, dir, e.what()));
+  }
 }
 
 }  // namespace xg

@@ -12,4 +12,11 @@ namespace xg {
 void write_file_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write);
 void write_text_atomically(const std::string& path, const std::string& text);
 
+// A directory replaced whole: `fill(tmp)` writes the new contents into a temporary directory beside
+// `dir`, which then takes `dir`'s name (the old one moved aside and removed), so a crash leaves the
+// old directory or the new one. On failure the temporary one is removed and the error, prefixed
+// with `what` and `dir`, rethrown as std::runtime_error.
+void write_directory_atomically(const std::string& dir, const std::string& what,
+                                const std::function<void(const std::string& tmp)>& fill);
+
 }  // namespace xg

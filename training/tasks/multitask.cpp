@@ -304,11 +304,9 @@ void MultiTask::restore_data_state(const nlohmann::json& s) {
 }
 
 void MultiTask::save(const std::string& dir, const std::function<void(const std::string&)>& extra) const {
-  const fs::path target(dir), tmp(dir + fmt::format(".tmp.{}", ::getpid()));
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
-  try {
+  // swapped in whole, as save_pretrained does: a crash leaves the old checkpoint or the new one
+  write_directory_atomically(dir, "multitask", [&](const std::string& tmp_dir) {
+    const fs::path tmp(tmp_dir);
     nlohmann::json list = nlohmann::json::array();
     for (size_t i = 0; i < tasks_.size(); ++i) {
       tasks_[i]->save((tmp / "tasks" / task_name(i)).string(), [](const std::string&) {});
@@ -317,17 +315,8 @@ void MultiTask::save(const std::string& dir, const std::function<void(const std:
     }
     const nlohmann::json about = {{"tasks", list}, {"sampling", m_.sampling}, {"sampling_temperature", m_.temperature}};
     write_text_atomically((tmp / "multitask.json").string(), about.dump(2) + "\n");
-    extra(tmp.string());
-    // swapped in whole, as save_pretrained does: a crash leaves the old checkpoint or the new one
-    const fs::path old(dir + fmt::format(".old.{}", ::getpid()));
-    fs::remove_all(old);
-    if (fs::exists(target)) fs::rename(target, old);
-    fs::rename(tmp, target);
-    fs::remove_all(old);
-  } catch (const std::exception& e) {
-    fs::remove_all(tmp);
-    throw std::runtime_error(fmt::format("[multitask] saving {}: {}", dir, e.what()));
-  }
+    extra(tmp_dir);
+  });
 }
 
 // ---- the run ----
