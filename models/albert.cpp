@@ -96,15 +96,7 @@ AlbertModel::AlbertModel(const AlbertConfig& c, bool add_pooling_layer) : Albert
   if (add_pooling_layer) pooler = register_module("pooler", std::make_shared<nn::Linear>(c.hidden_size, c.hidden_size));
 }
 
-void AlbertModel::share_encoder_of(PretrainedModel& other) {
-  auto* o = dynamic_cast<AlbertModel*>(&other.base_model());
-  check_can_share_encoder(*this, other.base_model());  // the same family and sizes
-  if (!o) throw std::invalid_argument(fmt::format("[share_encoder] {} is not a {}", other.architecture(), architecture()));
-  embeddings = o->embeddings;
-  replace_module("embeddings", embeddings);
-  encoder = o->encoder;
-  replace_module("encoder", encoder);
-}
+void AlbertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_and_encoder<AlbertModel>(other); }
 
 AlbertModel::Output AlbertModel::forward(const ModelInputs& in) {
   in.validate(config.input_limits());

@@ -38,15 +38,7 @@ BertModel::BertModel(const BertConfig& c, bool add_pooling_layer, std::shared_pt
   if (add_pooling_layer) pooler = register_module("pooler", std::make_shared<BertPooler>(c));
 }
 
-void BertModel::share_encoder_of(PretrainedModel& other) {
-  auto* o = dynamic_cast<BertModel*>(&other.base_model());
-  check_can_share_encoder(*this, other.base_model());  // the same family and sizes
-  if (!o) throw std::invalid_argument(fmt::format("[share_encoder] {} is not a {}", other.architecture(), architecture()));
-  embeddings = o->embeddings;
-  replace_module("embeddings", embeddings);
-  encoder = o->encoder;
-  replace_module("encoder", encoder);
-}
+void BertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_and_encoder<BertModel>(other); }
 
 BertModel::Output BertModel::forward(const ModelInputs& in) {
   InputLimits limits = config.input_limits();

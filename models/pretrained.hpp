@@ -4,6 +4,7 @@
 // map from checkpoint tensor names to its own, and a forward with Hugging Face's output names.
 // Loaders, trainers and programs use this interface and never name a family.
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -50,11 +51,30 @@ class PretrainedModel : public nn::Module {
   // Forward as transformers' model(**inputs, **labels): the outputs it returns, and "loss" when
   // labels are given (throws naming unknown or incomplete labels).
   virtual NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) = 0;
+
+ protected:
+  // share_encoder_of for a family's base model M (this object; members `embeddings` and
+  // `encoder`): checks, then takes `other`'s embeddings and encoder layers as its own.
+  template <class M>
+  void share_embeddings_and_encoder(PretrainedModel& other);
 };
 
 // What share_encoder_of checks before sharing: `other` is a base model of the same family and
 // config as `self` (a base model too); throws naming both and the first field that differs.
 void check_can_share_encoder(const PretrainedModel& self, const PretrainedModel& other);
+
+template <class M>
+void PretrainedModel::share_embeddings_and_encoder(PretrainedModel& other) {
+  M& self = static_cast<M&>(*this);
+  check_can_share_encoder(self, other.base_model());  // the same family and sizes
+  auto* o = dynamic_cast<M*>(&other.base_model());
+  if (!o) throw std::invalid_argument("[share_encoder] " + other.architecture() + " is not a " + self.architecture());
+  self.embeddings = o->embeddings;
+  self.replace_module("embeddings", self.embeddings);
+  self.encoder = o->encoder;
+  self.replace_module("encoder", self.encoder);
+}
+
 
 // Throws unless every key of `labels` is one of `known` (naming the architecture and the keys it takes).
 void check_label_names(const Labels& labels, const std::vector<std::string>& known, const std::string& architecture);

@@ -29,9 +29,11 @@ namespace fs = std::filesystem;
 namespace xg::training {
 
 MatmulPrecision training_precision(const TrainerOptions& opt) {
-  if (opt.precision != "fp32" && opt.precision != "bf16")
+  try {
+    return matmul_precision_from_name(opt.precision);
+  } catch (const std::invalid_argument&) {  // the same check, naming the flag
     throw std::invalid_argument(fmt::format("[trainer] --precision {}: use fp32 or bf16", option_detail::show(opt.precision)));
-  return matmul_precision_from_name(opt.precision);
+  }
 }
 
 MatmulPrecision run_precision(const TrainerOptions& opt) {
