@@ -1,6 +1,8 @@
 #pragma once
 // Basic layers. Parameter names follow PyTorch/Hugging Face: weight, bias.
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "nn/module.hpp"
 
@@ -12,6 +14,9 @@ class Linear : public UnaryModule {
   Linear(size_t in_features, size_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;  // bias undefined when disabled
+  // A frozen bf16 copy of weight (raw bits, same layout) while a Bf16InferenceWeights holds it;
+  // the fused inference path's bf16 GEMMs read it instead of rounding weight on every call.
+  std::shared_ptr<const std::vector<uint16_t>> bf16_weight;
 };
 
 // Rows of a (num, dim) table. Rows equal to padding_idx (when >= 0) get no gradient.

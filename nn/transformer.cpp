@@ -1,5 +1,7 @@
 #include "nn/transformer.hpp"
 
+#include "nn/fused_encoder.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -109,6 +111,8 @@ Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
 }
 
 Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
+  if (!grad_enabled() && !is_training() && fused_inference_enabled() && is_padding_mask(mask))
+    return fused_encoder_forward(*this, x, mask);
   Tensor h = x;
   for (auto& l : *layer) {
     if (checkpoint_activations && is_training() && grad_enabled()) {

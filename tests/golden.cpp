@@ -41,4 +41,20 @@ double max_scaled_error(const Tensor& a, const Tensor& b) {
   return err / scale;
 }
 
+double max_scaled_error_real(const Tensor& a, const Tensor& b, const Tensor& attention_mask) {
+  REQUIRE(a.shape() == b.shape());
+  if (!attention_mask.defined()) return max_scaled_error(a, b);
+  const std::vector<float> va = a.to_vector(), vb = b.to_vector(), mask = attention_mask.to_vector();
+  REQUIRE(mask.size() > 0);
+  REQUIRE(va.size() % mask.size() == 0);
+  const size_t per_position = va.size() / mask.size();
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (mask[i / per_position] == 0.f) continue;
+    err = std::max(err, std::fabs(double(va[i]) - vb[i]));
+    scale = std::max(scale, std::fabs(double(vb[i])));
+  }
+  return err / scale;
+}
+
 }  // namespace xg::test

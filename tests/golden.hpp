@@ -18,6 +18,9 @@ const Tensor& nn_golden(const std::string& name);
 
 // Largest |a - b| over all elements, divided by max(1, largest |b|); fails on a shape mismatch.
 double max_scaled_error(const Tensor& a, const Tensor& b);
+// The same over the real positions only: a and b are (B, T, ...), attention_mask (B, T) 0/1 or
+// undefined (all real). The fused inference path leaves padded positions zero, which no head reads.
+double max_scaled_error_real(const Tensor& a, const Tensor& b, const Tensor& attention_mask);
 
 // An int64 tensor (ids, labels) of `values`; 1-D unless a shape is given.
 inline Tensor ints(const std::vector<int64_t>& values, Shape shape = {}) {

@@ -16,7 +16,9 @@
 #include "models/head_config.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
+#include "nn/fused_encoder.hpp"
 #include "optim/optim.hpp"
+#include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -93,15 +95,46 @@ BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::str
   });
 }
 
-BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, size_t seq_len, size_t steps,
-                                        int threads, uint64_t seed, MatmulPrecision precision) {
-  if (threads > 0) set_num_threads(threads);
-  Generator gen(seed);
+namespace {
+
+// The first `count` non-empty lines of `path`, tokenized with special tokens, cut to seq_len and
+// padded to the longest.
+Batch sentence_batch(const std::string& path, const text::Tokenizer& tok, size_t count, size_t seq_len) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("[bert_infer bench] cannot read --sentences {}", path));
+  std::vector<models::Sequence> sequences;
+  text::EncodeOptions enc;
+  enc.max_length = seq_len;
+  for (std::string line; sequences.size() < count && std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const text::Encoding e = tok.encode(line, enc);
+    sequences.push_back({std::vector<int64_t>(e.ids.begin(), e.ids.end()), std::vector<int64_t>(e.type_ids.begin(), e.type_ids.end())});
+  }
+  if (sequences.size() < count)
+    throw std::runtime_error(fmt::format("[bert_infer bench] --sentences {} has {} non-empty lines, fewer than --batch {}",
+                                         path, sequences.size(), count));
+  Batch b;
+  b.inputs = models::pad_sequences(sequences, tok.pad_id());
+  return b;
+}
+
+size_t real_tokens(const models::ModelInputs& in) {
+  if (!in.attention_mask.defined()) return in.batch() * in.seq_len();
+  const std::vector<float> m = in.attention_mask.to_vector();
+  return size_t(std::count_if(m.begin(), m.end(), [](float v) { return v != 0.f; }));
+}
+
+}  // namespace
+
+BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
+  if (opt.threads > 0) set_num_threads(opt.threads);
+  Generator gen(opt.seed);
   std::unique_ptr<models::PretrainedModel> owner;
-  if (std::filesystem::is_directory(model)) {
-    owner = models::load_pretrained(model, seed).model;
+  const bool from_dir = std::filesystem::is_directory(opt.model);
+  if (from_dir) {
+    owner = models::load_pretrained(opt.model, opt.seed).model;
   } else {
-    owner = models::build_model(fresh_model_config(model, 0, -1, -1, -1, seq_len), model);
+    owner = models::build_model(fresh_model_config(opt.model, 0, -1, -1, -1, opt.seq_len), opt.model);
     owner->init_weights(gen);
   }
   models::PretrainedModel& encoder = owner->base_model();
@@ -109,12 +142,22 @@ BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, 
   encoder.eval();
   NoGradGuard no_grad;
   std::vector<Batch> batches;
-  for (int i = 0; i < 4; ++i)
-    batches.push_back(random_batch(batch, seq_len, config.at("vocab_size").get<size_t>(), config.value("type_vocab_size", size_t(2)), gen));
+  if (!opt.sentences.empty()) {
+    if (opt.vocab.empty() && !from_dir)
+      throw std::invalid_argument("[bert_infer bench] --sentences needs --vocab with a preset --model (a checkpoint directory brings its tokenizer)");
+    const auto tok = opt.vocab.empty() ? text::load_tokenizer(opt.model) : text::open_tokenizer(opt.vocab);
+    batches.push_back(sentence_batch(opt.sentences, *tok, opt.batch, opt.seq_len));
+  } else {
+    for (int i = 0; i < 4; ++i)
+      batches.push_back(random_batch(opt.batch, opt.seq_len, config.at("vocab_size").get<size_t>(),
+                                     config.value("type_vocab_size", size_t(2)), gen));
+  }
   auto pass = [&](size_t i) { return encoder.forward_named(batches[i % batches.size()].inputs).at("last_hidden_state"); };
-  MatmulPrecisionGuard timed_precision(precision);
+  MatmulPrecisionGuard timed_precision(opt.precision);
+  std::unique_ptr<nn::Bf16InferenceWeights> bf16_weights;  // as bert_infer --precision bf16 serves a model
+  if (opt.precision == MatmulPrecision::BF16) bf16_weights = std::make_unique<nn::Bf16InferenceWeights>(encoder);
   double max_diff = -1, mean_diff = -1;
-  if (precision != MatmulPrecision::FP32) {
+  if (opt.precision != MatmulPrecision::FP32) {
     Tensor reference;
     {
       MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
@@ -133,12 +176,18 @@ BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, 
   }
   pass(0);
   pass(1);
-  const size_t n = std::max<size_t>(steps, 1);
+  const size_t n = std::max<size_t>(opt.steps, 1);
+  size_t tokens = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < n; ++i) pass(i);
+  for (size_t i = 0; i < n; ++i) {
+    pass(i);
+    tokens += real_tokens(batches[i % batches.size()].inputs);
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {double(n * batch * seq_len) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters(), max_diff,
-          mean_diff};
+  BenchmarkResult r{double(tokens) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters(), max_diff, mean_diff};
+  r.real_tokens = real_tokens(batches[0].inputs);
+  r.padded_tokens = batches[0].inputs.batch() * batches[0].inputs.seq_len();
+  return r;
 }
 
 }  // namespace xg::training

@@ -17,6 +17,8 @@ struct BenchmarkResult {
   // Inference at bf16 only: |last_hidden_state(bf16) - last_hidden_state(fp32)| over the first
   // batch, max and mean; negative when not measured.
   double max_abs_diff = -1, mean_abs_diff = -1;
+  // Inference: the tokens of one pass, real and with padding.
+  size_t real_tokens = 0, padded_tokens = 0;
 };
 // Times full training steps (forward, backward, AdamW; MLM at 15% of positions, plus the
 // sentence task of --pairing's head model) on random token ids of the preset's vocabulary:
@@ -32,14 +34,23 @@ BenchmarkResult run_benchmark(const TrainerOptions& trainer, const PretrainOptio
 BenchmarkResult run_finetune_benchmark(const TrainerOptions& trainer, const std::string& model, size_t seq_len,
                                        size_t num_labels = 2);
 
-// Times the bare encoder's forward pass with no tape (eval mode, gradients off): `steps` timed
-// passes after two warm-up ones, over four batches of `batch` x `seq_len` random ids, every position
-// a real token. `model` is a [family-]size preset (random weights) or a checkpoint directory (its
-// encoder, as loaded). Tokens/s counts batch x seq_len per pass. `precision` is the matmul
-// precision of the timed passes; at BF16 the first batch also runs at FP32 for the differences.
-BenchmarkResult run_inference_benchmark(const std::string& model, size_t batch, size_t seq_len, size_t steps,
-                                        int threads, uint64_t seed,
-                                        MatmulPrecision precision = MatmulPrecision::FP32);
+// What `bert_infer bench` times: the bare encoder's forward pass with no tape (eval mode,
+// gradients off), `steps` timed passes after two warm-up ones.
+struct InferenceBenchmarkOptions {
+  std::string model = "base";  // a [family-]size preset (random weights) or a checkpoint directory (its encoder)
+  size_t batch = 8, seq_len = 128, steps = 20;
+  int threads = 0;
+  uint64_t seed = 42;
+  // Of the timed passes; at BF16 the first batch also runs at FP32 for the differences.
+  MatmulPrecision precision = MatmulPrecision::FP32;
+  // Empty: four batches of batch x seq_len random ids, every position a real token. Else real
+  // text: the first `batch` non-empty lines of this file, tokenized by `vocab` (a --vocab path;
+  // empty: the checkpoint directory's tokenizer), cut to seq_len tokens and padded to the longest,
+  // as a user batches sentences.
+  std::string sentences, vocab;
+};
+// Tokens/s counts the real (unpadded) tokens of a pass.
+BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt);
 
 // Peak resident memory of this process so far (VmHWM), in MB.
 double peak_rss_mb();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/checkpoint.hpp"
+#include "nn/fused_encoder.hpp"
 #include "text/tokenizer.hpp"
 
 namespace xg::infer {
@@ -15,10 +16,11 @@ namespace xg::infer {
 struct ModelArgs {
   std::string model, vocab;
   bool cased = false;
+  std::string precision = "fp32";  // of the model's matmuls: fp32 or bf16
 };
 
 // Adds subcommand `name` to `app` with --model DIR (required unless `model_optional`),
-// --tokenizer/--vocab and --cased; returns it.
+// --tokenizer/--vocab and --cased, and --precision where the model is required; returns it.
 CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& a,
                             bool model_optional = false);
 
@@ -31,9 +33,11 @@ models::LoadedModel load_model(const std::string& dir);
 struct Checkpoint {
   std::unique_ptr<text::Tokenizer> tok;
   models::LoadedModel loaded;
+  std::unique_ptr<nn::Bf16InferenceWeights> bf16_weights;  // at --precision bf16
   models::PretrainedModel& model() const { return *loaded.model; }
 };
-// --model's checkpoint with its tokenizer (tokenizer_for), whose ids its vocabulary must cover.
+// --model's checkpoint with its tokenizer (tokenizer_for), whose ids its vocabulary must cover,
+// at --precision (bf16: the process's matmul precision, with the weights rounded once).
 // A command that needs a kind of head names it (`head_suffix` "ForTokenClassification", `head_name`
 // "a *ForTokenClassification model"): another architecture is refused, naming it.
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",

@@ -11,6 +11,7 @@
 //   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
 //   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16]
+//                    [--sentences FILE [--vocab PATH]]
 //     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 also prints its
 //     difference from fp32)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
@@ -29,6 +30,7 @@
 #include "examples/bert_infer/qa.hpp"
 #include "models/head_config.hpp"
 #include "models/sentence_embedding.hpp"
+#include "nn/fused_encoder.hpp"
 #include "training/benchmark.hpp"
 #include "training/tasks/ner_data.hpp"
 #include "util/cli.hpp"
@@ -59,10 +61,7 @@ struct EmbedArgs {
   size_t batch = 32;
 };
 struct BenchArgs {
-  std::string model = "base";
-  size_t batch = 8, seq_len = 128, steps = 20;
-  int threads = 0;
-  uint64_t seed = 42;
+  training::InferenceBenchmarkOptions opt;
   std::string precision = "fp32";
 };
 struct NerArgs {
@@ -360,10 +359,17 @@ int ner(const NerArgs& a) {
 
 // Prints the timing as bert_pretrain --benchmark does, tokens/s last (scripts read that line).
 int bench(const BenchArgs& a) {
-  const auto r = training::run_inference_benchmark(a.model, a.batch, a.seq_len, a.steps, a.threads, a.seed,
-                                                   matmul_precision_from_name(a.precision));
-  fmt::print("inference (encoder forward, no tape): {}, {:.2f}M parameters, batch {} x {} tokens, {} threads, {} matmuls\n",
-             a.model, double(r.parameters) / 1e6, a.batch, a.seq_len, num_threads(), a.precision);
+  training::InferenceBenchmarkOptions opt = a.opt;
+  opt.precision = matmul_precision_from_name(a.precision);
+  const auto r = training::run_inference_benchmark(opt);
+  fmt::print("inference (encoder forward, no tape, {}): {}, {:.2f}M parameters, {} threads, {} matmuls\n",
+             nn::fused_inference_enabled() ? "fused and padding-free" : "recorded path", opt.model,
+             double(r.parameters) / 1e6, num_threads(), a.precision);
+  if (opt.sentences.empty())
+    fmt::print("batch {} x {} random ids, no padding\n", opt.batch, opt.seq_len);
+  else
+    fmt::print("batch: {} lines of {}, {} real tokens ({} with padding to the longest)\n", opt.batch, opt.sentences,
+               r.real_tokens, r.padded_tokens);
   if (r.max_abs_diff >= 0)
     fmt::print("last_hidden_state vs fp32: max abs diff {:.3g}, mean abs diff {:.3g}\n", r.max_abs_diff, r.mean_abs_diff);
   fmt::print("ms/batch: {:.2f}\npeak RSS: {:.0f} MB\ntokens/s: {:.1f}\n", r.seconds_per_step * 1e3, r.peak_rss_mb, r.tokens_per_s);
@@ -430,16 +436,21 @@ int main(int argc, char** argv) {
                        "multi-label model), the top --top-k of them; for a regression model (one output) its value.");
 
   BenchArgs b;
-  auto* bench_cmd = app.add_subcommand("bench", "Times the encoder's forward pass (no tape) on random ids; prints tokens/s last");
-  bench_cmd->add_option("--model", b.model, "a [family-]size preset (random weights) or a checkpoint directory (its encoder)")
+  auto* bench_cmd = app.add_subcommand("bench", "Times the encoder's forward pass (no tape) on random ids or --sentences; prints tokens/s last");
+  bench_cmd->add_option("--model", b.opt.model, "a [family-]size preset (random weights) or a checkpoint directory (its encoder)")
       ->type_name("PRESET|DIR");
-  xg::cli::add_number(*bench_cmd, "--batch", b.batch, "sequences per forward pass")->check(xg::cli::positive());
-  xg::cli::add_number(*bench_cmd, "--seq-len", b.seq_len, "tokens per sequence, all real (no padding)")->check(xg::cli::positive());
-  xg::cli::add_number(*bench_cmd, "--steps", b.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
-  xg::cli::add_number(*bench_cmd, "--threads", b.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::NonNegativeNumber);
-  xg::cli::add_number(*bench_cmd, "--seed", b.seed, "random weights and ids");
+  xg::cli::add_number(*bench_cmd, "--batch", b.opt.batch, "sequences per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--seq-len", b.opt.seq_len, "tokens per sequence: all real with random ids; with --sentences, the most a line keeps")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--steps", b.opt.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--threads", b.opt.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::NonNegativeNumber);
+  xg::cli::add_number(*bench_cmd, "--seed", b.opt.seed, "random weights and ids");
   bench_cmd->add_option("--precision", b.precision, "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  bench_cmd->add_option("--sentences", b.opt.sentences,
+                        "time real text instead: the first --batch non-empty lines of FILE, padded to the longest; tokens/s counts real tokens")
+      ->type_name("FILE");
+  bench_cmd->add_option("--vocab", b.opt.vocab, "the tokenizer for --sentences (a checkpoint directory brings its own)")
+      ->type_name("PATH");
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {

@@ -1,0 +1,31 @@
+#pragma once
+// Self-attention over packed (padding-free) sequences that never materialises a sequence's
+// (T, T) score matrix: each task takes a block of queries of one sequence and one head, walks
+// that sequence's keys a block at a time and keeps a running (online) softmax, as
+// FlashAttention does (Dao et al. 2022). Scratch is a few blocks per thread, so memory is
+// linear in the sequence length.
+#include <cstddef>
+
+namespace xg::attn {
+
+// Where the packed activations are. Rows [cu_seqlens[s], cu_seqlens[s + 1]) belong to sequence s
+// (cu_seqlens has num_seqs + 1 entries, starting at 0); head h of row r is the head_dim floats at
+// base + r * ld + h * head_dim. q, k, v may be column slices of one (rows, 3H) buffer.
+struct PackedQKV {
+  const float *q, *k, *v;
+  size_t ld;                                     // row stride of q, k and v
+  const float *q_bias, *k_bias, *v_bias;         // (num_heads * head_dim) each, or null
+};
+
+// out[r, h*head_dim + d] = sum_j softmax_j(scale * (q_r + bq) . (k_j + bk)) (v_j + bv)[d] over
+// the keys j of r's sequence, for every head. out has row stride ld_out. Sequences of length 0
+// are allowed (nothing is written for them). Runs on the thread pool.
+void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
+                           size_t num_seqs, size_t num_heads, size_t head_dim, float scale);
+
+// The plain version (scores materialised per query, double accumulation): the tests' reference.
+void packed_self_attention_reference(const PackedQKV& qkv, float* out, size_t ld_out,
+                                     const size_t* cu_seqlens, size_t num_seqs, size_t num_heads,
+                                     size_t head_dim, float scale);
+
+}  // namespace xg::attn

@@ -1,0 +1,209 @@
+#include "nn/fused_encoder.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "autograd/dtype.hpp"
+#include "autograd/kernels/attention.hpp"
+#include "autograd/kernels/gemm.hpp"
+#include "autograd/kernels/vec.hpp"
+#include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
+
+namespace xg::nn {
+namespace {
+
+bool fused_default() {
+  const char* env = std::getenv("XGRAD_FUSED_INFERENCE");
+  return !(env && std::strcmp(env, "0") == 0);
+}
+bool g_fused = fused_default();
+
+// A mask value at or below this gives its key exactly zero weight (exp underflows in fp32).
+constexpr float kIgnoredKey = -1e4f;
+
+vec::Unary unary_of(Activation a) {
+  switch (a) {
+    case Activation::Gelu: return vec::Unary::GeluErf;
+    case Activation::GeluTanh: return vec::Unary::GeluTanh;
+    case Activation::Relu: return vec::Unary::Relu;
+    case Activation::Tanh: return vec::Unary::Tanh;
+  }
+  return vec::Unary::GeluErf;
+}
+
+const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
+
+// Y (rows, out) = X (rows, in) W^T, W stored (out, in) as Linear keeps it; Y has row stride ldy.
+void linear_gemm(const float* x, size_t rows, const Linear& lin, float* y, size_t ldy) {
+  const size_t out = lin.weight.size(0), in = lin.weight.size(1);
+  if (matmul_precision() == MatmulPrecision::BF16 && lin.bf16_weight)
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.bf16_weight->data(), in, 0.f, y, ldy);
+  else if (matmul_precision() == MatmulPrecision::BF16)
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
+  else
+    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
+}
+
+// Rows are split over the pool in chunks of at least this many floats.
+size_t row_grain(size_t cols) { return std::max<size_t>(1, 16384 / std::max<size_t>(cols, 1)); }
+
+// y = act(y + bias), row by row.
+void bias_activation(float* y, size_t rows, size_t cols, const float* bias, Activation act) {
+  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      float* row = y + r * cols;
+      if (bias) vec::add(row, bias, row, cols);
+      vec::unary(unary_of(act), row, row, cols);
+    }
+  });
+}
+
+// out = LayerNorm(y + bias + residual) when norm, else y + bias + residual; row by row. out may
+// alias y or residual.
+void bias_residual_norm(const float* y, const float* bias, const float* residual, const LayerNorm* norm, float* out,
+                        size_t rows, size_t cols) {
+  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+    std::vector<float> tmp(cols);
+    for (size_t r = r0; r < r1; ++r) {
+      vec::add(y + r * cols, residual + r * cols, tmp.data(), cols);
+      if (bias) vec::add(tmp.data(), bias, tmp.data(), cols);
+      if (norm) {
+        float mean, rstd;
+        vec::layer_norm(tmp.data(), param(norm->weight), param(norm->bias), out + r * cols, &mean, &rstd, 1, cols,
+                        norm->eps);
+      } else {
+        std::memcpy(out + r * cols, tmp.data(), cols * sizeof(float));
+      }
+    }
+  });
+}
+
+void layer_norm_rows(const float* x, const LayerNorm& norm, float* out, size_t rows, size_t cols) {
+  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      float mean, rstd;
+      vec::layer_norm(x + r * cols, param(norm.weight), param(norm.bias), out + r * cols, &mean, &rstd, 1, cols,
+                      norm.eps);
+    }
+  });
+}
+
+// Activations of one packed batch, reused layer after layer.
+struct Buffers {
+  Buffers(size_t rows, size_t hidden, size_t intermediate)
+      : x(rows * hidden), x1(rows * hidden), normed(rows * hidden), ctx(rows * hidden), qkv(rows * 3 * hidden),
+        inter(rows * intermediate) {}
+  std::vector<float> x, x1, normed, ctx, qkv, inter;
+};
+
+void self_attention(const SelfAttention& sa, const float* in, size_t rows, const std::vector<size_t>& cu_seqlens,
+                    Buffers& b) {
+  const size_t H = sa.query->weight.size(0), ld = 3 * H;
+  linear_gemm(in, rows, *sa.query, b.qkv.data(), ld);
+  linear_gemm(in, rows, *sa.key, b.qkv.data() + H, ld);
+  linear_gemm(in, rows, *sa.value, b.qkv.data() + 2 * H, ld);
+  const size_t hd = H / sa.num_heads;
+  const attn::PackedQKV qkv{b.qkv.data(),        b.qkv.data() + H,   b.qkv.data() + 2 * H, ld,
+                            param(sa.query->bias), param(sa.key->bias), param(sa.value->bias)};
+  attn::packed_self_attention(qkv, b.ctx.data(), H, cu_seqlens.data(), cu_seqlens.size() - 1, sa.num_heads, hd,
+                              1.f / std::sqrt(float(hd)));
+}
+
+// One layer on b.x, leaving its output in b.x.
+void encoder_layer(const EncoderLayer& layer, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
+  const SelfAttention& sa = *layer.attention->self;
+  const ProjectResidual& attn_out = *layer.attention->output;
+  const ProjectResidual& ffn_out = *layer.output;
+  const Linear& up = *layer.intermediate->dense;
+  const size_t H = sa.query->weight.size(0), I = up.weight.size(0);
+  float* y = b.normed.data();  // GEMM outputs before their residual pass
+  if (layer.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
+    layer_norm_rows(b.x.data(), *attn_out.layer_norm, b.normed.data(), rows, H);
+    self_attention(sa, b.normed.data(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.data(), rows, *attn_out.dense, y, H);
+    bias_residual_norm(y, param(attn_out.dense->bias), b.x.data(), nullptr, b.x1.data(), rows, H);
+    layer_norm_rows(b.x1.data(), *ffn_out.layer_norm, b.normed.data(), rows, H);
+    linear_gemm(b.normed.data(), rows, up, b.inter.data(), I);
+  } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
+    self_attention(sa, b.x.data(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.data(), rows, *attn_out.dense, y, H);
+    bias_residual_norm(y, param(attn_out.dense->bias), b.x.data(), attn_out.layer_norm.get(), b.x1.data(), rows, H);
+    linear_gemm(b.x1.data(), rows, up, b.inter.data(), I);
+  }
+  bias_activation(b.inter.data(), rows, I, param(up.bias), layer.intermediate->act);
+  linear_gemm(b.inter.data(), rows, *ffn_out.dense, y, H);
+  bias_residual_norm(y, param(ffn_out.dense->bias), b.x1.data(), layer.pre_layer_norm ? nullptr : ffn_out.layer_norm.get(),
+                     b.x.data(), rows, H);
+}
+
+}  // namespace
+
+bool fused_inference_enabled() { return g_fused; }
+void set_fused_inference(bool on) { g_fused = on; }
+
+bool is_padding_mask(const Tensor& mask) {
+  if (!mask.defined()) return true;
+  if (mask.dim() != 2) return false;
+  const Tensor m = mask.contiguous();
+  const float* p = m.data();
+  for (size_t i = 0; i < m.numel(); ++i)
+    if (!(p[i] == 0.f || p[i] <= kIgnoredKey)) return false;
+  return true;
+}
+
+Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x_in, const Tensor& mask_in) {
+  if (enc.layer->size() == 0) return x_in;
+  const SelfAttention& first = *(*enc.layer)[0].attention->self;
+  const size_t H = first.query->weight.size(1);
+  if (x_in.dim() != 3 || x_in.size(2) != H)
+    throw std::invalid_argument(fmt::format("[Encoder] input must be (B, T, {}), got {}", H, shape_str(x_in.shape())));
+  const size_t B = x_in.size(0), T = x_in.size(1);
+  const Tensor x = x_in.contiguous();
+  const Tensor mask = mask_in.defined() ? mask_in.contiguous() : Tensor();
+  if (mask.defined() && mask.shape() != Shape{B, T})
+    throw std::invalid_argument(fmt::format("[Encoder] mask has shape {}, expected [{}, {}] for input {}",
+                                            shape_str(mask.shape()), B, T, shape_str(x.shape())));
+  // Pack the attended positions, sequence after sequence.
+  std::vector<size_t> positions, cu_seqlens{0};
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t t = 0; t < T; ++t)
+      if (!mask.defined() || mask.data()[b * T + t] == 0.f) positions.push_back(b * T + t);
+    cu_seqlens.push_back(positions.size());
+  }
+  const size_t rows = positions.size();
+  size_t I = 0;
+  for (const auto& l : *enc.layer) I = std::max(I, l->intermediate->dense->weight.size(0));
+  Buffers buf(rows, H, I);
+  for (size_t r = 0; r < rows; ++r) std::memcpy(&buf.x[r * H], x.data() + positions[r] * H, H * sizeof(float));
+  for (const auto& l : *enc.layer) encoder_layer(*l, rows, cu_seqlens, buf);
+  if (enc.final_layer_norm) {
+    layer_norm_rows(buf.x.data(), *enc.final_layer_norm, buf.x1.data(), rows, H);
+    buf.x.swap(buf.x1);
+  }
+  Tensor out = Tensor::zeros({B, T, H});
+  for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + positions[r] * H, &buf.x[r * H], H * sizeof(float));
+  return out;
+}
+
+Bf16InferenceWeights::Bf16InferenceWeights(Module& m) {
+  m.apply([this](Module& sub) {
+    auto* lin = dynamic_cast<Linear*>(&sub);
+    if (!lin || lin->bf16_weight) return;  // a Linear seen twice (shared) is converted once
+    const Tensor w = lin->weight.contiguous();
+    auto bits = std::make_shared<std::vector<uint16_t>>(w.numel());
+    for (size_t i = 0; i < bits->size(); ++i) (*bits)[i] = float_to_bf16(w.data()[i]);
+    lin->bf16_weight = std::move(bits);
+    linears_.push_back(lin);
+  });
+}
+
+Bf16InferenceWeights::~Bf16InferenceWeights() {
+  for (Linear* lin : linears_) lin->bf16_weight.reset();
+}
+
+}  // namespace xg::nn

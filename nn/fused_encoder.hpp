@@ -1,0 +1,47 @@
+#pragma once
+// The Transformer encoder's inference path: no tape, no padding, no (T, T) score tensors.
+//  - Padding-free: the attended tokens of every sequence are packed into one (N, H) matrix with
+//    offsets (cu_seqlens), so a batch of mixed lengths costs what its real tokens cost.
+//  - Q, K and V are three GEMMs into column slices of one (N, 3H) buffer; their biases are added
+//    as the attention kernel reads them; heads are strided column blocks, never permuted.
+//  - Attention is blocked with an online softmax (attn::packed_self_attention): memory linear
+//    in the sequence length.
+//  - bias + activation, and bias + residual + LayerNorm, are one pass per row right after their
+//    GEMM, on rows still in cache.
+// Encoder::forward takes this path when there is no tape to record (gradients off, eval mode)
+// and the mask is a padding mask; at padded positions its output rows are zero (real positions
+// agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are
+// sgemm_bf16, as linear() would run them.
+#include "nn/transformer.hpp"
+
+namespace xg::nn {
+
+// On unless XGRAD_FUSED_INFERENCE=0; set_fused_inference overrides (tests compare both paths).
+bool fused_inference_enabled();
+void set_fused_inference(bool on);
+
+// Whether `mask` (undefined, or additive (B, T)) only says attend (0) or ignore (<= -1e4), the
+// one kind of mask packing can express.
+bool is_padding_mask(const Tensor& mask);
+
+// enc's forward on x (B, T, H) under a padding mask (see is_padding_mask), without recording.
+// Returns (B, T, H), zero at padded positions.
+Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask);
+
+// bf16 weights for serving: rounds the weight of every Linear in `m` to bf16 once; while this
+// lives, the fused path's bf16 GEMMs read those copies (at batch x seq_len 1 x 128 on BERT-base,
+// rounding the weights on every call cost a fifth of the time). The copies are a snapshot: the
+// weights must not change while it lives (it is for a loaded checkpoint, not for training).
+// They add half the Linear weights' fp32 size in memory. Dropping it restores the fp32 weights.
+class Bf16InferenceWeights {
+ public:
+  explicit Bf16InferenceWeights(Module& m);
+  ~Bf16InferenceWeights();
+  Bf16InferenceWeights(const Bf16InferenceWeights&) = delete;
+  Bf16InferenceWeights& operator=(const Bf16InferenceWeights&) = delete;
+
+ private:
+  std::vector<Linear*> linears_;
+};
+
+}  // namespace xg::nn

@@ -1,0 +1,193 @@
+// The inference path (nn/fused_encoder.hpp): the blocked online-softmax attention kernel against
+// a plain double-precision one, and the packed, fused encoder against the recorded forward it
+// replaces (post-LN and pre-LN, every activation, padding, empty sequences, bf16).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "autograd/engine.hpp"
+#include "autograd/kernels/attention.hpp"
+#include "autograd/ops.hpp"
+#include "autograd/precision.hpp"
+#include "models/bert.hpp"
+#include "nn/fused_encoder.hpp"
+#include "nn/init.hpp"
+#include "util/random.hpp"
+
+using namespace xg;
+
+namespace {
+
+std::vector<float> normal_vec(size_t n, Generator& g, float std = 1.f) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = g.normal() * std;
+  return v;
+}
+
+// Restores the fused switch however a test leaves.
+struct FusedSwitch {
+  explicit FusedSwitch(bool on) : previous(nn::fused_inference_enabled()) { nn::set_fused_inference(on); }
+  ~FusedSwitch() { nn::set_fused_inference(previous); }
+  bool previous;
+};
+
+Tensor run_encoder(nn::Encoder& enc, const Tensor& x, const Tensor& mask, bool fused) {
+  FusedSwitch sw(fused);
+  NoGradGuard no_grad;
+  return enc.forward(x, mask).contiguous();
+}
+
+// Max |a - b| over the positions the 0/1 mask (B, T) attends; checks padded rows of `fused` are 0.
+float max_diff_attended(const Tensor& fused, const Tensor& recorded, const std::vector<float>& mask01) {
+  const size_t H = fused.size(2);
+  float worst = 0;
+  for (size_t p = 0; p < mask01.size(); ++p)
+    for (size_t h = 0; h < H; ++h) {
+      const float a = fused.data()[p * H + h], b = recorded.data()[p * H + h];
+      if (mask01[p] != 0.f) worst = std::max(worst, std::fabs(a - b));
+      else if (a != 0.f) return INFINITY;
+    }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("blocked online-softmax attention equals plain attention over packed sequences", "[fused]") {
+  Generator g(7);
+  for (size_t hd : {64, 32, 24, 8, 80}) {
+    for (bool with_bias : {false, true}) {
+      const size_t heads = hd == 80 ? 1 : 3, H = heads * hd, ld = 3 * H + 5;  // slices of a wider buffer
+      const std::vector<size_t> cu{0, 1, 4, 21, 85, 150, 150, 280};          // an empty sequence too
+      const size_t rows = cu.back();
+      const std::vector<float> buf = normal_vec(rows * ld, g), bias = normal_vec(3 * H, g, 0.5f);
+      const attn::PackedQKV qkv{buf.data(), buf.data() + H, buf.data() + 2 * H, ld,
+                                with_bias ? bias.data() : nullptr, with_bias ? bias.data() + H : nullptr,
+                                with_bias ? bias.data() + 2 * H : nullptr};
+      const float scale = 1.f / std::sqrt(float(hd));
+      std::vector<float> fast(rows * H, -7.f), ref(rows * H, -7.f);
+      attn::packed_self_attention(qkv, fast.data(), H, cu.data(), cu.size() - 1, heads, hd, scale);
+      attn::packed_self_attention_reference(qkv, ref.data(), H, cu.data(), cu.size() - 1, heads, hd, scale);
+      float worst = 0;
+      for (size_t i = 0; i < fast.size(); ++i) worst = std::max(worst, std::fabs(fast[i] - ref[i]));
+      INFO("head_dim " << hd << " bias " << with_bias);
+      CHECK(worst < 2e-5f);
+    }
+  }
+}
+
+TEST_CASE("attention of a one-token sequence returns its value; large scores stay finite", "[fused]") {
+  const size_t hd = 16, H = hd;
+  std::vector<float> q(H, 300.f), k(H, 300.f), v(H);
+  for (size_t d = 0; d < hd; ++d) v[d] = float(d);
+  const size_t cu[] = {0, 1};
+  std::vector<float> out(H);
+  attn::packed_self_attention({q.data(), k.data(), v.data(), H, nullptr, nullptr, nullptr}, out.data(), H, cu, 1, 1, hd,
+                              1.f);
+  for (size_t d = 0; d < hd; ++d) CHECK(out[d] == Approx(v[d]));
+}
+
+TEST_CASE("the fused encoder equals the recorded forward at real tokens and is zero at padding", "[fused]") {
+  struct Case { bool pre_ln; nn::Activation act; };
+  for (const Case c : {Case{false, nn::Activation::Gelu}, Case{false, nn::Activation::GeluTanh},
+                       Case{true, nn::Activation::Relu}, Case{true, nn::Activation::Tanh}}) {
+    nn::TransformerOptions opt;
+    opt.hidden_size = 48;
+    opt.num_heads = 3;  // head_dim 16
+    opt.intermediate_size = 80;
+    opt.pre_layer_norm = c.pre_ln;
+    opt.activation = c.act;
+    nn::Encoder enc(opt, 2);
+    Generator g(11);
+    for (Tensor p : enc.parameters()) nn::init::normal_(p, 0.f, 0.3f, g);  // peaked attention, not uniform
+    enc.eval();
+    const size_t B = 4, T = 70;
+    const std::vector<size_t> lengths{70, 33, 1, 0};  // a full row, padding, one token, all padding
+    std::vector<float> mask01(B * T, 0.f);
+    for (size_t b = 0; b < B; ++b)
+      for (size_t t = 0; t < lengths[b]; ++t) mask01[b * T + t] = 1.f;
+    const Tensor mask = nn::additive_attention_mask(Tensor::from_vector(mask01, {B, T}));
+    const Tensor x = Tensor::from_vector(normal_vec(B * T * opt.hidden_size, g), {B, T, opt.hidden_size});
+    const Tensor fused = run_encoder(enc, x, mask, true), recorded = run_encoder(enc, x, mask, false);
+    INFO("pre_ln " << c.pre_ln << " activation " << nn::activation_name(c.act));
+    CHECK(max_diff_attended(fused, recorded, mask01) < 1e-4f);
+    // without a mask every position is real
+    const Tensor f2 = run_encoder(enc, x, Tensor(), true), r2 = run_encoder(enc, x, Tensor(), false);
+    CHECK(max_diff_attended(f2, r2, std::vector<float>(B * T, 1.f)) < 1e-4f);
+  }
+}
+
+TEST_CASE("Encoder::forward takes the fused path only for inference under a padding mask", "[fused]") {
+  nn::TransformerOptions opt;
+  opt.hidden_size = 32;
+  opt.num_heads = 2;
+  opt.intermediate_size = 64;
+  nn::Encoder enc(opt, 1);
+  Generator g(3);
+  for (Tensor p : enc.parameters()) nn::init::normal_(p, 0.f, 0.2f, g);
+  const Tensor x = Tensor::from_vector(normal_vec(2 * 5 * 32, g), {2, 5, 32});
+  const Tensor pad = nn::additive_attention_mask(Tensor::from_vector({1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {2, 5}));
+  auto padded_row = [&](const Tensor& out) { return out.contiguous().data()[(5 + 4) * 32]; };
+  FusedSwitch on(true);
+  enc.eval();
+  {
+    NoGradGuard no_grad;
+    CHECK(padded_row(enc.forward(x, pad)) == 0.f);  // fused: padded rows are zero
+    // a soft (non-padding) mask keeps the recorded path, which computes padded rows too
+    const Tensor soft = Tensor::from_vector({0, -1, 0, 0, 0, 0, 0, -2, 0, 0}, {2, 5});
+    CHECK_FALSE(nn::is_padding_mask(soft));
+    CHECK(padded_row(enc.forward(x, soft)) != 0.f);
+  }
+  CHECK(padded_row(enc.forward(x, pad)) != 0.f);  // gradients on: recorded
+  enc.train();
+  {
+    NoGradGuard no_grad;
+    CHECK(padded_row(enc.forward(x, pad)) != 0.f);  // training mode (dropout): recorded
+  }
+  enc.eval();
+  NoGradGuard no_grad;
+  CHECK_THROWS_WITH(nn::fused_encoder_forward(enc, Tensor::zeros({2, 5, 31}), Tensor()),
+                    Catch::Contains("(B, T, 32)") && Catch::Contains("[2, 5, 31]"));
+  CHECK_THROWS_WITH(nn::fused_encoder_forward(enc, x, Tensor::zeros({2, 4})), Catch::Contains("mask"));
+}
+
+TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and within bf16's bound", "[fused][bf16]") {
+  models::BertConfig c = models::BertConfig::preset("tiny");
+  models::BertModel model(c);
+  Generator g(5);
+  model.init_weights(g);
+  model.eval();
+  models::ModelInputs in;
+  const size_t B = 3, T = 40;
+  std::vector<int64_t> ids(B * T);
+  std::vector<float> mask01(B * T, 0.f);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(g.below(c.vocab_size));
+  for (size_t b = 0; b < B; ++b)
+    for (size_t t = 0; t < T - 13 * b; ++t) mask01[b * T + t] = 1.f;
+  in.input_ids = Tensor::from_ints(ids, {B, T});
+  in.attention_mask = Tensor::from_vector(mask01, {B, T});
+  auto hidden = [&](bool fused) {
+    FusedSwitch sw(fused);
+    NoGradGuard no_grad;
+    return model.forward(in).last_hidden_state.contiguous();
+  };
+  const Tensor recorded = hidden(false), fused = hidden(true);
+  CHECK(max_diff_attended(fused, recorded, mask01) < 1e-4f);
+  Tensor low;
+  {
+    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+    low = hidden(true);
+  }
+  // bf16 GEMM inputs (8-bit mantissa) through two layers of LayerNormed activations of unit size
+  const float bf16_diff = max_diff_attended(low, recorded, mask01);
+  CHECK(bf16_diff > 0.f);
+  CHECK(bf16_diff < 0.1f);
+  // weights rounded once give what rounding them on every GEMM gives; dropping them restores fp32
+  {
+    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
+    nn::Bf16InferenceWeights frozen(model);
+    CHECK(model.encoder->layer->operator[](0).intermediate->dense->bf16_weight != nullptr);
+    CHECK(max_diff_attended(hidden(true), low, mask01) < 1e-6f);
+  }
+  CHECK(model.encoder->layer->operator[](0).intermediate->dense->bf16_weight == nullptr);
+  CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
+}
