@@ -35,7 +35,9 @@ if [[ -z "$python" ]]; then
   fi
   python=$venv/bin/python
 fi
-printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" model "B x T" recorded "xgrad fp32" "xgrad bf16" "ORT fp32" "fp32 x" "bf16 x" "ORT's best setting (tokens/s)"
+shape="B x T"
+[[ "$input" == sentences ]] && shape="lines,max"
+printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" model "$shape" recorded "xgrad fp32" "xgrad bf16" "ORT fp32" "fp32 x" "bf16 x" "ORT's best setting (tokens/s)"
 for m in $models; do
   tps() { build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$1" "${text_flags[@]}" | grep "^tokens/s" | awk '{print $2}'; }
   o_rec=$(XGRAD_FUSED_INFERENCE=0 tps fp32)

@@ -75,6 +75,8 @@ def main():
                    "tokens/s counts real tokens (the padding's cost included)")
     p.add_argument("--vocab", help="the WordPiece vocab.txt for --sentences")
     a = p.parse_args()
+    if a.sentences and not a.vocab:
+        p.error("--sentences needs --vocab")
 
     torch.manual_seed(0)
     model = build_model(a.model, a.seq_len).eval()
@@ -87,7 +89,9 @@ def main():
     real_tokens = a.batch * a.seq_len
     if a.sentences:
         with open(a.sentences, encoding="utf-8") as f:
-            lines = [line.rstrip("\n") for line in f if line.strip()][:a.batch]
+            lines = [line.rstrip("\n") for line in f if line.strip(" \t\r\n")][:a.batch]
+        if len(lines) < a.batch:
+            p.error(f"--sentences {a.sentences} has {len(lines)} non-empty lines, fewer than --batch {a.batch}")
         tok = transformers.BertTokenizerFast(a.vocab, do_lower_case=True)
         enc = tok(lines, padding="longest", truncation=True, max_length=a.seq_len, return_tensors="np")
         feeds = [{k: enc[k].astype(np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}]

@@ -33,16 +33,21 @@ vec::Unary unary_of(Activation a) {
     case Activation::Relu: return vec::Unary::Relu;
     case Activation::Tanh: return vec::Unary::Tanh;
   }
-  return vec::Unary::GeluErf;
+  throw std::logic_error(fmt::format("[fused encoder] no kernel for activation {}", int(a)));
 }
+
+using Bf16Weight = Linear::Bf16Weight;
 
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 // Y (rows, out) = X (rows, in) W^T, W stored (out, in) as Linear keeps it; Y has row stride ldy.
 void linear_gemm(const float* x, size_t rows, const Linear& lin, float* y, size_t ldy) {
   const size_t out = lin.weight.size(0), in = lin.weight.size(1);
-  if (matmul_precision() == MatmulPrecision::BF16 && lin.bf16_weight)
-    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.bf16_weight->data(), in, 0.f, y, ldy);
+  const std::shared_ptr<const Bf16Weight> frozen = lin.bf16_weight;  // a local copy: the holder may drop it
+  // used only while it is still a copy of this weight (same storage and size)
+  if (matmul_precision() == MatmulPrecision::BF16 && frozen && frozen->source == lin.weight.data() &&
+      frozen->bits.size() == lin.weight.numel())
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, frozen->bits.data(), in, 0.f, y, ldy);
   else if (matmul_precision() == MatmulPrecision::BF16)
     gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
   else
@@ -157,9 +162,8 @@ bool is_padding_mask(const Tensor& mask) {
 }
 
 Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x_in, const Tensor& mask_in) {
-  if (enc.layer->size() == 0) return x_in;
-  const SelfAttention& first = *(*enc.layer)[0].attention->self;
-  const size_t H = first.query->weight.size(1);
+  const size_t H = enc.layer->size() ? (*enc.layer)[0].attention->self->query->weight.size(1)
+                                     : (x_in.dim() == 3 ? x_in.size(2) : 0);
   if (x_in.dim() != 3 || x_in.size(2) != H)
     throw std::invalid_argument(fmt::format("[Encoder] input must be (B, T, {}), got {}", H, shape_str(x_in.shape())));
   const size_t B = x_in.size(0), T = x_in.size(1);
@@ -195,9 +199,11 @@ Bf16InferenceWeights::Bf16InferenceWeights(Module& m) {
     auto* lin = dynamic_cast<Linear*>(&sub);
     if (!lin || lin->bf16_weight) return;  // a Linear seen twice (shared) is converted once
     const Tensor w = lin->weight.contiguous();
-    auto bits = std::make_shared<std::vector<uint16_t>>(w.numel());
-    for (size_t i = 0; i < bits->size(); ++i) (*bits)[i] = float_to_bf16(w.data()[i]);
-    lin->bf16_weight = std::move(bits);
+    auto frozen = std::make_shared<Bf16Weight>();
+    frozen->source = lin->weight.data();
+    frozen->bits.resize(w.numel());
+    for (size_t i = 0; i < frozen->bits.size(); ++i) frozen->bits[i] = float_to_bf16(w.data()[i]);
+    lin->bf16_weight = std::move(frozen);
     linears_.push_back(lin);
   });
 }

@@ -19,6 +19,18 @@ namespace xg::nn {
 // On unless XGRAD_FUSED_INFERENCE=0; set_fused_inference overrides (tests compare both paths).
 bool fused_inference_enabled();
 void set_fused_inference(bool on);
+// Sets the switch for a scope, restoring the previous value on exit (bert_infer dump uses the
+// recorded path so that padded positions are computed as transformers computes them).
+class FusedInferenceGuard {
+ public:
+  explicit FusedInferenceGuard(bool on) : previous_(fused_inference_enabled()) { set_fused_inference(on); }
+  ~FusedInferenceGuard() { set_fused_inference(previous_); }
+  FusedInferenceGuard(const FusedInferenceGuard&) = delete;
+  FusedInferenceGuard& operator=(const FusedInferenceGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // Whether `mask` (undefined, or additive (B, T)) only says attend (0) or ignore (<= -1e4), the
 // one kind of mask packing can express.
@@ -30,9 +42,10 @@ Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& 
 
 // bf16 weights for serving: rounds the weight of every Linear in `m` to bf16 once; while this
 // lives, the fused path's bf16 GEMMs read those copies (at batch x seq_len 1 x 128 on BERT-base,
-// rounding the weights on every call cost a fifth of the time). The copies are a snapshot: the
-// weights must not change while it lives (it is for a loaded checkpoint, not for training).
-// They add half the Linear weights' fp32 size in memory. Dropping it restores the fp32 weights.
+// rounding the weights on every call cost a fifth of the time). The copies are a snapshot of a
+// loaded checkpoint, not for training: values changed in place while it lives are not seen (a
+// weight replaced by another tensor is, as the copy is then ignored). It must not outlive `m`.
+// The copies add half the Linear weights' fp32 size in memory; dropping it frees them.
 class Bf16InferenceWeights {
  public:
   explicit Bf16InferenceWeights(Module& m);

@@ -78,6 +78,10 @@ class EncoderLayer : public Module {
 class Encoder : public Module {
  public:
   Encoder(const TransformerOptions& opt, size_t num_layers);
+  // x (B, T, H), mask undefined or additive (B, T). For inference (gradients off, eval mode) under
+  // a padding mask it runs nn/fused_encoder.hpp's packed path, whose rows at padded positions are
+  // zero (no head reads them; transformers computes values there, which the recorded path gives
+  // with nn::FusedInferenceGuard(false)).
   Tensor forward(const Tensor& x, const Tensor& mask);
   std::shared_ptr<ModuleList<EncoderLayer>> layer;
   std::shared_ptr<LayerNorm> final_layer_norm;  // pre-LN only

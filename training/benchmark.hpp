@@ -17,8 +17,9 @@ struct BenchmarkResult {
   // Inference at bf16 only: |last_hidden_state(bf16) - last_hidden_state(fp32)| over the first
   // batch, max and mean; negative when not measured.
   double max_abs_diff = -1, mean_abs_diff = -1;
-  // Inference: the tokens of one pass, real and with padding.
+  // Inference: the tokens of one pass, real and with padding; whether the fused path ran.
   size_t real_tokens = 0, padded_tokens = 0;
+  bool fused = false;
 };
 // Times full training steps (forward, backward, AdamW; MLM at 15% of positions, plus the
 // sentence task of --pairing's head model) on random token ids of the preset's vocabulary:

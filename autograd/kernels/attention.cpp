@@ -88,19 +88,19 @@ void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o
 // Turns a row of scores into probabilities against the running max m and sum l, rescaling the
 // row's output by how much the max moved.
 void online_softmax_row(float* s, size_t nk, float& m, float& l, float* o, size_t hdp) {
-  float mx = m;
-  for (size_t j = 0; j < nk; ++j) mx = std::max(mx, s[j]);
+  for (size_t j = nk; j < kKeyBlock; ++j) s[j] = -INFINITY;  // keys past the sequence: weight exactly 0
+  fbatch vmax(m);
+  for (size_t j = 0; j < kKeyBlock; j += W) vmax = xsimd::max(vmax, load(s + j));
+  const float mx = hmax(vmax);                 // finite: the block has at least one key
   const float correction = std::exp(m - mx);  // 0 on the first block (m = -inf)
   const fbatch vmx(mx);
   fbatch vsum(0.f);
   for (size_t j = 0; j < kKeyBlock; j += W) {
     const fbatch e = xsimd::exp(load(s + j) - vmx);
     e.store_unaligned(s + j);
-    if (j + W <= nk) vsum += e;
+    vsum += e;
   }
-  float sum = hsum(vsum);
-  for (size_t j = nk / W * W; j < nk; ++j) sum += s[j];
-  for (size_t j = nk; j < kKeyBlock; ++j) s[j] = 0.f;
+  const float sum = hsum(vsum);
   l = l * correction + sum;
   m = mx;
   if (correction != 1.f) {

@@ -123,6 +123,8 @@ int dump(const DumpArgs& a) {
 
   nn::StateDict out;
   {
+    // every position as transformers computes it, padding included (the fused path zeroes padding)
+    const nn::FusedInferenceGuard recorded(false);
     std::unique_ptr<NoGradGuard> no_grad;
     if (!grads) no_grad = std::make_unique<NoGradGuard>();
     out = model.forward_named(in, labels);
@@ -363,7 +365,7 @@ int bench(const BenchArgs& a) {
   opt.precision = matmul_precision_from_name(a.precision);
   const auto r = training::run_inference_benchmark(opt);
   fmt::print("inference (encoder forward, no tape, {}): {}, {:.2f}M parameters, {} threads, {} matmuls\n",
-             nn::fused_inference_enabled() ? "fused and padding-free" : "recorded path", opt.model,
+             r.fused ? "fused and padding-free" : "recorded path", opt.model,
              double(r.parameters) / 1e6, num_threads(), a.precision);
   if (opt.sentences.empty())
     fmt::print("batch {} x {} random ids, no padding\n", opt.batch, opt.seq_len);

@@ -194,6 +194,7 @@ class ClassificationTask : public FinetuneTask {
                        dev_.size(), opt_.max_len);
   }
   size_t train_examples_per_epoch() override { return train_.size(); }
+  size_t train_length(size_t row) const override { return train_.sequences[row].ids.size(); }
   bool splits_batches() const override { return true; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {

@@ -51,7 +51,10 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
       .add("--freeze-layers", &O::freeze_layers, "keep the embeddings and this many lowest layers fixed", kRestore)
       .add("--freeze-encoder", &O::freeze_encoder, "train the head only (the whole encoder stays fixed)", kRestore)
       .add("--max-train-examples", &O::max_train_examples, "train on this many examples, a sample drawn with --seed "
-                                                           "(0: all): few-label experiments", kRestore);
+                                                           "(0: all): few-label experiments", kRestore)
+      .add("--group-by-length", &O::group_by_length, "batch examples of similar length: each epoch's shuffled order is "
+                                                     "sorted by length within runs of 50 batches, so batches pad less",
+           kRestore);
   return t;
 }
 
@@ -240,6 +243,18 @@ void FinetuneTask::check_fits(const models::ModelInputs& longest) {
   model_->train();
 }
 
+void group_by_length(std::vector<size_t>& order, size_t megabatch, const std::function<size_t(size_t)>& length) {
+  megabatch = std::max<size_t>(megabatch, 1);
+  for (size_t begin = 0; begin < order.size(); begin += megabatch) {
+    const auto first = order.begin() + std::ptrdiff_t(begin);
+    const auto last = order.begin() + std::ptrdiff_t(std::min(order.size(), begin + megabatch));
+    std::vector<std::pair<size_t, size_t>> keyed;  // (length, row), the length computed once
+    for (auto it = first; it != last; ++it) keyed.emplace_back(length(*it), *it);
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t i = 0; i < keyed.size(); ++i) first[std::ptrdiff_t(i)] = keyed[i].second;
+  }
+}
+
 std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size) {
   if (train_size == 0) throw std::invalid_argument(fmt::format("[{}] {} holds no training examples", kind_, opt_.train));
   std::vector<size_t> rows;
@@ -250,6 +265,8 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
       for (size_t i = 0; i < train_size; ++i) order_[i] = i;
       std::mt19937_64 rng(ctx_.seed * 0x9E3779B97F4A7C15ULL + epoch_);
       for (size_t i = train_size; i > 1; --i) std::swap(order_[i - 1], order_[size_t(rng() % i)]);
+      if (opt_.group_by_length)
+        group_by_length(order_, shard_.draw(batch_size) * kBatchesPerLengthGroup, [this](size_t r) { return train_length(r); });
       order_epoch_ = epoch_;
     }
     rows.push_back(order_[index_]);

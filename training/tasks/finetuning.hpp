@@ -9,6 +9,7 @@
 // - FinetuneKind, one per kind of task, and the registry bert_finetune dispatches --task on.
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@ struct FinetuneOptions {
   size_t freeze_layers = 0;        // the embeddings and this many lowest layers stay fixed
   bool freeze_encoder = false;     // only the head learns
   size_t max_train_examples = 0;   // train on this many examples (a seeded sample); 0: all
+  bool group_by_length = false;    // batches of examples of similar length (less padding)
   bool warn_unusual = true;        // print unusual_settings (not a flag: a learning curve warns for its first run)
 
   static const OptionTable<FinetuneOptions>& table();
@@ -83,6 +85,13 @@ void write_index_predictions(const std::string& path, const std::vector<std::pai
 // ("ForTokenClassification"); throws naming `source` when the family has none.
 std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source);
 
+// --group-by-length, as transformers' LengthGroupedSampler: each run of `megabatch` consecutive
+// entries of a shuffled `order` is sorted by length, longest first (stably), so a batch cut from
+// it holds examples of similar length while the order stays random at the megabatch scale.
+void group_by_length(std::vector<size_t>& order, size_t megabatch, const std::function<size_t(size_t)>& length);
+// Batches per megabatch of --group-by-length.
+constexpr size_t kBatchesPerLengthGroup = 50;
+
 // The first `limit` of `n` indices in a seeded random order, sorted (all of them when limit is 0
 // or >= n): the training subset of --max-train-examples, the same for a seed whatever the kind.
 std::vector<size_t> sample_indices(size_t n, size_t limit, uint64_t seed);
@@ -124,6 +133,9 @@ class FinetuneTask : public Task {
   // epoch (a resumed run draws the same batches); under data parallelism this rank's share of
   // the next ranks x batch_size.
   std::vector<size_t> next_rows(size_t batch_size, size_t train_size);
+  // The tokens of training example `row` (an index next_rows draws), for --group-by-length; a kind
+  // whose examples all have one length need not say (0).
+  virtual size_t train_length(size_t row) const { (void)row; return 0; }
   // Scores the current model on the dev set (gradients are off and the model in eval mode).
   virtual Scores score_dev(size_t batch_size) = 0;
   // The training examples (of `all` in --train) this run trains on: --max-train-examples of them,

@@ -136,6 +136,11 @@ class MultipleChoiceTask : public FinetuneTask {
                        train_.size() ? train_.choices[0].size() : 0, dev_.size(), opt_.max_len);
   }
   size_t train_examples_per_epoch() override { return train_.size(); }
+  size_t train_length(size_t row) const override {
+    size_t longest = 0;
+    for (const auto& choice : train_.choices[row]) longest = std::max(longest, choice.ids.size());
+    return longest;
+  }
   bool splits_batches() const override { return true; }  // the loss is one mean over the examples
 
   BatchLoss next_batch_loss(size_t batch_size) override {

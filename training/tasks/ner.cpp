@@ -98,6 +98,7 @@ class NerTask : public FinetuneTask {
                        train_.sentences.size(), text::tag_scheme_name(train_.scheme), dev_.sentences.size(), opt_.max_len);
   }
   size_t train_examples_per_epoch() override { return train_rows_.size(); }
+  size_t train_length(size_t row) const override { return train_.windows[train_rows_[row]].ids.size(); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
     std::vector<size_t> rows = next_rows(batch_size, train_rows_.size());
