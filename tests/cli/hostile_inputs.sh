@@ -338,6 +338,17 @@ infer)
   expect 1 "unknown preset 'huge'" "$I" bench --model huge --steps 1
   expect 2 "--batch" "$I" bench --model "$M" --batch 0
   expect 2 "--threads" "$I" bench --model "$M" --threads -2
+  # real text: the checkpoint's own tokenizer, or --vocab with a preset; too few lines, a missing file
+  expect 0 "2 lines of $W/two_lines.txt" "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --sentences "$W/two_lines.txt"
+  expect 1 "fewer than --batch 3" "$I" bench --model "$M" --batch 3 --steps 1 --sentences "$W/two_lines.txt"
+  expect 1 "cannot read --sentences $W/none.txt" "$I" bench --model "$M" --steps 1 --sentences "$W/none.txt"
+  expect 1 "--sentences needs --vocab" "$I" bench --model tiny --steps 1 --sentences "$W/two_lines.txt"
+  # --precision on a command that runs a model
+  STDIN_FILE=$W/two_lines.txt
+  expect 0 "" "$I" embed --model "$M" --precision bf16
+  STDIN_FILE=/dev/null
+  expect 2 "--precision" "$I" embed --model "$M" --precision fp16
+  expect 2 "--precision" "$I" tokenize --model "$M" --precision bf16
   expect_unchanged "$R" "$before" "bert_infer reads only"
   ;;
 
