@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "nn/fused_encoder.hpp"
+
 namespace xg::models {
 
 AlbertAttention::AlbertAttention(const nn::TransformerOptions& opt) : nn::SelfAttention(opt), output_dropout(opt.hidden_dropout) {
@@ -49,6 +51,22 @@ AlbertTransformer::AlbertTransformer(const AlbertConfig& c) : num_hidden_layers(
 Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   Tensor h = embedding_hidden_mapping_in->forward(embedded);
   const size_t groups = albert_layer_groups->size();
+  if (nn::use_fused_inference(*this, mask)) {  // the same layer views, shared weights and all
+    std::vector<nn::FusedLayerView> views;
+    for (size_t i = 0; i < num_hidden_layers; ++i)
+      for (auto& l : *(*albert_layer_groups)[i * groups / num_hidden_layers].albert_layers) {
+        nn::FusedLayerView v;
+        v.attention = l->attention.get();
+        v.attention_out = l->attention->dense.get();
+        v.attention_norm = l->attention->layer_norm.get();
+        v.up = l->ffn.get();
+        v.act = l->act;
+        v.down = l->ffn_output.get();
+        v.output_norm = l->full_layer_layer_norm.get();
+        views.push_back(v);
+      }
+    return nn::fused_encoder_forward(views, nullptr, h, mask);
+  }
   for (size_t i = 0; i < num_hidden_layers; ++i) {
     AlbertLayerGroup* group = &(*albert_layer_groups)[i * groups / num_hidden_layers];
     if (checkpoint_activations && is_training() && grad_enabled())

@@ -120,30 +120,25 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
 }
 
 // One layer on b.x, leaving its output in b.x.
-void encoder_layer(const EncoderLayer& layer, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
-  const SelfAttention& sa = *layer.attention->self;
-  const ProjectResidual& attn_out = *layer.attention->output;
-  const ProjectResidual& ffn_out = *layer.output;
-  const Linear& up = *layer.intermediate->dense;
-  const size_t H = sa.query->weight.size(0), I = up.weight.size(0);
+void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
+  const size_t H = v.attention->query->weight.size(0), I = v.up->weight.size(0);
   float* y = b.normed.data();  // GEMM outputs before their residual pass
-  if (layer.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
-    layer_norm_rows(b.x.data(), *attn_out.layer_norm, b.normed.data(), rows, H);
-    self_attention(sa, b.normed.data(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.data(), rows, *attn_out.dense, y, H);
-    bias_residual_norm(y, param(attn_out.dense->bias), b.x.data(), nullptr, b.x1.data(), rows, H);
-    layer_norm_rows(b.x1.data(), *ffn_out.layer_norm, b.normed.data(), rows, H);
-    linear_gemm(b.normed.data(), rows, up, b.inter.data(), I);
+  if (v.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
+    layer_norm_rows(b.x.data(), *v.attention_norm, b.normed.data(), rows, H);
+    self_attention(*v.attention, b.normed.data(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.data(), rows, *v.attention_out, y, H);
+    bias_residual_norm(y, param(v.attention_out->bias), b.x.data(), nullptr, b.x1.data(), rows, H);
+    layer_norm_rows(b.x1.data(), *v.output_norm, b.normed.data(), rows, H);
+    linear_gemm(b.normed.data(), rows, *v.up, b.inter.data(), I);
   } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
-    self_attention(sa, b.x.data(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.data(), rows, *attn_out.dense, y, H);
-    bias_residual_norm(y, param(attn_out.dense->bias), b.x.data(), attn_out.layer_norm.get(), b.x1.data(), rows, H);
-    linear_gemm(b.x1.data(), rows, up, b.inter.data(), I);
+    self_attention(*v.attention, b.x.data(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.data(), rows, *v.attention_out, y, H);
+    bias_residual_norm(y, param(v.attention_out->bias), b.x.data(), v.attention_norm, b.x1.data(), rows, H);
+    linear_gemm(b.x1.data(), rows, *v.up, b.inter.data(), I);
   }
-  bias_activation(b.inter.data(), rows, I, param(up.bias), layer.intermediate->act);
-  linear_gemm(b.inter.data(), rows, *ffn_out.dense, y, H);
-  bias_residual_norm(y, param(ffn_out.dense->bias), b.x1.data(), layer.pre_layer_norm ? nullptr : ffn_out.layer_norm.get(),
-                     b.x.data(), rows, H);
+  bias_activation(b.inter.data(), rows, I, param(v.up->bias), v.act);
+  linear_gemm(b.inter.data(), rows, *v.down, y, H);
+  bias_residual_norm(y, param(v.down->bias), b.x1.data(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.data(), rows, H);
 }
 
 }  // namespace
@@ -161,9 +156,32 @@ bool is_padding_mask(const Tensor& mask) {
   return true;
 }
 
-Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x_in, const Tensor& mask_in) {
-  const size_t H = enc.layer->size() ? (*enc.layer)[0].attention->self->query->weight.size(1)
-                                     : (x_in.dim() == 3 ? x_in.size(2) : 0);
+FusedLayerView fused_view(const EncoderLayer& layer) {
+  FusedLayerView v;
+  v.attention = layer.attention->self.get();
+  v.attention_out = layer.attention->output->dense.get();
+  v.attention_norm = layer.attention->output->layer_norm.get();
+  v.up = layer.intermediate->dense.get();
+  v.act = layer.intermediate->act;
+  v.down = layer.output->dense.get();
+  v.output_norm = layer.output->layer_norm.get();
+  v.pre_layer_norm = layer.pre_layer_norm;
+  return v;
+}
+
+bool use_fused_inference(const Module& m, const Tensor& mask) {
+  return !grad_enabled() && !m.is_training() && fused_inference_enabled() && is_padding_mask(mask);
+}
+
+Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask) {
+  std::vector<FusedLayerView> views;
+  for (auto& l : *enc.layer) views.push_back(fused_view(*l));
+  return fused_encoder_forward(views, enc.final_layer_norm.get(), x, mask);
+}
+
+Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const LayerNorm* final_norm, const Tensor& x_in,
+                             const Tensor& mask_in) {
+  const size_t H = layers.empty() ? (x_in.dim() == 3 ? x_in.size(2) : 0) : layers[0].attention->query->weight.size(1);
   if (x_in.dim() != 3 || x_in.size(2) != H)
     throw std::invalid_argument(fmt::format("[Encoder] input must be (B, T, {}), got {}", H, shape_str(x_in.shape())));
   const size_t B = x_in.size(0), T = x_in.size(1);
@@ -181,12 +199,12 @@ Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x_in, const Tenso
   }
   const size_t rows = positions.size();
   size_t I = 0;
-  for (const auto& l : *enc.layer) I = std::max(I, l->intermediate->dense->weight.size(0));
+  for (const auto& l : layers) I = std::max(I, l.up->weight.size(0));
   Buffers buf(rows, H, I);
   for (size_t r = 0; r < rows; ++r) std::memcpy(&buf.x[r * H], x.data() + positions[r] * H, H * sizeof(float));
-  for (const auto& l : *enc.layer) encoder_layer(*l, rows, cu_seqlens, buf);
-  if (enc.final_layer_norm) {
-    layer_norm_rows(buf.x.data(), *enc.final_layer_norm, buf.x1.data(), rows, H);
+  for (const auto& l : layers) encoder_layer(l, rows, cu_seqlens, buf);
+  if (final_norm) {
+    layer_norm_rows(buf.x.data(), *final_norm, buf.x1.data(), rows, H);
     buf.x.swap(buf.x1);
   }
   Tensor out = Tensor::zeros({B, T, H});

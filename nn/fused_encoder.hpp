@@ -36,9 +36,32 @@ class FusedInferenceGuard {
 // one kind of mask packing can express.
 bool is_padding_mask(const Tensor& mask);
 
-// enc's forward on x (B, T, H) under a padding mask (see is_padding_mask), without recording.
-// Returns (B, T, H), zero at padded positions.
+// One Transformer layer as the fused path sees it, whatever a family calls its modules:
+//   post-LN: x1 = attention_norm(x + attention_out(attn(x))); out = output_norm(x1 + down(act(up(x1))))
+//   pre-LN:  x1 = x + attention_out(attn(attention_norm(x)));  out = x1 + down(act(up(output_norm(x1))))
+struct FusedLayerView {
+  const SelfAttention* attention = nullptr;  // its query, key, value and num_heads
+  const Linear* attention_out = nullptr;
+  const LayerNorm* attention_norm = nullptr;
+  const Linear* up = nullptr;
+  Activation act = Activation::Gelu;
+  const Linear* down = nullptr;
+  const LayerNorm* output_norm = nullptr;
+  bool pre_layer_norm = false;
+};
+// BERT's (and RoBERTa's) layer.
+FusedLayerView fused_view(const EncoderLayer& layer);
+
+// The layers' forward on x (B, T, H) under a padding mask (see is_padding_mask), without
+// recording, then final_norm when given. Returns (B, T, H), zero at padded positions. A family
+// with its own layer modules (ALBERT) calls this with views of them.
+Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const LayerNorm* final_norm, const Tensor& x,
+                             const Tensor& mask);
+// enc's layers and final LayerNorm.
 Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask);
+// Whether a module's forward should take the fused path now: gradients off, eval mode, the
+// switch on, a padding mask.
+bool use_fused_inference(const Module& m, const Tensor& mask);
 
 // bf16 weights for serving: rounds the weight of every Linear in `m` to bf16 once; while this
 // lives, the fused path's bf16 GEMMs read those copies (at batch x seq_len 1 x 128 on BERT-base,

@@ -1,11 +1,11 @@
 #include "nn/transformer.hpp"
 
-#include "nn/fused_encoder.hpp"
-
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
+
+#include "nn/fused_encoder.hpp"
 
 namespace xg::nn {
 
@@ -111,8 +111,7 @@ Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
 }
 
 Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
-  if (!grad_enabled() && !is_training() && fused_inference_enabled() && is_padding_mask(mask))
-    return fused_encoder_forward(*this, x, mask);
+  if (use_fused_inference(*this, mask)) return fused_encoder_forward(*this, x, mask);
   Tensor h = x;
   for (auto& l : *layer) {
     if (checkpoint_activations && is_training() && grad_enabled()) {

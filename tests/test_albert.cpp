@@ -61,6 +61,26 @@ TEST_CASE("ALBERT matches transformers' AlbertForPreTraining: outputs, losses an
   for (const auto& [name, t] : g.file.tensors)
     if (name.rfind("grad.", 0) == 0) reference_parameters += g.f(name).numel();
   CHECK(m.num_parameters() == reference_parameters);  // what bert_pretrain prints
+  {  // the fused inference path (gradients off): the same outputs at real positions, zero at padding
+    NoGradGuard no_grad;
+    const NamedOutputs fused = m.forward_named(g.inputs());
+    const Tensor mask = g.inputs().attention_mask;
+    for (const char* k : {"last_hidden_state", "prediction_logits"}) {
+      INFO("fused " << k);
+      CHECK(test::max_scaled_error_real(fused.at(k), g.f(k), mask) < 1e-4);
+    }
+    for (const char* k : {"pooler_output", "sop_logits"}) {
+      INFO("fused " << k);
+      CHECK(max_scaled_error(fused.at(k), g.f(k)) < 1e-4);
+    }
+    REQUIRE(mask.defined());
+    const std::vector<float> m01 = mask.to_vector(), hidden = fused.at("last_hidden_state").to_vector();
+    const size_t H = hidden.size() / m01.size();
+    size_t padded = 0;
+    for (size_t p = 0; p < m01.size(); ++p)
+      if (m01[p] == 0.f) padded += hidden[p * H] == 0.f && hidden[p * H + H - 1] == 0.f;
+    CHECK(padded > 0);  // the golden's batch has padding, and the fused path skipped it
+  }
   std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", worst_output,
               out.at("loss").item(), g.f("loss").item(), checked, worst);
 }
@@ -117,7 +137,8 @@ TEST_CASE("ALBERT checkpoints: transformers' names both ways, heads by architect
   mlm.model->eval();
   NoGradGuard no_grad;
   const NamedOutputs out = mlm.model->forward_named(g.inputs());
-  CHECK(max_scaled_error(out.at("logits"), g.f("prediction_logits")) < 1e-4);
+  // fused inference: padded positions are zero, real ones match
+  CHECK(test::max_scaled_error_real(out.at("logits"), g.f("prediction_logits"), g.inputs().attention_mask) < 1e-4);
   CHECK_THROWS_WITH(loaded.model->forward_named(g.inputs(), {{"labels", g.i("labels")}}),
                     Contains("both labels and sentence_order_label"));
   std::filesystem::remove_all(dir);

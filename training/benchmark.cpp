@@ -190,9 +190,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   BenchmarkResult r{double(tokens) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters(), max_diff, mean_diff};
   r.real_tokens = tokens_of[0];
   r.padded_tokens = batches[0].inputs.batch() * batches[0].inputs.seq_len();
-  bool has_encoder = false;  // the fused path serves nn::Encoder (BERT, RoBERTa), not ALBERT's own layers
-  encoder.apply([&](nn::Module& m) { has_encoder = has_encoder || dynamic_cast<nn::Encoder*>(&m) != nullptr; });
-  r.fused = has_encoder && nn::fused_inference_enabled();
+  r.fused = nn::fused_inference_enabled();  // every family's encoder takes it (BERT, RoBERTa, ALBERT)
   return r;
 }
 
