@@ -10,6 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,7 @@ double fp32_fma_loop(size_t iters) {
   for (int c = 0; c < kChains; ++c) acc[c] = xg::fbatch(float(c) * 1e-3f);
   const xg::fbatch a(0.999999f), b(1e-7f);
   for (size_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
     for (int c = 0; c < kChains; ++c) acc[c] = xsimd::fma(acc[c], a, b);
   float sink = 0;
   for (int c = 0; c < kChains; ++c) sink += xg::hsum(acc[c]);
@@ -49,6 +53,7 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(size_t iters)
   for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(float(c) * 1e-3f);
   const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3380);
   for (size_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
     for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
   float lanes[16], sink = 0;
   for (int c = 0; c < kChains; ++c) {
@@ -60,19 +65,26 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(size_t iters)
 }
 #endif
 
-// GFLOP/s of `loop` on `threads` threads for about `seconds`.
+// GFLOP/s of `loop` on `threads` threads: each task warms up, then counts what it does for about
+// `seconds`; the rates add up. A task run after another on the same thread would count a core
+// twice, so that is reported.
 double measure(double (*loop)(size_t), int threads, double seconds) {
   xg::set_num_threads(threads);
-  loop(1 << 16);  // warm-up (and clock ramp)
-  std::atomic<double> flops{0};
-  const auto t0 = Clock::now();
+  std::mutex m;
+  std::set<std::thread::id> ran_on;
+  double rate = 0;
   xg::parallel_for(size_t(threads), [&](size_t) {
-    double mine = 0;
-    while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) mine += loop(1 << 20);
-    double cur = flops.load();
-    while (!flops.compare_exchange_weak(cur, cur + mine)) {}
+    loop(1 << 16);  // warm-up (and clock ramp)
+    const auto t0 = Clock::now();
+    double mine = 0, secs = 0;
+    while ((secs = std::chrono::duration<double>(Clock::now() - t0).count()) < seconds) mine += loop(1 << 20);
+    std::lock_guard<std::mutex> lock(m);
+    ran_on.insert(std::this_thread::get_id());
+    rate += mine / secs;
   });
-  return flops.load() / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9;
+  if (ran_on.size() != size_t(threads))
+    fmt::print(stderr, "bench_peak_flops: {} tasks ran on {} threads; the figure overstates\n", threads, ran_on.size());
+  return rate / 1e9;
 }
 
 }  // namespace
@@ -88,6 +100,9 @@ int main(int argc, char** argv) {
     }
   }
   const int all = xg::num_threads();
+#if !defined(__FMA__)
+  fmt::print("note: this build has no FMA instructions (XGRAD_NATIVE=OFF?): the fp32 figure is the build's, not the CPU's\n");
+#endif
   fmt::print("fp32 FMA, {}-float vectors: 1 thread {:.1f} GFLOP/s, {} threads {:.1f} GFLOP/s\n", xg::kSimdWidth,
              measure(fp32_fma_loop, 1, seconds), all, measure(fp32_fma_loop, all, seconds));
 #if XG_PEAK_BF16

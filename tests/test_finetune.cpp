@@ -58,6 +58,11 @@ TEST_CASE("group_by_length (--group-by-length) sorts each megabatch longest firs
   std::vector<size_t> all = order;
   std::sort(all.begin(), all.end());
   for (size_t i = 0; i < all.size(); ++i) CHECK(all[i] == i);
+  // megabatches as transformers sizes them: at most 50 batches and a quarter of the examples
+  CHECK(length_group_size(2400, 32) == 18 * 32);
+  CHECK(length_group_size(100000, 32) == 50 * 32);
+  CHECK(length_group_size(100, 16) == 16);  // a few-label run still gets several shuffled megabatches
+  CHECK(length_group_size(0, 8) == 8);
   std::vector<size_t> same{2, 0, 1, 3};
   group_by_length(same, 4, [](size_t r) { return r == 3 ? size_t(9) : size_t(0); });  // ties keep their order
   CHECK(same == std::vector<size_t>{3, 2, 0, 1});

@@ -255,6 +255,12 @@ void group_by_length(std::vector<size_t>& order, size_t megabatch, const std::fu
   }
 }
 
+size_t length_group_size(size_t examples, size_t batch) {
+  batch = std::max<size_t>(batch, 1);
+  const size_t batches = std::clamp<size_t>(examples / (batch * 4), 1, 50);
+  return batches * batch;
+}
+
 std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size) {
   if (train_size == 0) throw std::invalid_argument(fmt::format("[{}] {} holds no training examples", kind_, opt_.train));
   std::vector<size_t> rows;
@@ -266,7 +272,7 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
       std::mt19937_64 rng(ctx_.seed * 0x9E3779B97F4A7C15ULL + epoch_);
       for (size_t i = train_size; i > 1; --i) std::swap(order_[i - 1], order_[size_t(rng() % i)]);
       if (opt_.group_by_length)
-        group_by_length(order_, shard_.draw(batch_size) * kBatchesPerLengthGroup, [this](size_t r) { return train_length(r); });
+        group_by_length(order_, length_group_size(train_size, batch_size), [this](size_t r) { return train_length(r); });
       order_epoch_ = epoch_;
     }
     rows.push_back(order_[index_]);

@@ -85,12 +85,14 @@ void write_index_predictions(const std::string& path, const std::vector<std::pai
 // ("ForTokenClassification"); throws naming `source` when the family has none.
 std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source);
 
-// --group-by-length, as transformers' LengthGroupedSampler: each run of `megabatch` consecutive
+// --group-by-length, after transformers' LengthGroupedSampler: each run of `megabatch` consecutive
 // entries of a shuffled `order` is sorted by length, longest first (stably), so a batch cut from
 // it holds examples of similar length while the order stays random at the megabatch scale.
 void group_by_length(std::vector<size_t>& order, size_t megabatch, const std::function<size_t(size_t)>& length);
-// Batches per megabatch of --group-by-length.
-constexpr size_t kBatchesPerLengthGroup = 50;
+// The megabatch for `examples` in batches of `batch` (one rank's): as transformers, at most 50
+// batches and at most a quarter of the examples, so an epoch has at least 4 shuffled megabatches.
+// It depends on neither the rank count nor the position, so a resumed run rebuilds the same order.
+size_t length_group_size(size_t examples, size_t batch);
 
 // The first `limit` of `n` indices in a seeded random order, sorted (all of them when limit is 0
 // or >= n): the training subset of --max-train-examples, the same for a seed whatever the kind.
