@@ -198,6 +198,7 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
     cu_seqlens.push_back(positions.size());
   }
   const size_t rows = positions.size();
+  if (rows == 0) return Tensor::zeros({B, T, H});  // all padding: nothing to run (and no buffers to point into)
   size_t I = 0;
   for (const auto& l : layers) I = std::max(I, l.up->weight.size(0));
   Buffers buf(rows, H, I);

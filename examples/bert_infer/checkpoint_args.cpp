@@ -65,7 +65,7 @@ models::LoadedModel load_model(const std::string& dir) {
 
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix,
                            const std::string& head_name) {
-  Checkpoint c{tokenizer_for(a, command), load_model(a.model)};
+  Checkpoint c{tokenizer_for(a, command), load_model(a.model), nullptr};
   // Found before any output: ids past the model's vocab_size have no embedding.
   const auto& config = c.model().config_json();
   if (config.contains("vocab_size") && config.at("vocab_size").is_number_unsigned() &&
