@@ -101,6 +101,18 @@ Tensor softmax(const Tensor& x, int axis = -1);
 // (use a large negative value, not -inf, for padding). The mask gets no gradient.
 Tensor attention_softmax(const Tensor& scores, const Tensor& mask, float scale);
 Tensor log_softmax(const Tensor& x, int axis = -1);
+// Multi-head self-attention in one op (ops/attention.cpp): softmax(q k^T / sqrt(head_dim) + mask)
+// v per head, heads being column blocks of the (B, T, H) inputs, with attention dropout applied
+// to the weights when training. Never stores the (B, heads, T, T) weights: memory is linear in
+// T, and the backward recomputes them blockwise. mask undefined or additive (B, T) over keys
+// (no gradient). Its dropout masks differ from dropout()'s, so it is not bitwise the unfused
+// composition when p > 0.
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
+                            float dropout_p, bool training, Generator& gen = default_generator());
+// The same over packed sequences: q, k, v (N, H), sequence s the rows [cu_seqlens[s],
+// cu_seqlens[s + 1]) (cu_seqlens from 0 to N, never decreasing), attending only within itself.
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<size_t>& cu_seqlens,
+                            size_t num_heads, float dropout_p, bool training, Generator& gen = default_generator());
 // Normalises over the last axis, then scales by weight and adds bias (each [C] or undefined).
 // Fused: keeps mean and 1/std for the backward.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-12f);

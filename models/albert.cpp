@@ -12,7 +12,7 @@ AlbertAttention::AlbertAttention(const nn::TransformerOptions& opt) : nn::SelfAt
   layer_norm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(opt.hidden_size, opt.layer_norm_eps));
 }
 
-Tensor AlbertAttention::forward(const Tensor& x, const Tensor& mask) {
+Tensor AlbertAttention::forward(const Tensor& x, const nn::AttentionMask& mask) {
   const Tensor context = nn::SelfAttention::forward(x, mask);
   return layer_norm->forward(add(x, dropout(dense->forward(context), output_dropout, is_training())));
 }
@@ -24,7 +24,7 @@ AlbertLayer::AlbertLayer(const nn::TransformerOptions& opt) : act(opt.activation
   ffn_output = register_module("ffn_output", std::make_shared<nn::Linear>(opt.intermediate_size, opt.hidden_size));
 }
 
-Tensor AlbertLayer::forward(const Tensor& x, const Tensor& mask) {
+Tensor AlbertLayer::forward(const Tensor& x, const nn::AttentionMask& mask) {
   const Tensor a = attention->forward(x, mask);
   // transformers applies no dropout to the feed-forward output here.
   return full_layer_layer_norm->forward(add(ffn_output->forward(nn::activate(ffn->forward(a), act)), a));
@@ -35,7 +35,7 @@ AlbertLayerGroup::AlbertLayerGroup(const nn::TransformerOptions& opt, size_t inn
   for (size_t i = 0; i < inner_group_num; ++i) albert_layers->push_back(std::make_shared<AlbertLayer>(opt));
 }
 
-Tensor AlbertLayerGroup::forward(const Tensor& x, const Tensor& mask) {
+Tensor AlbertLayerGroup::forward(const Tensor& x, const nn::AttentionMask& mask) {
   Tensor h = x;
   for (auto& layer : *albert_layers) h = layer->forward(h, mask);
   return h;
@@ -67,15 +67,18 @@ Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
       }
     return nn::fused_encoder_forward(views, nullptr, h, mask);
   }
-  for (size_t i = 0; i < num_hidden_layers; ++i) {
-    AlbertLayerGroup* group = &(*albert_layer_groups)[i * groups / num_hidden_layers];
-    if (checkpoint_activations && is_training() && grad_enabled())
-      h = checkpoint([group, mask](const std::vector<Tensor>& in) { return group->forward(in[0], mask); }, {h},
-                     group->parameters());
-    else
-      h = group->forward(h, mask);
-  }
-  return h;
+  return nn::forward_without_padding(h, mask, [&](const Tensor& in, const nn::AttentionMask& m) {
+    Tensor x = in;
+    for (size_t i = 0; i < num_hidden_layers; ++i) {
+      AlbertLayerGroup* group = &(*albert_layer_groups)[i * groups / num_hidden_layers];
+      if (checkpoint_activations && is_training() && grad_enabled())
+        x = checkpoint([group, m](const std::vector<Tensor>& v) { return group->forward(v[0], m); }, {x},
+                       group->parameters());
+      else
+        x = group->forward(x, m);
+    }
+    return x;
+  });
 }
 
 AlbertPreTrainedModel::AlbertPreTrainedModel(const AlbertConfig& c, std::string base_prefix)

@@ -63,7 +63,7 @@ struct AlbertConfig {
 class AlbertAttention : public nn::SelfAttention {
  public:
   explicit AlbertAttention(const nn::TransformerOptions& opt);
-  Tensor forward(const Tensor& x, const Tensor& mask);
+  Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
   std::shared_ptr<nn::Linear> dense;
   std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
   float output_dropout;
@@ -73,7 +73,7 @@ class AlbertLayer : public nn::Module {
  public:
   explicit AlbertLayer(const nn::TransformerOptions& opt);
   // full_layer_layer_norm(ffn_output(act(ffn(a))) + a), a = attention(x)
-  Tensor forward(const Tensor& x, const Tensor& mask);
+  Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
   std::shared_ptr<nn::LayerNorm> full_layer_layer_norm;
   std::shared_ptr<AlbertAttention> attention;
   std::shared_ptr<nn::Linear> ffn, ffn_output;
@@ -83,7 +83,7 @@ class AlbertLayer : public nn::Module {
 class AlbertLayerGroup : public nn::Module {
  public:
   AlbertLayerGroup(const nn::TransformerOptions& opt, size_t inner_group_num);
-  Tensor forward(const Tensor& x, const Tensor& mask);
+  Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
   std::shared_ptr<nn::ModuleList<AlbertLayer>> albert_layers;
 };
 

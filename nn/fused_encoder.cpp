@@ -17,11 +17,7 @@
 namespace xg::nn {
 namespace {
 
-bool fused_default() {
-  const char* env = std::getenv("XGRAD_FUSED_INFERENCE");
-  return !(env && std::strcmp(env, "0") == 0);
-}
-bool g_fused = fused_default();
+bool g_fused = env_switch("XGRAD_FUSED_INFERENCE");
 
 // A mask value at or below this gives its key exactly zero weight (exp underflows in fp32).
 constexpr float kIgnoredKey = -1e4f;

@@ -12,6 +12,7 @@
 // and the mask is a padding mask; at padded positions its output rows are zero (real positions
 // agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are
 // sgemm_bf16, as linear() would run them.
+#include "nn/switch.hpp"
 #include "nn/transformer.hpp"
 
 namespace xg::nn {
@@ -19,18 +20,9 @@ namespace xg::nn {
 // On unless XGRAD_FUSED_INFERENCE=0; set_fused_inference overrides (tests compare both paths).
 bool fused_inference_enabled();
 void set_fused_inference(bool on);
-// Sets the switch for a scope, restoring the previous value on exit (bert_infer dump uses the
-// recorded path so that padded positions are computed as transformers computes them).
-class FusedInferenceGuard {
- public:
-  explicit FusedInferenceGuard(bool on) : previous_(fused_inference_enabled()) { set_fused_inference(on); }
-  ~FusedInferenceGuard() { set_fused_inference(previous_); }
-  FusedInferenceGuard(const FusedInferenceGuard&) = delete;
-  FusedInferenceGuard& operator=(const FusedInferenceGuard&) = delete;
-
- private:
-  bool previous_;
-};
+// Sets the switch for a scope (bert_infer dump uses the recorded path so that padded positions
+// are computed as transformers computes them).
+using FusedInferenceGuard = SwitchGuard<fused_inference_enabled, set_fused_inference>;
 
 // Whether `mask` (undefined, or additive (B, T)) only says attend (0) or ignore (<= -1e4), the
 // one kind of mask packing can express.

@@ -36,6 +36,14 @@ Tensor additive_attention_mask(const Tensor& attention_mask) {
   return m;
 }
 
+namespace {
+bool g_flash_attention = env_switch("XGRAD_FLASH_ATTENTION");
+bool g_padding_free = env_switch("XGRAD_PADDING_FREE", false);
+}  // namespace
+
+bool flash_attention_enabled() { return g_flash_attention; }
+void set_flash_attention(bool on) { g_flash_attention = on; }
+
 SelfAttention::SelfAttention(const TransformerOptions& opt)
     : num_heads(opt.num_heads), attention_dropout(opt.attention_dropout) {
   opt.validate();
@@ -45,10 +53,22 @@ SelfAttention::SelfAttention(const TransformerOptions& opt)
   value = register_module("value", std::make_shared<Linear>(H, H));
 }
 
-Tensor SelfAttention::forward(const Tensor& x, const Tensor& mask) {
+Tensor SelfAttention::forward(const Tensor& x, const AttentionMask& attention_mask) {
+  if (attention_mask.packed) {
+    if (x.dim() != 2 || x.size(1) != query->weight.size(1) || x.size(0) != attention_mask.packed->rows.size())
+      throw std::invalid_argument(fmt::format("[SelfAttention] packed input must be ({}, {}), got {}",
+                                              attention_mask.packed->rows.size(), query->weight.size(1),
+                                              shape_str(x.shape())));
+    return multi_head_attention(query->forward(x), key->forward(x), value->forward(x),
+                                attention_mask.packed->cu_seqlens, num_heads, attention_dropout, is_training());
+  }
   if (x.dim() != 3 || x.size(2) != query->weight.size(1))
     throw std::invalid_argument(fmt::format("[SelfAttention] input must be (B, T, {}), got {}",
                                             query->weight.size(1), shape_str(x.shape())));
+  const Tensor& mask = attention_mask.additive;
+  if (flash_attention_enabled())
+    return multi_head_attention(query->forward(x), key->forward(x), value->forward(x), mask, num_heads,
+                                attention_dropout, is_training());
   const long B = long(x.size(0)), T = long(x.size(1)), H = long(x.size(2));
   const long nh = long(num_heads), hd = H / nh;
   // (B, T, H) -> (B, heads, T, head_dim)
@@ -90,7 +110,7 @@ EncoderLayer::EncoderLayer(const TransformerOptions& opt) : pre_layer_norm(opt.p
                            std::make_shared<ProjectResidual>(opt.intermediate_size, opt.hidden_size, opt));
 }
 
-Tensor EncoderLayer::forward(const Tensor& x, const Tensor& mask) {
+Tensor EncoderLayer::forward(const Tensor& x, const AttentionMask& mask) {
   if (pre_layer_norm) {  // x + attn(LN(x)), then x1 + ffn(LN(x1)); the LayerNorms sit before
     const Tensor h = attention->output->layer_norm->forward(x);
     const Tensor x1 = attention->output->forward(attention->self->forward(h, mask), x);
@@ -112,17 +132,72 @@ Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
 
 Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
   if (use_fused_inference(*this, mask)) return fused_encoder_forward(*this, x, mask);
-  Tensor h = x;
-  for (auto& l : *layer) {
-    if (checkpoint_activations && is_training() && grad_enabled()) {
-      EncoderLayer* lp = l.get();
-      h = checkpoint([lp, mask](const std::vector<Tensor>& in) { return lp->forward(in[0], mask); }, {h},
-                     lp->parameters());
-    } else {
-      h = l->forward(h, mask);
+  return forward_without_padding(x, mask, [this](const Tensor& in, const AttentionMask& m) {
+    Tensor h = in;
+    for (auto& l : *layer) {
+      if (checkpoint_activations && is_training() && grad_enabled()) {
+        EncoderLayer* lp = l.get();
+        h = checkpoint([lp, m](const std::vector<Tensor>& v) { return lp->forward(v[0], m); }, {h}, lp->parameters());
+      } else {
+        h = l->forward(h, m);
+      }
     }
+    return final_layer_norm ? final_layer_norm->forward(h) : h;
+  });
+}
+
+PackedBatch PackedBatch::from_mask(const Tensor& mask_in) {
+  const Tensor mask = mask_in.contiguous();
+  if (mask.dim() != 2)
+    throw std::invalid_argument(fmt::format("[PackedBatch] mask must be (B, T), got {}", shape_str(mask.shape())));
+  PackedBatch p;
+  p.batch = mask.size(0);
+  p.seq_len = mask.size(1);
+  p.cu_seqlens.push_back(0);
+  for (size_t b = 0; b < p.batch; ++b) {
+    for (size_t t = 0; t < p.seq_len; ++t)
+      if (mask.data()[b * p.seq_len + t] == 0.f) p.rows.push_back(int64_t(b * p.seq_len + t));
+    p.cu_seqlens.push_back(p.rows.size());
   }
-  return final_layer_norm ? final_layer_norm->forward(h) : h;
+  return p;
+}
+
+Tensor PackedBatch::pack(const Tensor& x) const {
+  if (x.dim() != 3 || x.size(0) != batch || x.size(1) != seq_len)
+    throw std::invalid_argument(fmt::format("[PackedBatch::pack] expected ({}, {}, H), got {}", batch, seq_len,
+                                            shape_str(x.shape())));
+  return index_select(reshape(x, {long(batch * seq_len), long(x.size(2))}), 0, rows);
+}
+
+Tensor PackedBatch::unpack(const Tensor& h) const {
+  if (h.dim() != 2 || h.size(0) != rows.size())
+    throw std::invalid_argument(fmt::format("[PackedBatch::unpack] expected ({}, H), got {}", rows.size(),
+                                            shape_str(h.shape())));
+  // Padded positions read an appended zero row (its gradient goes nowhere).
+  const size_t N = rows.size(), H = h.size(1);
+  std::vector<int64_t> source(batch * seq_len, int64_t(N));
+  for (size_t r = 0; r < N; ++r) source[size_t(rows[r])] = int64_t(r);
+  const Tensor with_zero = concat({h, Tensor::zeros({1, H})}, 0);
+  return reshape(index_select(with_zero, 0, source), {long(batch), long(seq_len), long(H)});
+}
+
+bool padding_free_enabled() { return g_padding_free; }
+void set_padding_free(bool on) { g_padding_free = on; }
+
+bool use_packed_rows(const Tensor& mask) {
+  if (!mask.defined() || !padding_free_enabled() || !flash_attention_enabled() || !is_padding_mask(mask)) return false;
+  const Tensor m = mask.contiguous();
+  for (size_t i = 0; i < m.numel(); ++i)
+    if (m.data()[i] != 0.f) return true;
+  return false;  // nothing to drop
+}
+
+Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
+                               const std::function<Tensor(const Tensor&, const AttentionMask&)>& layers) {
+  if (!use_packed_rows(mask)) return layers(x, AttentionMask(mask));
+  AttentionMask packed;
+  packed.packed = std::make_shared<const PackedBatch>(PackedBatch::from_mask(mask));
+  return packed.packed->unpack(layers(packed.packed->pack(x), packed));
 }
 
 }  // namespace xg::nn

@@ -3,7 +3,12 @@
 // Face's BERT so parameter names match its checkpoints:
 //   layer.N.attention.self.{query,key,value}, layer.N.attention.output.{dense,LayerNorm},
 //   layer.N.intermediate.dense, layer.N.output.{dense,LayerNorm}
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include "nn/layers.hpp"
+#include "nn/switch.hpp"
 
 namespace xg::nn {
 
@@ -24,12 +29,60 @@ struct TransformerOptions {
 // lowest float where padded (as Hugging Face does), so padded keys get exactly zero weight.
 Tensor additive_attention_mask(const Tensor& attention_mask);
 
+// Attention is one multi_head_attention op (memory linear in T, training included) unless
+// XGRAD_FLASH_ATTENTION=0 or set_flash_attention(false): then it records the unfused composition
+// (matmul, attention_softmax, dropout, matmul), which keeps (B, heads, T, T) weights per layer.
+bool flash_attention_enabled();
+void set_flash_attention(bool on);
+using FlashAttentionGuard = SwitchGuard<flash_attention_enabled, set_flash_attention>;
+
+// The real tokens of a padded batch, for running the encoder without its padding: packed row r
+// is position rows[r] of the B * T positions, sequence b the packed rows [cu_seqlens[b],
+// cu_seqlens[b + 1]). pack and unpack are recorded (gradients flow through both).
+struct PackedBatch {
+  size_t batch = 0, seq_len = 0;
+  std::vector<int64_t> rows;
+  std::vector<size_t> cu_seqlens;
+  // From an additive (B, T) padding mask (see is_padding_mask): attended positions are the 0s.
+  static PackedBatch from_mask(const Tensor& mask);
+  Tensor pack(const Tensor& x) const;    // (B, T, H) -> (N, H)
+  Tensor unpack(const Tensor& h) const;  // (N, H) -> (B, T, H), zero at padded positions
+};
+
+// What attention may look at: an additive (B, T) key mask (undefined: everything) over padded
+// (B, T, H) rows, or, when `packed` is set, packed (N, H) rows that attend within their sequence.
+// Layers pass it through to SelfAttention untouched; a Tensor converts to it.
+struct AttentionMask {
+  Tensor additive;
+  std::shared_ptr<const PackedBatch> packed;
+  AttentionMask(const Tensor& mask = Tensor()) : additive(mask) {}  // NOLINT: implicit on purpose
+};
+
+// Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,
+// set_padding_free(true) or a PaddingFreeGuard (the Trainer's --padding-free). Off by default
+// because rows at padded positions are then zero, not what transformers computes there: a loss
+// that reads every position (question answering's start and end logits) sees the head's bias
+// there instead.
+bool padding_free_enabled();
+void set_padding_free(bool on);
+using PaddingFreeGuard = SwitchGuard<padding_free_enabled, set_padding_free>;
+
+// Whether an encoder should drop a batch's padding before its layers: padding-free and the
+// attention switch on, a padding mask (0 / <= -1e4) with at least one padded position.
+bool use_packed_rows(const Tensor& mask);
+// Runs `layers` on x's real rows only when use_packed_rows(mask), else on x as it is; the result
+// is zero at padded positions in the first case. Encoders (BERT's, ALBERT's) wrap their layer loop
+// in it.
+Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
+                               const std::function<Tensor(const Tensor&, const AttentionMask&)>& layers);
+
 // Scaled dot-product self-attention over num_heads heads: the "self" module of BERT.
 class SelfAttention : public Module {
  public:
   explicit SelfAttention(const TransformerOptions& opt);
-  // x (B, T, H); mask undefined or additive (B, T). Returns the context (B, T, H).
-  Tensor forward(const Tensor& x, const Tensor& mask);
+  // x (B, T, H) with mask.additive undefined or (B, T); or x (N, H) with mask.packed. Returns the
+  // context, shaped as x.
+  Tensor forward(const Tensor& x, const AttentionMask& mask);
   std::shared_ptr<Linear> query, key, value;
   size_t num_heads;
   float attention_dropout;
@@ -65,8 +118,8 @@ class Intermediate : public UnaryModule {
 class EncoderLayer : public Module {
  public:
   explicit EncoderLayer(const TransformerOptions& opt);
-  // x (B, T, H), mask undefined or additive (B, T).
-  Tensor forward(const Tensor& x, const Tensor& mask);
+  // x (B, T, H) or packed (N, H); see AttentionMask.
+  Tensor forward(const Tensor& x, const AttentionMask& mask);
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Intermediate> intermediate;
   std::shared_ptr<ProjectResidual> output;
@@ -79,9 +132,10 @@ class Encoder : public Module {
  public:
   Encoder(const TransformerOptions& opt, size_t num_layers);
   // x (B, T, H), mask undefined or additive (B, T). For inference (gradients off, eval mode) under
-  // a padding mask it runs nn/fused_encoder.hpp's packed path, whose rows at padded positions are
-  // zero (no head reads them; transformers computes values there, which the recorded path gives
-  // with nn::FusedInferenceGuard(false)).
+  // a padding mask it runs nn/fused_encoder.hpp's packed path, and with padding_free_enabled()
+  // training runs on the real tokens only too (forward_without_padding); either way rows at padded
+  // positions are zero (transformers computes values there, which the default training path and
+  // nn::FusedInferenceGuard(false) give).
   Tensor forward(const Tensor& x, const Tensor& mask);
   std::shared_ptr<ModuleList<EncoderLayer>> layer;
   std::shared_ptr<LayerNorm> final_layer_norm;  // pre-LN only

@@ -25,15 +25,8 @@ std::vector<float> normal_vec(size_t n, Generator& g, float std = 1.f) {
   return v;
 }
 
-// Restores the fused switch however a test leaves.
-struct FusedSwitch {
-  explicit FusedSwitch(bool on) : previous(nn::fused_inference_enabled()) { nn::set_fused_inference(on); }
-  ~FusedSwitch() { nn::set_fused_inference(previous); }
-  bool previous;
-};
-
 Tensor run_encoder(nn::Encoder& enc, const Tensor& x, const Tensor& mask, bool fused) {
-  FusedSwitch sw(fused);
+  nn::FusedInferenceGuard sw(fused);
   NoGradGuard no_grad;
   return enc.forward(x, mask).contiguous();
 }
@@ -155,7 +148,7 @@ TEST_CASE("Encoder::forward takes the fused path only for inference under a padd
   const Tensor x = Tensor::from_vector(normal_vec(2 * 5 * 32, g), {2, 5, 32});
   const Tensor pad = nn::additive_attention_mask(Tensor::from_vector({1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {2, 5}));
   auto padded_row = [&](const Tensor& out) { return out.contiguous().data()[(5 + 4) * 32]; };
-  FusedSwitch on(true);
+  nn::FusedInferenceGuard on(true);
   enc.eval();
   {
     NoGradGuard no_grad;
@@ -194,7 +187,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   in.input_ids = Tensor::from_ints(ids, {B, T});
   in.attention_mask = Tensor::from_vector(mask01, {B, T});
   auto hidden = [&](bool fused) {
-    FusedSwitch sw(fused);
+    nn::FusedInferenceGuard sw(fused);
     NoGradGuard no_grad;
     return model.forward(in).last_hidden_state.contiguous();
   };

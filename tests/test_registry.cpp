@@ -138,7 +138,7 @@ TEST_CASE("registry: unknown model_type or architecture errors list the register
   nlohmann::json not_list = config_for("BertModel");
   not_list["architectures"] = "BertModel";
   CHECK_THROWS_WITH(build_model(not_list, "c.json"), Contains("\"architectures\" must be a list"));
-  CHECK_THROWS_WITH(register_family({"bert", {}}), Contains("'bert' is already registered"));
+  CHECK_THROWS_WITH(register_family({"bert", {}, {}, {}}), Contains("'bert' is already registered"));
   CHECK_THROWS_WITH(register_architecture("gpt9", architecture_entry<BertModel, BertConfig>()), Contains("'gpt9'"));
   CHECK_THROWS_WITH(register_architecture("bert", architecture_entry<BertModel, BertConfig>()),
                     Contains("'BertModel' is already registered"));

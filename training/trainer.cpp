@@ -14,6 +14,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
+#include "nn/transformer.hpp"
 #include "optim/optim.hpp"
 #include "training/checkpoints.hpp"
 #include "training/data_parallel.hpp"
@@ -70,6 +71,9 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--precision", &O::precision, "fp32, or bf16: the linear layers' GEMMs (forward and both backward) on "
                                          "bf16-rounded operands with fp32 sums; weights, gradients, optimizer state, "
                                          "attention, softmax, LayerNorm and losses stay fp32", kRestore)
+      .add("--padding-free", &O::padding_free, "run the encoder layers on each batch's real tokens only (packed, no "
+                                               "padding; rows at padded positions are zero, not what transformers "
+                                               "computes there)", kRestore)
       .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
                              "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
                              "directory)")
@@ -309,6 +313,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + rank_step - 1) / rank_step));
   }
   MatmulPrecisionGuard precision(training_precision(opt));  // for training and evaluation alike
+  nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
   nn::Module& model = task->model();
   model.train();
   // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.

@@ -47,6 +47,7 @@ struct TrainerOptions {
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
   std::string precision = "fp32";  // fp32, or bf16: linear layers' GEMMs in bf16 (autograd/precision.hpp)
+  bool padding_free = false;  // encoder layers on real tokens only (nn::PaddingFreeGuard)
   // run control (each run's own values)
   std::string out;           // empty: the resumed run's directory, or default_out for a new run
   bool overwrite = false;   // a new run may replace the files of an earlier run in --out

@@ -42,7 +42,8 @@ void score_tile(const float* q, size_t hdp, const float* kt, size_t hd, float* s
     for (auto& a : row) a = fbatch(0.f);
   for (size_t d = 0; d < hd; ++d) {
     const float* k = kt + d * kKeyBlock;
-    const fbatch k0 = load(k), k1 = load(k + W), k2 = load(k + 2 * W), k3 = load(k + 3 * W);
+    fbatch k0 = load(k), k1 = load(k + W), k2 = load(k + 2 * W), k3 = load(k + 3 * W);
+    keep_in_register(k0, k1, k2, k3);
     for (size_t r = 0; r < kRows; ++r) {
       const fbatch qv(q[r * hdp + d]);
       acc[r][0] = xsimd::fma(qv, k0, acc[r][0]);
@@ -63,7 +64,10 @@ void value_tile(const float* p, const float* v, size_t hdp, size_t nk, size_t c0
     for (size_t c = 0; c < NC; ++c) acc[r][c] = load(o + r * hdp + (c0 + c) * W);
   for (size_t j = 0; j < nk; ++j) {
     fbatch vv[NC];
-    for (size_t c = 0; c < NC; ++c) vv[c] = load(v + j * hdp + (c0 + c) * W);
+    for (size_t c = 0; c < NC; ++c) {
+      vv[c] = load(v + j * hdp + (c0 + c) * W);
+      keep_in_register(vv[c]);
+    }
     for (size_t r = 0; r < kRows; ++r) {
       const fbatch pv(p[r * kKeyBlock + j]);
       for (size_t c = 0; c < NC; ++c) acc[r][c] = xsimd::fma(pv, vv[c], acc[r][c]);

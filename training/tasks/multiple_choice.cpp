@@ -46,7 +46,13 @@ ChoiceSet read_choices(const std::string& path, const MultipleChoiceOptions& c, 
     throw std::invalid_argument(fmt::format("[multiple_choice] --choice-columns '{}': name at least two choices", c.choice_columns));
   // The reader once per choice: the context as text, the choice as text_b, the same label column.
   std::vector<std::vector<text::TextExample>> per_choice;
-  for (const auto& spec : specs) per_choice.push_back(text::read_text_examples(path, {c.choice_label_column, c.context_column, spec}));
+  for (const auto& spec : specs) {
+    text::TextColumns columns;
+    columns.label = c.choice_label_column;
+    columns.text = c.context_column;
+    columns.text_b = spec;
+    per_choice.push_back(text::read_text_examples(path, columns));
+  }
   ChoiceSet set;
   const size_t n = per_choice[0].size();
   text::EncodeOptions eo;

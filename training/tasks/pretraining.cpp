@@ -11,6 +11,7 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
+#include "nn/transformer.hpp"
 #include "models/checkpoint.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
@@ -241,7 +242,7 @@ struct ModelShape {
 
 // Bytes a training step needs, roughly: weights, gradients and two Adam moments; per layer and
 // sequence the activations kept for backward (hidden-sized tensors, the feed-forward's, and the
-// attention's scores and probabilities; one layer's with --checkpoint-activations, plus each
+// attention's scores and probabilities when it runs unfused; one layer's with --checkpoint-activations, plus each
 // layer's input); the MLM logits. In double: absurd sizes must not wrap. It over-estimates the
 // measured peaks (README: BERT-Base 8 x 128 and 8 x 512) by 20 to 35%.
 struct MemoryEstimate {
@@ -252,7 +253,9 @@ MemoryEstimate training_memory(const ModelShape& c, size_t batch, size_t seq_len
                                bool checkpoint_activations) {
   const double h = c.hidden, t = double(seq_len);
   const double params = (c.vocab + c.positions + c.types) * h + c.layers * (4 * h * h + 2 * h * c.intermediate) + c.vocab + h * h;
-  const double per_layer = t * h * 20 + t * c.intermediate * 3 + c.heads * t * t * 3;
+  // multi_head_attention keeps one log-sum-exp per query and head, the unfused one (T, T) weights
+  const double attention = nn::flash_attention_enabled() ? c.heads * t : c.heads * t * t * 3;
+  const double per_layer = t * h * 20 + t * c.intermediate * 3 + attention;
   const double per_sequence = (checkpoint_activations ? per_layer + c.layers * t * h : c.layers * per_layer) +
                               double(max_predictions) * c.vocab * 3;
   return {params * 4 * 4, double(batch) * per_sequence * 4};

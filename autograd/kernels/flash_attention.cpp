@@ -1,0 +1,337 @@
+// Blocked attention forward and backward (see flash_attention.hpp). A task is one sequence and
+// one head: it copies that head's queries (pre-scaled), keys, values (and in the backward the
+// output gradient) into zero-padded scratch once, both row-major and transposed as the block
+// products need them, then walks blocks of kBlock queries x kBlock keys. Every product is the
+// same register-tiled kernel, C += A B with B's rows contiguous.
+#include "autograd/kernels/flash_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/parallel.hpp"
+#include "autograd/xt.hpp"
+
+namespace xg::attn {
+namespace {
+
+constexpr size_t W = kSimdWidth;
+constexpr size_t kRows = 4;     // rows per register tile
+constexpr size_t kBlock = 64;   // queries and keys per block
+static_assert(kBlock % W == 0 && kBlock % kRows == 0);
+
+inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
+inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+// c[kRows x NC*W] += a[kRows x kdim] b[kdim x NC*W]; with TransA, a is stored transposed
+// (element (r, kk) at a[kk * lda + r]), which the broadcasts read as cheaply.
+template <size_t NC, bool TransA>
+void mm_tile(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t kdim) {
+  fbatch acc[kRows][NC];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t j = 0; j < NC; ++j) acc[r][j] = load(c + r * ldc + j * W);
+  for (size_t kk = 0; kk < kdim; ++kk) {
+    fbatch bv[NC];
+    for (size_t j = 0; j < NC; ++j) {
+      bv[j] = load(b + kk * ldb + j * W);
+      keep_in_register(bv[j]);
+    }
+    for (size_t r = 0; r < kRows; ++r) {
+      const fbatch av(TransA ? a[kk * lda + r] : a[r * lda + kk]);
+      for (size_t j = 0; j < NC; ++j) acc[r][j] = xsimd::fma(av, bv[j], acc[r][j]);
+    }
+  }
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t j = 0; j < NC; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+}
+
+// c[m x n] += a[m x kdim] b[kdim x n] (a transposed with TransA); m a multiple of kRows, n of W.
+template <bool TransA = false>
+void mm_acc(size_t m, size_t n, size_t kdim, const float* a, size_t lda, const float* b, size_t ldb, float* c,
+            size_t ldc) {
+  const size_t vecs = n / W;
+  for (size_t r = 0; r < m; r += kRows) {
+    const float* ar = TransA ? a + r : a + r * lda;
+    float* cr = c + r * ldc;
+    size_t v = 0;
+    for (; v + 4 <= vecs; v += 4) mm_tile<4, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim);
+    switch (vecs - v) {
+      case 3: mm_tile<3, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      case 2: mm_tile<2, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      case 1: mm_tile<1, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      default: break;
+    }
+  }
+}
+
+// lowbias32 (Chris Wellons' integer hash): a full-avalanche 32-bit mix.
+inline uint32_t mix32(uint32_t x) {
+  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+  return x;
+}
+
+// Per-row dropout: mult[j] = 1/(1-p) where key j is kept, else 0, for keys [k0, k0 + kBlock).
+struct RowDropout {
+  uint32_t threshold = 0;
+  float keep_scale = 1.f;
+  uint64_t seed = 0;
+  RowDropout(float p, uint64_t s) : seed(s) {
+    threshold = uint32_t(std::min(double(p) * 4294967296.0, 4294967295.0));
+    keep_scale = p >= 1.f ? 0.f : 1.f / (1.f - p);
+  }
+  uint32_t row_key(size_t seq, size_t head, size_t i) const {
+    const uint32_t lo = uint32_t(seed), hi = uint32_t(seed >> 32);
+    return mix32(lo ^ mix32(hi + uint32_t(seq) * 0x9E3779B9U + uint32_t(head) * 0x85EBCA6BU) ^
+                 mix32(uint32_t(i) * 0xC2B2AE35U + 0x27D4EB2FU));
+  }
+  static uint32_t key_hash(uint32_t row, size_t j) { return mix32(row + uint32_t(j) * 0x165667B1U); }
+  void fill(uint32_t row, size_t k0, float* mult) const {
+    for (size_t j = 0; j < kBlock; ++j) mult[j] = key_hash(row, k0 + j) >= threshold ? keep_scale : 0.f;
+  }
+};
+
+// A task's copies of one head of one sequence, zero-padded to whole blocks (rows) and whole
+// SIMD vectors (head_dim). Reused across tasks on a thread.
+struct Scratch {
+  std::vector<float> qs, kt, vb, kb, vt, dob, dq, mask, lse, delta, s, dp, tr, o, dk, dv, mult, m, l;
+  static void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.f); }
+};
+
+// One task's sequence: its rows and sizes.
+struct Geometry {
+  size_t row0, T, Tp, ldt, hd, hdp, ld;
+  // ldt, the row stride of transposed copies, is one vector more than Tp: a power-of-two stride
+  // would map a block's rows onto a few cache sets and evict them from L1 (measured: 30% slower).
+  Geometry(const AttentionProblem& p, size_t seq)
+      : row0(p.first_row(seq)), T(p.length(seq)), Tp(round_up(std::max<size_t>(T, 1), kBlock)), ldt(Tp + W),
+        hd(p.head_dim), hdp(round_up(p.head_dim, W)), ld(p.width()) {}
+  // Copies head h of the sequence from x (row stride ld) into dst (Tp x hdp), times scale.
+  void rows(const float* x, size_t h, float scale, float* dst) const {
+    for (size_t i = 0; i < T; ++i) {
+      const float* src = x + (row0 + i) * ld + h * hd;
+      for (size_t d = 0; d < hd; ++d) dst[i * hdp + d] = src[d] * scale;
+    }
+  }
+  // The same head transposed into dst (hd x Tp, row stride ldt).
+  void columns(const float* x, size_t h, float* dst) const {
+    for (size_t i = 0; i < T; ++i) {
+      const float* src = x + (row0 + i) * ld + h * hd;
+      for (size_t d = 0; d < hd; ++d) dst[d * ldt + i] = src[d];
+    }
+  }
+  // Keys past the sequence get -inf, so their weight is exactly 0.
+  void key_mask(const AttentionProblem& p, size_t b, float* dst) const {
+    for (size_t j = 0; j < Tp; ++j)
+      dst[j] = j >= T ? -std::numeric_limits<float>::infinity() : (p.key_mask ? p.key_mask[b * T + j] : 0.f);
+  }
+  float* at(float* x, size_t i, size_t h) const { return x + (row0 + i) * ld + h * hd; }
+  const float* at(const float* x, size_t i, size_t h) const { return x + (row0 + i) * ld + h * hd; }
+};
+
+void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
+                  const float* v, float* out, float* lse, Scratch& sc) {
+  const Geometry g(p, b);
+  const size_t T = g.T, Tp = g.Tp, hdp = g.hdp;
+  Scratch::zero(sc.qs, Tp * hdp);
+  Scratch::zero(sc.kt, g.hd * g.ldt);
+  Scratch::zero(sc.vb, Tp * hdp);
+  sc.mask.resize(Tp);
+  sc.s.resize(kBlock * kBlock);
+  sc.o.resize(kBlock * hdp);
+  sc.m.resize(kBlock);
+  sc.l.resize(kBlock);
+  sc.mult.resize(kBlock);
+  g.rows(q, h, p.scale, sc.qs.data());
+  g.columns(k, h, sc.kt.data());
+  g.rows(v, h, 1.f, sc.vb.data());
+  g.key_mask(p, b, sc.mask.data());
+  const RowDropout drop(p.dropout_p, p.dropout_seed);
+  const bool dropout = p.dropout_p > 0.f;
+
+  for (size_t q0 = 0; q0 < T; q0 += kBlock) {
+    const size_t nq = std::min(kBlock, T - q0), mrows = round_up(nq, kRows);
+    std::fill(sc.o.begin(), sc.o.end(), 0.f);
+    std::fill(sc.m.begin(), sc.m.end(), -std::numeric_limits<float>::infinity());
+    std::fill(sc.l.begin(), sc.l.end(), 0.f);
+    for (size_t k0 = 0; k0 < T; k0 += kBlock) {
+      float* s = sc.s.data();
+      std::fill(s, s + mrows * kBlock, 0.f);
+      mm_acc(mrows, kBlock, g.hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
+      for (size_t i = 0; i < mrows; ++i) {
+        float* row = s + i * kBlock;
+        fbatch vmax(-std::numeric_limits<float>::infinity());
+        for (size_t j = 0; j < kBlock; j += W) {
+          const fbatch x = load(row + j) + load(sc.mask.data() + k0 + j);
+          x.store_unaligned(row + j);
+          vmax = xsimd::max(vmax, x);
+        }
+        const float mx = std::max(hmax(vmax), sc.m[i]);
+        if (mx == -std::numeric_limits<float>::infinity()) {  // every key so far masked out: no weight
+          std::fill(row, row + kBlock, 0.f);
+          continue;
+        }
+        const float correction = std::exp(sc.m[i] - mx);  // 0 on the first block
+        const fbatch vmx(mx);
+        fbatch vsum(0.f);
+        for (size_t j = 0; j < kBlock; j += W) {
+          const fbatch e = xsimd::exp(load(row + j) - vmx);
+          e.store_unaligned(row + j);
+          vsum += e;
+        }
+        sc.l[i] = sc.l[i] * correction + hsum(vsum);
+        sc.m[i] = mx;
+        if (correction != 1.f) {
+          const fbatch vc(correction);
+          float* o = sc.o.data() + i * hdp;
+          for (size_t d = 0; d < hdp; d += W) (load(o + d) * vc).store_unaligned(o + d);
+        }
+        if (dropout && i < nq) {  // the normaliser l counts every weight; the output only the kept ones
+          drop.fill(drop.row_key(b, h, q0 + i), k0, sc.mult.data());
+          for (size_t j = 0; j < kBlock; j += W) (load(row + j) * load(sc.mult.data() + j)).store_unaligned(row + j);
+        }
+      }
+      mm_acc(mrows, hdp, kBlock, s, kBlock, sc.vb.data() + k0 * hdp, hdp, sc.o.data(), hdp);
+    }
+    for (size_t i = 0; i < nq; ++i) {
+      const float l = sc.l[i];
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const float* o = sc.o.data() + i * hdp;
+      float* dst = g.at(out, q0 + i, h);
+      for (size_t d = 0; d < g.hd; ++d) dst[d] = o[d] * inv;
+      lse[(g.row0 + q0 + i) * p.num_heads + h] =
+          l > 0.f ? sc.m[i] + std::log(l) : std::numeric_limits<float>::infinity();
+    }
+  }
+}
+
+void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
+                   const float* v, const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                   float* dv, Scratch& sc) {
+  const Geometry g(p, b);
+  const size_t T = g.T, Tp = g.Tp, hd = g.hd, hdp = g.hdp;
+  Scratch::zero(sc.qs, Tp * hdp);
+  Scratch::zero(sc.kb, Tp * hdp);
+  Scratch::zero(sc.kt, hd * g.ldt);
+  Scratch::zero(sc.vt, hd * g.ldt);
+  Scratch::zero(sc.dob, Tp * hdp);
+  Scratch::zero(sc.dq, Tp * hdp);
+  sc.mask.resize(Tp);
+  sc.lse.resize(Tp);
+  sc.delta.resize(Tp);
+  sc.s.resize(kBlock * kBlock);
+  sc.dp.resize(kBlock * kBlock);
+  sc.tr.resize(kBlock * kBlock);
+  sc.dk.resize(kBlock * hdp);
+  sc.dv.resize(kBlock * hdp);
+  sc.mult.resize(kBlock * kBlock);
+  g.rows(q, h, p.scale, sc.qs.data());
+  g.rows(k, h, 1.f, sc.kb.data());
+  g.columns(k, h, sc.kt.data());
+  g.columns(v, h, sc.vt.data());
+  g.rows(dout, h, 1.f, sc.dob.data());
+  g.key_mask(p, b, sc.mask.data());
+  for (size_t i = 0; i < Tp; ++i) {
+    if (i >= T) {  // padding rows: probability 0, no gradient
+      sc.lse[i] = std::numeric_limits<float>::infinity();
+      sc.delta[i] = 0.f;
+      continue;
+    }
+    sc.lse[i] = lse[(g.row0 + i) * p.num_heads + h];
+    const float* o = g.at(out, i, h);
+    float acc = 0.f;  // D_i = dO_i . O_i: the softmax backward's row term
+    for (size_t d = 0; d < hd; ++d) acc += sc.dob[i * hdp + d] * o[d];
+    sc.delta[i] = acc;
+  }
+  const RowDropout drop(p.dropout_p, p.dropout_seed);
+  const bool dropout = p.dropout_p > 0.f;
+
+  for (size_t k0 = 0; k0 < T; k0 += kBlock) {
+    const size_t nk = std::min(kBlock, T - k0);
+    std::fill(sc.dk.begin(), sc.dk.end(), 0.f);
+    std::fill(sc.dv.begin(), sc.dv.end(), 0.f);
+    for (size_t q0 = 0; q0 < T; q0 += kBlock) {
+      const size_t mrows = round_up(std::min(kBlock, T - q0), kRows);
+      float* s = sc.s.data();
+      float* dp = sc.dp.data();
+      // P = exp(scale q.k + mask - lse): the forward's probabilities, recomputed.
+      std::fill(s, s + mrows * kBlock, 0.f);
+      mm_acc(mrows, kBlock, hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
+      for (size_t i = 0; i < mrows; ++i) {
+        float* row = s + i * kBlock;
+        const fbatch vl(sc.lse[q0 + i]);
+        for (size_t j = 0; j < kBlock; j += W)
+          xsimd::exp(load(row + j) + load(sc.mask.data() + k0 + j) - vl).store_unaligned(row + j);
+      }
+      // dV += (P * dropout)^T dO
+      const float* pd = s;
+      if (dropout) {
+        float* dropped = sc.tr.data();
+        for (size_t i = 0; i < mrows; ++i) {
+          float* mult = sc.mult.data() + i * kBlock;
+          if (q0 + i < T) drop.fill(drop.row_key(b, h, q0 + i), k0, mult);
+          else std::fill(mult, mult + kBlock, 0.f);
+          for (size_t j = 0; j < kBlock; j += W)
+            (load(s + i * kBlock + j) * load(mult + j)).store_unaligned(dropped + i * kBlock + j);
+        }
+        pd = dropped;
+      }
+      mm_acc<true>(kBlock, hdp, mrows, pd, kBlock, sc.dob.data() + q0 * hdp, hdp, sc.dv.data(), hdp);
+      // dP = dO V^T; dS = P * (dP * dropout - D)
+      std::fill(dp, dp + mrows * kBlock, 0.f);
+      mm_acc(mrows, kBlock, hd, sc.dob.data() + q0 * hdp, hdp, sc.vt.data() + k0, g.ldt, dp, kBlock);
+      for (size_t i = 0; i < mrows; ++i) {
+        float* row = s + i * kBlock;
+        const float* dpr = dp + i * kBlock;
+        const fbatch vd(sc.delta[q0 + i]);
+        for (size_t j = 0; j < kBlock; j += W) {
+          fbatch d = load(dpr + j);
+          if (dropout) d *= load(sc.mult.data() + i * kBlock + j);
+          (load(row + j) * (d - vd)).store_unaligned(row + j);
+        }
+      }
+      // dQs += dS K; dK += dS^T Qs (Qs is pre-scaled, so dK needs no further scale).
+      mm_acc(mrows, hdp, kBlock, s, kBlock, sc.kb.data() + k0 * hdp, hdp, sc.dq.data() + q0 * hdp, hdp);
+      mm_acc<true>(kBlock, hdp, mrows, s, kBlock, sc.qs.data() + q0 * hdp, hdp, sc.dk.data(), hdp);
+    }
+    for (size_t j = 0; j < nk; ++j) {
+      float* dkr = g.at(dk, k0 + j, h);
+      float* dvr = g.at(dv, k0 + j, h);
+      for (size_t d = 0; d < hd; ++d) {
+        dkr[d] = sc.dk[j * hdp + d];
+        dvr[d] = sc.dv[j * hdp + d];
+      }
+    }
+  }
+  for (size_t i = 0; i < T; ++i) {
+    float* dqr = g.at(dq, i, h);
+    for (size_t d = 0; d < hd; ++d) dqr[d] = sc.dq[i * hdp + d] * p.scale;
+  }
+}
+
+}  // namespace
+
+bool dropout_keeps(uint64_t seed, float p, size_t seq, size_t head, size_t i, size_t j) {
+  if (!(p > 0.f)) return true;
+  const RowDropout drop(p, seed);
+  return RowDropout::key_hash(drop.row_key(seq, head, i), j) >= drop.threshold;
+}
+
+void attention_forward(const AttentionProblem& p, const float* q, const float* k, const float* v, float* out,
+                       float* lse) {
+  parallel_for(p.batch * p.num_heads, [&](size_t t) {
+    thread_local Scratch scratch;
+    if (p.length(t / p.num_heads) > 0) forward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, lse, scratch);
+  });
+}
+
+void attention_backward(const AttentionProblem& p, const float* q, const float* k, const float* v,
+                        const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+  parallel_for(p.batch * p.num_heads, [&](size_t t) {
+    thread_local Scratch scratch;
+    if (p.length(t / p.num_heads) > 0)
+      backward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, lse, dout, dq, dk, dv, scratch);
+  });
+}
+
+}  // namespace xg::attn
