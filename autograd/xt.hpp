@@ -28,7 +28,7 @@ inline float hmax(const fbatch& v) {
 template <class Batch>
 inline void keep_in_register(Batch& v) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  asm("" : "+x"(v.data));
+  asm("" : "+v"(v.data));  // "v": any of the 32 AVX-512 registers (16 without it)
 #endif
 }
 template <class... Batches>

@@ -71,9 +71,10 @@ TEST_CASE("flash attention: forward and backward equal the unfused composition",
       {2, 1, 2, 8, {1, 1}},          // one token
       {3, 64, 4, 16, {64, 30, 1}},   // exactly one block
       {2, 65, 2, 20, {65, 64}},      // a block and one key; head dim not a SIMD multiple
-      {1, 130, 12, 64, {}},          // BERT-base heads, three partial blocks, no mask
+      {1, 130, 12, 64, {}},          // BERT-base heads, three blocks (the last of 2), no mask
       {2, 200, 2, 32, {200, 77}},    // MiniLM's head dim
       {1, 9, 3, 24, {5}},
+      {3, 70, 2, 16, {0, 70, 33}},   // every key masked (lowest()): uniform weights, as unfused
   };
   for (const Case& c : cases) {
     CAPTURE(c.B, c.T, c.heads, c.hd);
@@ -150,6 +151,42 @@ TEST_CASE("flash attention: dropout drops each weight with probability p and sca
   CHECK(max_abs_diff(multi_head_attention(q, k, v, mask, heads, p, true, other), out) > 1e-3);
   CHECK(max_abs_diff(multi_head_attention(q, k, v, mask, heads, p, false),
                      unfused_attention(q, k, v, mask, heads)) < 2e-6 * std::max(1.0, max_abs(out)));
+}
+
+TEST_CASE("flash attention: -inf masks and dropout of every weight", "[flash]") {
+  const size_t B = 2, T = 40, heads = 2, H = 16;
+  const Tensor q = randn({B, T, H}, 71), k = randn({B, T, H}, 72), v = randn({B, T, H}, 73), w = randn({B, T, H}, 74);
+  // -inf instead of lowest(): the same weights where a sequence has a key left
+  std::vector<float> m(B * T, 0.f);
+  for (size_t t = 25; t < T; ++t) m[t] = -INFINITY;
+  for (size_t t = 0; t < T; ++t) m[T + t] = -INFINITY;  // sequence 1: no key at all
+  const Tensor inf_mask = Tensor::from_vector(m, {B, T});
+  const Grads f = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return multi_head_attention(a, b, c, inf_mask, heads, 0.f, true);
+  });
+  const Grads u = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    return unfused_attention(a, b, c, padding_mask({25, 0}, T), heads);
+  });
+  auto first = [&](const Tensor& t) { return slice(t, 0, 0, 1); };
+  auto second = [&](const Tensor& t) { return slice(t, 0, 1, 2); };
+  CHECK(max_abs_diff(first(f.out), first(u.out)) <= 2e-6 * max_abs(u.out));
+  CHECK(max_abs_diff(first(f.dq), first(u.dq)) <= 1e-5 * max_abs(u.dq));
+  CHECK(max_abs_diff(first(f.dk), first(u.dk)) <= 1e-5 * max_abs(u.dk));
+  CHECK(max_abs_diff(first(f.dv), first(u.dv)) <= 1e-5 * max_abs(u.dv));
+  // no key to attend: zero output and zero gradients (softmax of an all -inf row is NaN unfused)
+  CHECK(max_abs(second(f.out)) == 0.0);
+  CHECK(max_abs(second(f.dq)) + max_abs(second(f.dk)) + max_abs(second(f.dv)) == 0.0);
+  // p = 1 drops every weight: zero output, zero gradients, and dropout_keeps agrees
+  const Grads all = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    Generator gen(5);
+    return multi_head_attention(a, b, c, Tensor(), heads, 1.f, true, gen);
+  });
+  CHECK(max_abs(all.out) == 0.0);
+  CHECK(max_abs(all.dq) + max_abs(all.dk) + max_abs(all.dv) == 0.0);
+  size_t kept = 0;
+  for (size_t i = 0; i < 64; ++i)
+    for (size_t j = 0; j < 64; ++j) kept += attn::dropout_keeps(123, 1.f, 0, 0, i, j);
+  CHECK(kept == 0);
 }
 
 TEST_CASE("flash attention: bad shapes name the op and the values", "[flash][errors]") {
@@ -276,7 +313,10 @@ TEST_CASE("packed training: BERT's and ALBERT's encoders train the same without 
   check_same(train_grads(make_bert, run_bert, real, true), train_grads(make_bert, run_bert, real, false), 1e-4);
   {
     nn::FlashAttentionGuard on(true);
-    CHECK_FALSE(nn::use_packed_rows(mask));  // padding-free is opt-in
+    {
+      nn::PaddingFreeGuard pf_off(false);
+      CHECK_FALSE(nn::use_packed_rows(mask));  // padding-free is opt-in
+    }
     nn::PaddingFreeGuard pf(true);
     CHECK(nn::use_packed_rows(mask));
     CHECK_FALSE(nn::use_packed_rows(padding_mask({70, 70, 70}, T)));  // nothing to drop

@@ -16,6 +16,7 @@
 #include "models/head_config.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
+#include "nn/transformer.hpp"
 #include "nn/fused_encoder.hpp"
 #include "optim/optim.hpp"
 #include "text/load_tokenizer.hpp"
@@ -38,6 +39,7 @@ namespace {
 BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, size_t tokens_per_step,
                            const std::function<Tensor(size_t)>& loss_of) {
   MatmulPrecisionGuard precision(training_precision(opt));
+  nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
   model.train();
   model.flatten_parameters();
   optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);

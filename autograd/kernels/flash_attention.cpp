@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/parallel.hpp"
@@ -65,36 +67,65 @@ void mm_acc(size_t m, size_t n, size_t kdim, const float* a, size_t lda, const f
   }
 }
 
-// lowbias32 (Chris Wellons' integer hash): a full-avalanche 32-bit mix.
-inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16;
+// lowbias32 (Chris Wellons' integer hash): a full-avalanche 32-bit mix, on one value or on W lanes.
+using ubatch = xsimd::batch<uint32_t>;
+static_assert(ubatch::size == W);
+template <class U>
+inline U mix32(U x) {
+  x ^= x >> 16; x *= U(0x7feb352dU); x ^= x >> 15; x *= U(0x846ca68bU); x ^= x >> 16;
   return x;
 }
 
 // Per-row dropout: mult[j] = 1/(1-p) where key j is kept, else 0, for keys [k0, k0 + kBlock).
+// Key j of a row is kept when a hash of (row, j) is >= p * 2^32. The row's two keys keep rows
+// whose first keys differ by a multiple of the key step from drawing shifted copies of one mask.
 struct RowDropout {
   uint32_t threshold = 0;
+  bool drop_all = false;  // p == 1: no 32-bit hash reaches 2^32
   float keep_scale = 1.f;
   uint64_t seed = 0;
   RowDropout(float p, uint64_t s) : seed(s) {
-    threshold = uint32_t(std::min(double(p) * 4294967296.0, 4294967295.0));
+    const uint64_t t = uint64_t(double(p) * 4294967296.0);
+    drop_all = t > 0xffffffffULL;
+    threshold = uint32_t(std::min<uint64_t>(t, 0xffffffffULL));
     keep_scale = p >= 1.f ? 0.f : 1.f / (1.f - p);
   }
-  uint32_t row_key(size_t seq, size_t head, size_t i) const {
+  struct RowKey { uint32_t a, b; };
+  RowKey row_key(size_t seq, size_t head, size_t i) const {
     const uint32_t lo = uint32_t(seed), hi = uint32_t(seed >> 32);
-    return mix32(lo ^ mix32(hi + uint32_t(seq) * 0x9E3779B9U + uint32_t(head) * 0x85EBCA6BU) ^
-                 mix32(uint32_t(i) * 0xC2B2AE35U + 0x27D4EB2FU));
+    const uint32_t a = mix32(lo ^ mix32(hi + uint32_t(seq) * 0x9E3779B9U + uint32_t(head) * 0x85EBCA6BU) ^
+                             mix32(uint32_t(i) * 0xC2B2AE35U + 0x27D4EB2FU));
+    return {a, mix32(a + 0x9E3779B9U)};
   }
-  static uint32_t key_hash(uint32_t row, size_t j) { return mix32(row + uint32_t(j) * 0x165667B1U); }
-  void fill(uint32_t row, size_t k0, float* mult) const {
-    for (size_t j = 0; j < kBlock; ++j) mult[j] = key_hash(row, k0 + j) >= threshold ? keep_scale : 0.f;
+  static constexpr uint32_t kKeyStep = 0x165667B1U;
+  template <class U>
+  static U key_hash(U a, U b, U j) { return mix32(mix32(a + j * U(kKeyStep)) ^ b); }
+  bool keeps(RowKey row, size_t j) const {
+    return !drop_all && key_hash<uint32_t>(row.a, row.b, uint32_t(j)) >= threshold;
+  }
+  // key_hash over W keys at once (the forward and backward draw ~B h T^2 of them per layer).
+  void fill(RowKey row, size_t k0, float* mult) const {
+    if (drop_all) {
+      std::fill(mult, mult + kBlock, 0.f);
+      return;
+    }
+    alignas(64) uint32_t lanes[W];
+    for (size_t l = 0; l < W; ++l) lanes[l] = uint32_t(l);
+    const ubatch lane = ubatch::load_aligned(lanes), va(row.a), vb(row.b), vthreshold(threshold);
+    uint32_t scale_bits;
+    std::memcpy(&scale_bits, &keep_scale, sizeof scale_bits);
+    const ubatch kept(scale_bits), dropped(0u);
+    for (size_t j = 0; j < kBlock; j += W) {
+      const ubatch h = key_hash<ubatch>(va, vb, ubatch(uint32_t(k0 + j)) + lane);
+      xsimd::bitwise_cast<fbatch>(xsimd::select(h >= vthreshold, kept, dropped)).store_unaligned(mult + j);
+    }
   }
 };
 
 // A task's copies of one head of one sequence, zero-padded to whole blocks (rows) and whole
 // SIMD vectors (head_dim). Reused across tasks on a thread.
 struct Scratch {
-  std::vector<float> qs, kt, vb, kb, vt, dob, dq, mask, lse, delta, s, dp, tr, o, dk, dv, mult, m, l;
+  std::vector<float> qs, kt, vb, kb, vt, dob, dq, mask, row_max, row_log_sum, delta, s, dp, tr, o, dk, dv, mult, m, l;
   static void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.f); }
 };
 
@@ -130,7 +161,7 @@ struct Geometry {
 };
 
 void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
-                  const float* v, float* out, float* lse, Scratch& sc) {
+                  const float* v, float* out, float* stats, Scratch& sc) {
   const Geometry g(p, b);
   const size_t T = g.T, Tp = g.Tp, hdp = g.hdp;
   Scratch::zero(sc.qs, Tp * hdp);
@@ -199,14 +230,16 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
       const float* o = sc.o.data() + i * hdp;
       float* dst = g.at(out, q0 + i, h);
       for (size_t d = 0; d < g.hd; ++d) dst[d] = o[d] * inv;
-      lse[(g.row0 + q0 + i) * p.num_heads + h] =
-          l > 0.f ? sc.m[i] + std::log(l) : std::numeric_limits<float>::infinity();
+      // max and log-sum kept apart: with lowest() masks m + log(l) rounds to m (ulp ~2e31)
+      float* st = stats + ((g.row0 + q0 + i) * p.num_heads + h) * 2;
+      st[0] = l > 0.f ? sc.m[i] : 0.f;
+      st[1] = l > 0.f ? std::log(l) : std::numeric_limits<float>::infinity();  // no key: weights 0
     }
   }
 }
 
 void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
-                   const float* v, const float* out, const float* lse, const float* dout, float* dq, float* dk,
+                   const float* v, const float* out, const float* stats, const float* dout, float* dq, float* dk,
                    float* dv, Scratch& sc) {
   const Geometry g(p, b);
   const size_t T = g.T, Tp = g.Tp, hd = g.hd, hdp = g.hdp;
@@ -217,7 +250,8 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
   Scratch::zero(sc.dob, Tp * hdp);
   Scratch::zero(sc.dq, Tp * hdp);
   sc.mask.resize(Tp);
-  sc.lse.resize(Tp);
+  sc.row_max.resize(Tp);
+  sc.row_log_sum.resize(Tp);
   sc.delta.resize(Tp);
   sc.s.resize(kBlock * kBlock);
   sc.dp.resize(kBlock * kBlock);
@@ -233,11 +267,14 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
   g.key_mask(p, b, sc.mask.data());
   for (size_t i = 0; i < Tp; ++i) {
     if (i >= T) {  // padding rows: probability 0, no gradient
-      sc.lse[i] = std::numeric_limits<float>::infinity();
+      sc.row_max[i] = 0.f;
+      sc.row_log_sum[i] = std::numeric_limits<float>::infinity();
       sc.delta[i] = 0.f;
       continue;
     }
-    sc.lse[i] = lse[(g.row0 + i) * p.num_heads + h];
+    const float* st = stats + ((g.row0 + i) * p.num_heads + h) * 2;
+    sc.row_max[i] = st[0];
+    sc.row_log_sum[i] = st[1];
     const float* o = g.at(out, i, h);
     float acc = 0.f;  // D_i = dO_i . O_i: the softmax backward's row term
     for (size_t d = 0; d < hd; ++d) acc += sc.dob[i * hdp + d] * o[d];
@@ -254,14 +291,14 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
       const size_t mrows = round_up(std::min(kBlock, T - q0), kRows);
       float* s = sc.s.data();
       float* dp = sc.dp.data();
-      // P = exp(scale q.k + mask - lse): the forward's probabilities, recomputed.
+      // P = exp(scale q.k + mask - max - log sum): the forward's probabilities, recomputed.
       std::fill(s, s + mrows * kBlock, 0.f);
       mm_acc(mrows, kBlock, hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
       for (size_t i = 0; i < mrows; ++i) {
         float* row = s + i * kBlock;
-        const fbatch vl(sc.lse[q0 + i]);
+        const fbatch vm(sc.row_max[q0 + i]), vl(sc.row_log_sum[q0 + i]);
         for (size_t j = 0; j < kBlock; j += W)
-          xsimd::exp(load(row + j) + load(sc.mask.data() + k0 + j) - vl).store_unaligned(row + j);
+          xsimd::exp((load(row + j) + load(sc.mask.data() + k0 + j) - vm) - vl).store_unaligned(row + j);
       }
       // dV += (P * dropout)^T dO
       const float* pd = s;
@@ -314,23 +351,32 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
 bool dropout_keeps(uint64_t seed, float p, size_t seq, size_t head, size_t i, size_t j) {
   if (!(p > 0.f)) return true;
   const RowDropout drop(p, seed);
-  return RowDropout::key_hash(drop.row_key(seq, head, i), j) >= drop.threshold;
+  return drop.keeps(drop.row_key(seq, head, i), j);
 }
 
+namespace {
+void check_layout(const AttentionProblem& p) {
+  if (p.cu_seqlens && p.key_mask)
+    throw std::invalid_argument("[attention] a key mask indexes padded rows; packed rows (cu_seqlens) take none");
+}
+}  // namespace
+
 void attention_forward(const AttentionProblem& p, const float* q, const float* k, const float* v, float* out,
-                       float* lse) {
+                       float* stats) {
+  check_layout(p);
   parallel_for(p.batch * p.num_heads, [&](size_t t) {
     thread_local Scratch scratch;
-    if (p.length(t / p.num_heads) > 0) forward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, lse, scratch);
+    if (p.length(t / p.num_heads) > 0) forward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, stats, scratch);
   });
 }
 
 void attention_backward(const AttentionProblem& p, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv) {
+                        const float* out, const float* stats, const float* dout, float* dq, float* dk, float* dv) {
+  check_layout(p);
   parallel_for(p.batch * p.num_heads, [&](size_t t) {
     thread_local Scratch scratch;
     if (p.length(t / p.num_heads) > 0)
-      backward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, lse, dout, dq, dk, dv, scratch);
+      backward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, stats, dout, dq, dk, dv, scratch);
   });
 }
 

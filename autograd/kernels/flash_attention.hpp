@@ -1,7 +1,7 @@
 #pragma once
 // Multi-head self-attention for training, forward and backward, that never stores a (T, T)
 // score or probability matrix (FlashAttention, Dao et al. 2022; the backward as in
-// FlashAttention-2): the forward keeps one log-sum-exp per query and head, and the backward
+// FlashAttention-2): the forward keeps the softmax statistics per query and head, and the backward
 // recomputes each block of probabilities from it. Memory is linear in the sequence length.
 //
 // Layout: (rows, num_heads * head_dim) row-major for q, k, v, the output and every gradient;
@@ -30,14 +30,16 @@ struct AttentionProblem {
   size_t length(size_t s) const { return cu_seqlens ? cu_seqlens[s + 1] - cu_seqlens[s] : seq_len; }
 };
 
-// out = softmax(scale * q k^T + key_mask) (dropped out) v per sequence and head; lse receives
-// (rows, num_heads) log-sum-exps of the scores for the backward. Runs on the thread pool.
+// out = softmax(scale * q k^T + key_mask) (dropped out) v per sequence and head; stats receives
+// (rows, num_heads, 2) softmax statistics for the backward: each score row's max and the log of
+// its sum of exponentials, apart (with lowest()-valued masks their sum would round to the max).
+// Runs on the thread pool. Throws if both key_mask and cu_seqlens are set.
 void attention_forward(const AttentionProblem& p, const float* q, const float* k, const float* v, float* out,
-                       float* lse);
+                       float* stats);
 
-// dq, dk, dv (overwritten) from dout, given the forward's inputs, out and lse.
+// dq, dk, dv (overwritten) from dout, given the forward's inputs, out and stats.
 void attention_backward(const AttentionProblem& p, const float* q, const float* k, const float* v,
-                        const float* out, const float* lse, const float* dout, float* dq, float* dk, float* dv);
+                        const float* out, const float* stats, const float* dout, float* dq, float* dk, float* dv);
 
 // Whether attention dropout keeps key j for query i of head `head` in sequence `seq` (the
 // kernels' mask, exposed for tests and references).

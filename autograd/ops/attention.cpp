@@ -27,12 +27,13 @@ void check_common(const Tensor& q, const Tensor& k, const Tensor& v, size_t dims
     throw std::invalid_argument(fmt::format("[{}] dropout probability {} is not in [0, 1]", kOp, dropout_p));
 }
 
-// Runs the kernel on p (layout filled in by the caller) and records the backward. `keep` holds
-// what p's pointers point into (the mask, the offsets) for as long as the node lives.
+// Runs the kernel on p (layout filled in by the caller) and records the backward, whose closure
+// holds what p's pointers point into (a copy of the mask, the offsets) for as long as it lives.
 Tensor run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask_in, attn::AttentionProblem p,
            std::shared_ptr<const std::vector<size_t>> cu_seqlens, float dropout_p, bool training, Generator& gen) {
   const Tensor q = detail::dense(q_in, kOp), k = detail::dense(k_in, kOp), v = detail::dense(v_in, kOp);
-  const Tensor mask = mask_in.defined() ? detail::dense(mask_in, kOp).detach() : Tensor();
+  // a copy: the backward reads the mask again, and the caller may reuse its buffer meanwhile
+  const Tensor mask = mask_in.defined() ? detail::dense(mask_in, kOp).detach().clone() : Tensor();
   const size_t H = q.shape().back();
   p.head_dim = H / p.num_heads;
   p.scale = 1.f / std::sqrt(float(p.head_dim));
@@ -43,14 +44,14 @@ Tensor run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Ten
     p.dropout_seed = gen.next_u64();  // one draw per call, as dropout() does
   }
   Tensor out = Tensor::empty(q.shape());
-  Tensor lse = Tensor::empty({p.rows(), p.num_heads});
-  attn::attention_forward(p, q.data(), k.data(), v.data(), out.data(), lse.data());
+  Tensor stats = Tensor::empty({p.rows(), p.num_heads, 2});
+  attn::attention_forward(p, q.data(), k.data(), v.data(), out.data(), stats.data());
 
   const Tensor Q = q.detach(), K = k.detach(), V = v.detach(), O = out.detach();
   return record(kOp, out, {q_in, k_in, v_in, mask_in}, [=](const Tensor& g) -> std::vector<Tensor> {
     (void)mask, (void)cu_seqlens;  // kept alive: p points into them
     Tensor dq = Tensor::empty(Q.shape()), dk = Tensor::empty(Q.shape()), dv = Tensor::empty(Q.shape());
-    attn::attention_backward(p, Q.data(), K.data(), V.data(), O.data(), lse.data(), g.data(), dq.data(), dk.data(),
+    attn::attention_backward(p, Q.data(), K.data(), V.data(), O.data(), stats.data(), g.data(), dq.data(), dk.data(),
                              dv.data());
     return {dq, dk, dv, Tensor()};
   });

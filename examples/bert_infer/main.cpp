@@ -126,7 +126,7 @@ int dump(const DumpArgs& a) {
     // every position as transformers computes it, padding included (the fused and packed paths
     // zero padded positions, and a loss over all positions, as question answering's, reads them)
     const nn::FusedInferenceGuard recorded(false);
-    const nn::FlashAttentionGuard unpacked(false);
+    const nn::PaddingFreeGuard unpacked(false);
     std::unique_ptr<NoGradGuard> no_grad;
     if (!grads) no_grad = std::make_unique<NoGradGuard>();
     out = model.forward_named(in, labels);
