@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Where a training step's time goes: `perf record` over bert_pretrain --benchmark, samples summed
+# by what the function does. Categories: GEMM (gemm::, packing included), attention (the attention
+# kernels and op, attention_softmax), element-wise (vec:: kernels: GELU, LayerNorm, softmax, dropout
+# masks, adds), optimizer (optim::), allocation (page faults and zeroing in the kernel, malloc/free,
+# memset), the thread pool's idle wait, other. Needs `perf` (Debian: linux-perf).
+#   bench/profile_step.sh [MODEL] [BATCH] [SEQ_LEN] [STEPS] [-- more bert_pretrain flags]
+#   e.g. bench/profile_step.sh base 8 128 3;  XGRAD_FLASH_ATTENTION=0 bench/profile_step.sh base 8 128 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=${1:-base}; batch=${2:-8}; seq=${3:-128}; steps=${4:-3}
+shift $(( $# < 4 ? $# : 4 )); [[ ${1:-} == -- ]] && shift
+command -v perf >/dev/null || { echo "profile_step: needs perf (apt-get install linux-perf)" >&2; exit 1; }
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+perf record -q -o "$data/perf.data" build/bin/bert_pretrain --benchmark --model "$model" --batch "$batch" \
+  --seq-len "$seq" --steps "$steps" "$@" 2>&1 | tail -1
+perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null | awk '
+  /^#/ || NF < 3 { next }
+  {
+    pct = $1; sub(/%/, "", pct); sym = ""; for (i = 3; i <= NF; ++i) sym = sym " " $i
+    if (sym ~ /gemm::|sgemm|micro_kernel|pack_[ab]|transpose_into_panel|compute_block/) c = "GEMM"
+    else if (sym ~ /attn::|attention|softmax_backward|vec::softmax/) c = "attention"
+    else if (sym ~ /optim::|Adam|Lamb/) c = "optimizer"
+    else if (sym ~ /Pool::start_workers|parallel_for|futex|sched_yield|_raw_spin/) c = "thread pool wait"
+    else if (sym ~ /page_fault|clear_page|alloc|folio|memset|malloc|free|mmap|munmap|_int_|memcg|lruvec|unmap|handle_mm|do_anonymous|rmqueue|zap_|pte/) c = "allocation"
+    else if (sym ~ /vec::|gelu|Gelu|layer_norm|dropout|map2|unary|binary|axpy|exp|log|sincos/) c = "element-wise"
+    else c = "other"
+    share[c] += pct; total += pct
+  }
+  END {
+    printf "%-18s %8s\n", "where", "share"
+    split("GEMM|attention|element-wise|optimizer|allocation|thread pool wait|other", names, "|")
+    for (i = 1; i <= 7; ++i) printf "%-18s %7.1f%%\n", names[i], share[names[i]]
+  }'
