@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+
+#include "nn/transformer.hpp"
 
 namespace xg::models {
 
@@ -123,9 +126,21 @@ NamedOutputs token_classification_outputs(const Tensor& logits, const Labels& la
   return out;
 }
 
-NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture) {
+NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture,
+                                        const Tensor& attention_mask) {
   check_label_names(labels, {"start_positions", "end_positions"}, architecture);
-  const auto [start, end] = split_span_logits(logits);
+  auto [start, end] = split_span_logits(logits);
+  if (nn::padding_free_enabled() && attention_mask.defined()) {
+    if (attention_mask.shape() != start.shape())
+      throw std::invalid_argument(fmt::format("[{}] attention_mask {} does not match the logits' {}", architecture,
+                                              shape_str(attention_mask.shape()), shape_str(start.shape())));
+    const Tensor m = attention_mask.contiguous();
+    std::vector<float> padded(m.numel());
+    for (size_t i = 0; i < padded.size(); ++i) padded[i] = m.data()[i] == 0.f ? 1.f : 0.f;
+    const Tensor where_padded = Tensor::from_vector(padded, start.shape());
+    start = masked_fill(start, where_padded, std::numeric_limits<float>::lowest());
+    end = masked_fill(end, where_padded, std::numeric_limits<float>::lowest());
+  }
   NamedOutputs out{{"start_logits", start}, {"end_logits", end}};
   if (labels.size() == 1)
     throw std::invalid_argument(fmt::format("[{}] the loss needs both start_positions and end_positions", architecture));

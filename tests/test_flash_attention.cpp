@@ -4,14 +4,18 @@
 // built from the same mask; finite differences; and bad shapes.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "autograd/engine.hpp"
 #include "autograd/kernels/flash_attention.hpp"
 #include "autograd/ops.hpp"
+#include "golden.hpp"
 #include "gradcheck.hpp"
 #include "models/albert.hpp"
 #include "models/bert.hpp"
+#include "models/bert_heads.hpp"
+#include "models/model_inputs.hpp"
 #include "nn/init.hpp"
 #include "nn/transformer.hpp"
 
@@ -360,4 +364,32 @@ TEST_CASE("packed training: BERT's and ALBERT's encoders train the same without 
     return t.forward(e, mask);
   };
   check_same(train_grads(make_albert, run_albert, real, true), train_grads(make_albert, run_albert, real, false), 1e-4);
+}
+
+TEST_CASE("padding-free question answering: a padded batch's loss is its examples' own", "[flash]") {
+  models::BertConfig c;
+  c.vocab_size = 30, c.hidden_size = 16, c.num_attention_heads = 2, c.num_hidden_layers = 2, c.intermediate_size = 32;
+  c.hidden_dropout_prob = 0.f, c.attention_probs_dropout_prob = 0.f;
+  models::BertForQuestionAnswering m(c);
+  Generator init(3);
+  for (Tensor p : m.parameters()) nn::init::normal_(p, 0.f, 0.2f, init);
+  m.eval();
+  auto spans = [](std::vector<int64_t> start, std::vector<int64_t> end) {
+    return models::Labels{{"start_positions", test::ints(start)}, {"end_positions", test::ints(end)}};
+  };
+  // the second example padded from 4 to 6 tokens
+  const models::ModelInputs both =
+      models::make_inputs(2, 6, {2, 5, 7, 9, 11, 3, 2, 6, 8, 3, 0, 0}, {}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0});
+  const auto loss = [&](const models::ModelInputs& in, const models::Labels& l) {
+    return m.forward_named(in, l).at("loss").item();
+  };
+  nn::PaddingFreeGuard on(true);
+  const float alone = (loss(models::make_inputs(1, 6, {2, 5, 7, 9, 11, 3}), spans({1}, {3})) +
+                       loss(models::make_inputs(1, 4, {2, 6, 8, 3}), spans({2}, {2}))) / 2;
+  CHECK(loss(both, spans({1, 2}, {3, 2})) == Approx(alone).epsilon(1e-5));
+  const Tensor start = m.forward_named(both, {}).at("start_logits").contiguous();
+  CHECK(start.data()[11] == std::numeric_limits<float>::lowest());  // no span starts in the padding
+  // transformers' way (the default): the padded positions' logits enter the second example's softmax
+  nn::PaddingFreeGuard off(false);
+  CHECK(loss(both, spans({1, 2}, {3, 2})) != Approx(alone).epsilon(1e-5));
 }

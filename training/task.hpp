@@ -89,9 +89,6 @@ class Task {
   // `rank`-th b of them, masked as one rank drawing them all would mask them. A task that
   // supports it says so; the Trainer refuses to spread the others over ranks.
   virtual bool splits_batches() const { return false; }
-  // Whether its loss reads only real tokens, so the encoder may run without padding
-  // (--padding-free; question answering's start and end logits span padded positions too).
-  virtual bool padding_free_safe() const { return true; }
   virtual void set_data_shard(size_t rank, size_t ranks) { shard_ = {rank, ranks}; }
   // Metrics from counts summed over several batches (e.g. accuracies).
   virtual Scalars train_metrics(const Counts& counts) const = 0;

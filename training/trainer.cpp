@@ -73,7 +73,8 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
                                          "attention, softmax, LayerNorm and losses stay fp32", kRestore)
       .add("--padding-free", &O::padding_free, "run the encoder layers on each batch's real tokens only (packed, no "
                                                "padding; rows at padded positions are zero, not what transformers "
-                                               "computes there)", kRestore)
+                                               "computes there, and question answering leaves them out of its loss)",
+           kRestore)
       .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
                              "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
                              "directory)")
@@ -286,9 +287,6 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   std::unique_ptr<Task> task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
   if (!state.task.empty() && state.task != task->name())
     throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
-  if (opt.padding_free && !task->padding_free_safe())
-    throw std::invalid_argument(fmt::format("[trainer] --padding-free: task '{}' computes its loss from every position, "
-                                            "padded ones included, which packed layers leave at zero", task->name()));
   if (comm.distributed()) {
     if (!task->splits_batches())
       throw CollectiveError(fmt::format("[trainer] task '{}' cannot split its batches across ranks yet: run it without mpirun",

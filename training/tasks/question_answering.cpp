@@ -141,7 +141,6 @@ class QuestionAnsweringTask : public FinetuneTask {
   }
   // run_qa trains on windows: a long context gives several examples
   size_t train_examples_per_epoch() override { return train_.features.size(); }
-  bool padding_free_safe() const override { return false; }  // the span loss reads padded positions' logits
   size_t train_length(size_t row) const override { return train_.features[row].encoding.size(); }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
