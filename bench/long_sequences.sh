@@ -13,21 +13,27 @@ lens=${3:-"128 512"}
 steps=${4:-3}
 bin=build/bin/bert_pretrain
 [[ -x $bin ]] || { echo "long_sequences: build first ($bin missing)" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "long_sequences: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+read -ra lengths <<<"$lens"
 declare -A tps mem
-for T in $lens; do
+for T in "${lengths[@]}"; do
   for flash in 1 0; do
-    out=$( { XGRAD_FLASH_ATTENTION=$flash /usr/bin/time -f "peak_kb %M" "$bin" --benchmark --model "$model" \
-             --batch "$batch" --seq-len "$T" --steps "$steps" | tail -1; } 2>&1 )
+    if ! out=$( { XGRAD_FLASH_ATTENTION=$flash /usr/bin/time -f "peak_kb %M" "$bin" --benchmark --model "$model" \
+                  --batch "$batch" --seq-len "$T" --steps "$steps" | tail -1; } 2>&1 ); then
+      printf 'long_sequences: T=%s XGRAD_FLASH_ATTENTION=%s failed:\n%s\n' "$T" "$flash" "$out" >&2
+      exit 1
+    fi
     tps[$T,$flash]=$(sed -n 's/^tokens\/s: //p' <<<"$out")
-    mem[$T,$flash]=$(( $(sed -n 's/^peak_kb //p' <<<"$out") / 1024 ))
+    kb=$(sed -n 's/^peak_kb //p' <<<"$out")
+    mem[$T,$flash]=$(( ${kb:-0} / 1024 ))
   done
 done
-first=${lens%% *}
+first=${lengths[0]}
 printf "%-7s %-22s %12s %10s %14s\n" "T" "attention" "tokens/s" "peak MB" "vs T=$first"
-for T in $lens; do
+for T in "${lengths[@]}"; do
   for flash in 1 0; do
     name=$([[ $flash == 1 ]] && echo "multi_head_attention" || echo "unfused")
     printf "%-7s %-22s %12s %10s %14s\n" "$T" "$name" "${tps[$T,$flash]}" "${mem[$T,$flash]}" \
-      "$(awk -v a="${tps[$T,$flash]}" -v b="${tps[$first,$flash]}" 'BEGIN{printf "%.2f", a/b}')"
+      "$(awk -v a="${tps[$T,$flash]}" -v b="${tps[$first,$flash]}" 'BEGIN{if (b > 0) printf "%.2f", a/b; else print "-"}')"
   done
 done

@@ -3,7 +3,8 @@
 # by what the function does. Categories: GEMM (gemm::, packing included), attention (the attention
 # kernels and op, attention_softmax), element-wise (vec:: kernels: GELU, LayerNorm, softmax, dropout
 # masks, adds), optimizer (optim::), allocation (page faults and zeroing in the kernel, malloc/free,
-# memset), the thread pool's idle wait, other. Needs `perf` (Debian: linux-perf).
+# memset; kernel symbols need perf_event_paranoid <= 1, else they land in "other"), the thread
+# pool's idle wait, other. Needs `perf` (Debian: linux-perf).
 #   bench/profile_step.sh [MODEL] [BATCH] [SEQ_LEN] [STEPS] [-- more bert_pretrain flags]
 #   e.g. bench/profile_step.sh base 8 128 3;  XGRAD_FLASH_ATTENTION=0 bench/profile_step.sh base 8 128 3
 set -euo pipefail
@@ -26,7 +27,7 @@ perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null
     else if (sym ~ /page_fault|clear_page|alloc|folio|memset|malloc|free|mmap|munmap|_int_|memcg|lruvec|unmap|handle_mm|do_anonymous|rmqueue|zap_|pte/) c = "allocation"
     else if (sym ~ /vec::|gelu|Gelu|layer_norm|dropout|map2|unary|binary|axpy|exp|log|sincos/) c = "element-wise"
     else c = "other"
-    share[c] += pct; total += pct
+    share[c] += pct
   }
   END {
     printf "%-18s %8s\n", "where", "share"

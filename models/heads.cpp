@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 #include "nn/transformer.hpp"
 
@@ -126,11 +125,15 @@ NamedOutputs token_classification_outputs(const Tensor& logits, const Labels& la
   return out;
 }
 
+namespace {
+constexpr float kPaddedSpanLogit = -1e4f;
+}  // namespace
+
 NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture,
                                         const Tensor& attention_mask) {
   check_label_names(labels, {"start_positions", "end_positions"}, architecture);
   auto [start, end] = split_span_logits(logits);
-  if (nn::padding_free_enabled() && attention_mask.defined()) {
+  if (nn::padding_free_active() && attention_mask.defined()) {
     if (attention_mask.shape() != start.shape())
       throw std::invalid_argument(fmt::format("[{}] attention_mask {} does not match the logits' {}", architecture,
                                               shape_str(attention_mask.shape()), shape_str(start.shape())));
@@ -138,8 +141,9 @@ NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labe
     std::vector<float> padded(m.numel());
     for (size_t i = 0; i < padded.size(); ++i) padded[i] = m.data()[i] == 0.f ? 1.f : 0.f;
     const Tensor where_padded = Tensor::from_vector(padded, start.shape());
-    start = masked_fill(start, where_padded, std::numeric_limits<float>::lowest());
-    end = masked_fill(end, where_padded, std::numeric_limits<float>::lowest());
+    // -1e4, not lowest(): a label on padding or an example without a real token keeps a finite loss
+    start = masked_fill(start, where_padded, kPaddedSpanLogit);
+    end = masked_fill(end, where_padded, kPaddedSpanLogit);
   }
   NamedOutputs out{{"start_logits", start}, {"end_logits", end}};
   if (labels.size() == 1)

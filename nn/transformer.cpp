@@ -184,8 +184,10 @@ Tensor PackedBatch::unpack(const Tensor& h) const {
 bool padding_free_enabled() { return g_padding_free; }
 void set_padding_free(bool on) { g_padding_free = on; }
 
+bool padding_free_active() { return padding_free_enabled() && flash_attention_enabled(); }
+
 bool use_packed_rows(const Tensor& mask) {
-  if (!mask.defined() || !padding_free_enabled() || !flash_attention_enabled() || !is_padding_mask(mask)) return false;
+  if (!mask.defined() || !padding_free_active() || !is_padding_mask(mask)) return false;
   const Tensor m = mask.contiguous();
   for (size_t i = 0; i < m.numel(); ++i)
     if (m.data()[i] != 0.f) return true;

@@ -60,15 +60,17 @@ struct AttentionMask {
 
 // Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,
 // set_padding_free(true) or a PaddingFreeGuard (the Trainer's --padding-free). Off by default
-// because rows at padded positions are then zero, not what transformers computes there: a loss
-// that reads every position (question answering's start and end logits) sees the head's bias
-// there instead.
+// because rows at padded positions are then zero, not what transformers computes there (question
+// answering then leaves those positions out of its loss, models/heads.hpp).
 bool padding_free_enabled();
 void set_padding_free(bool on);
 using PaddingFreeGuard = SwitchGuard<padding_free_enabled, set_padding_free>;
+// Whether the switches let encoders drop padding: padding-free on, and multi_head_attention on
+// (packed rows need it; with XGRAD_FLASH_ATTENTION=0 padding-free does nothing).
+bool padding_free_active();
 
-// Whether an encoder should drop a batch's padding before its layers: padding-free and the
-// attention switch on, a padding mask (0 / <= -1e4) with at least one padded position.
+// Whether an encoder should drop a batch's padding before its layers: padding_free_active(), a
+// padding mask (0 / <= -1e4) with at least one padded position.
 bool use_packed_rows(const Tensor& mask);
 // Runs `layers` on x's real rows only when use_packed_rows(mask), else on x as it is; the result
 // is zero at padded positions in the first case. Encoders (BERT's, ALBERT's) wrap their layer loop

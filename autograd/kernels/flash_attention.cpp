@@ -177,8 +177,8 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
   g.columns(k, h, sc.kt.data());
   g.rows(v, h, 1.f, sc.vb.data());
   g.key_mask(p, b, sc.mask.data());
-  const RowDropout drop(p.dropout_p, p.dropout_seed);
   const bool dropout = p.dropout_p > 0.f;
+  const RowDropout drop(dropout ? p.dropout_p : 0.f, p.dropout_seed);
 
   for (size_t q0 = 0; q0 < T; q0 += kBlock) {
     const size_t nq = std::min(kBlock, T - q0), mrows = round_up(nq, kRows);
@@ -280,8 +280,8 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
     for (size_t d = 0; d < hd; ++d) acc += sc.dob[i * hdp + d] * o[d];
     sc.delta[i] = acc;
   }
-  const RowDropout drop(p.dropout_p, p.dropout_seed);
   const bool dropout = p.dropout_p > 0.f;
+  const RowDropout drop(dropout ? p.dropout_p : 0.f, p.dropout_seed);
 
   for (size_t k0 = 0; k0 < T; k0 += kBlock) {
     const size_t nk = std::min(kBlock, T - k0);
@@ -358,6 +358,8 @@ namespace {
 void check_layout(const AttentionProblem& p) {
   if (p.cu_seqlens && p.key_mask)
     throw std::invalid_argument("[attention] a key mask indexes padded rows; packed rows (cu_seqlens) take none");
+  if (!(p.dropout_p >= 0.f && p.dropout_p <= 1.f))
+    throw std::invalid_argument("[attention] dropout probability must be in [0, 1]");
 }
 }  // namespace
 

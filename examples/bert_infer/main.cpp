@@ -124,7 +124,7 @@ int dump(const DumpArgs& a) {
   nn::StateDict out;
   {
     // every position as transformers computes it, padding included (the fused and packed paths
-    // zero padded positions, and a loss over all positions, as question answering's, reads them)
+    // zero padded positions, and question answering's loss then leaves them out)
     const nn::FusedInferenceGuard recorded(false);
     const nn::PaddingFreeGuard unpacked(false);
     std::unique_ptr<NoGradGuard> no_grad;
