@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/kernels/online_softmax.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -89,30 +90,6 @@ void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o
   }
 }
 
-// Turns a row of scores into probabilities against the running max m and sum l, rescaling the
-// row's output by how much the max moved.
-void online_softmax_row(float* s, size_t nk, float& m, float& l, float* o, size_t hdp) {
-  for (size_t j = nk; j < kKeyBlock; ++j) s[j] = -INFINITY;  // keys past the sequence: weight exactly 0
-  fbatch vmax(m);
-  for (size_t j = 0; j < kKeyBlock; j += W) vmax = xsimd::max(vmax, load(s + j));
-  const float mx = hmax(vmax);                 // finite: the block has at least one key
-  const float correction = std::exp(m - mx);  // 0 on the first block (m = -inf)
-  const fbatch vmx(mx);
-  fbatch vsum(0.f);
-  for (size_t j = 0; j < kKeyBlock; j += W) {
-    const fbatch e = xsimd::exp(load(s + j) - vmx);
-    e.store_unaligned(s + j);
-    vsum += e;
-  }
-  const float sum = hsum(vsum);
-  l = l * correction + sum;
-  m = mx;
-  if (correction != 1.f) {
-    const fbatch vc(correction);
-    for (size_t d = 0; d < hdp; d += W) (load(o + d) * vc).store_unaligned(o + d);
-  }
-}
-
 void attend_block(const PackedQKV& x, float* out, size_t ld_out, size_t q_begin, size_t nq, size_t seq_begin,
                   size_t seq_end, size_t head, size_t hd, float scale, Scratch& sc) {
   const size_t hdp = (hd + W - 1) / W * W;
@@ -142,8 +119,11 @@ void attend_block(const PackedQKV& x, float* out, size_t ld_out, size_t q_begin,
     for (size_t r = 0; r < rows_padded; r += kRows) {
       float* s = sc.p.data() + r * kKeyBlock;
       score_tile(sc.q.data() + r * hdp, hdp, sc.kt.data(), hd, s);
-      for (size_t i = r; i < r + kRows; ++i)
-        online_softmax_row(sc.p.data() + i * kKeyBlock, nk, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp);
+      for (size_t i = r; i < r + kRows; ++i) {
+        float* row = sc.p.data() + i * kKeyBlock;
+        for (size_t j = nk; j < kKeyBlock; ++j) row[j] = -INFINITY;  // keys past the sequence: weight exactly 0
+        online_softmax_block(row, kKeyBlock, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp);
+      }
       value_tiles(s, sc.v.data(), hdp, nk, sc.o.data() + r * hdp);
     }
   }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/kernels/online_softmax.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -191,32 +192,10 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
       mm_acc(mrows, kBlock, g.hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
       for (size_t i = 0; i < mrows; ++i) {
         float* row = s + i * kBlock;
-        fbatch vmax(-std::numeric_limits<float>::infinity());
-        for (size_t j = 0; j < kBlock; j += W) {
-          const fbatch x = load(row + j) + load(sc.mask.data() + k0 + j);
-          x.store_unaligned(row + j);
-          vmax = xsimd::max(vmax, x);
-        }
-        const float mx = std::max(hmax(vmax), sc.m[i]);
-        if (mx == -std::numeric_limits<float>::infinity()) {  // every key so far masked out: no weight
-          std::fill(row, row + kBlock, 0.f);
-          continue;
-        }
-        const float correction = std::exp(sc.m[i] - mx);  // 0 on the first block
-        const fbatch vmx(mx);
-        fbatch vsum(0.f);
-        for (size_t j = 0; j < kBlock; j += W) {
-          const fbatch e = xsimd::exp(load(row + j) - vmx);
-          e.store_unaligned(row + j);
-          vsum += e;
-        }
-        sc.l[i] = sc.l[i] * correction + hsum(vsum);
-        sc.m[i] = mx;
-        if (correction != 1.f) {
-          const fbatch vc(correction);
-          float* o = sc.o.data() + i * hdp;
-          for (size_t d = 0; d < hdp; d += W) (load(o + d) * vc).store_unaligned(o + d);
-        }
+        for (size_t j = 0; j < kBlock; j += W)
+          (load(row + j) + load(sc.mask.data() + k0 + j)).store_unaligned(row + j);
+        if (!online_softmax_block(row, kBlock, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp))
+          continue;  // every key so far masked out: no weight
         if (dropout && i < nq) {  // the normaliser l counts every weight; the output only the kept ones
           drop.fill(drop.row_key(b, h, q0 + i), k0, sc.mult.data());
           for (size_t j = 0; j < kBlock; j += W) (load(row + j) * load(sc.mult.data() + j)).store_unaligned(row + j);
