@@ -62,6 +62,8 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   set_num_threads(2);
   check_gemm(350, 2060, 270, false, true, 1.f, 0.f, 0);  // crosses MC, NC and KC
   check_gemm(341, 97, 530, true, false, 1.f, 1.f, 1);
+  check_gemm(226, 1100, 40, false, true, 1.f, 0.f, 0);  // 17 row panels: row blocks of unequal size
+  check_gemm(128, 1030, 50, false, true, 1.f, 0.f, 0);  // few row panels: column groups past NC
   set_num_threads(before);
 }
 

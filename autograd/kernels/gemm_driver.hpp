@@ -88,11 +88,18 @@ void run(const Problem<BElem>& p, int threads) {
   if (p.M == 0 || p.N == 0) return;
   if (p.K == 0) return scale_c(p);
   const size_t T = size_t(std::max(1, threads));
-  // Row blocks: at most MC_MAX rows each, and at least T of them when M allows.
-  size_t m_blocks = std::max((p.M + MC_MAX - 1) / MC_MAX, std::min(T, (p.M + MR - 1) / MR));
-  if (T > 1) m_blocks = round_up(m_blocks, std::min(T, (p.M + MR - 1) / MR));
-  const size_t mc_step = round_up((p.M + m_blocks - 1) / m_blocks, MR);
-  m_blocks = (p.M + mc_step - 1) / mc_step;
+  // Threads share out row blocks when M has enough MR-row panels for whole-panel blocks to split
+  // evenly, else column groups of each row block. Row blocks hold at most MC_MAX rows, a multiple
+  // of T of them, as even as whole panels allow: rounding each block up to MC_MAX rows instead
+  // left M = 1024 as 9 blocks of 112 rows and one of 16, and one thread did 560 rows, the other 464.
+  const size_t m_panels = (p.M + MR - 1) / MR;
+  const bool split_rows = m_panels >= 8 * T;
+  size_t m_blocks = (m_panels + MC_MAX / MR - 1) / (MC_MAX / MR);
+  if (T > 1 && split_rows) m_blocks = round_up(std::max(m_blocks, T), T);
+  auto block_rows = [&](size_t ib) {  // [first row, row count) of row block ib
+    const size_t i0 = ib * m_panels / m_blocks * MR;
+    return std::make_pair(i0, std::min(p.M, (ib + 1) * m_panels / m_blocks * MR) - i0);
+  };
 
   auto& bpack = b_buffer<Kern>();
   bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * Kern::depth(KC)));
@@ -100,21 +107,18 @@ void run(const Problem<BElem>& p, int threads) {
   for (size_t jc = 0; jc < p.N; jc += NC) {
     const size_t nc = std::min(NC, p.N - jc);
     const size_t n_panels = (nc + NR - 1) / NR;
-    // Column groups only when there are too few row blocks to keep every thread busy.
-    const size_t n_groups = m_blocks >= T ? 1 : std::min(n_panels, T);
+    const size_t n_groups = split_rows ? 1 : std::min(n_panels, T);
     for (size_t pc = 0; pc < p.K; pc += KC) {
       const size_t kc = std::min(KC, p.K - pc);
       const float beta = pc == 0 ? p.beta : 1.f;
-      auto panel_range = [&](size_t g, size_t groups) {
-        const size_t per = (n_panels + groups - 1) / groups;
-        return std::make_pair(std::min(n_panels, g * per) * NR, std::min(n_panels, (g + 1) * per) * NR);
+      auto panel_range = [&](size_t g, size_t groups) {  // as even as whole panels allow
+        return std::make_pair(g * n_panels / groups * NR, (g + 1) * n_panels / groups * NR);
       };
       if (T == 1) {
         Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, bpack.data());
         for (size_t ib = 0; ib < m_blocks; ++ib) {
-          const size_t i0 = ib * mc_step;
-          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0), 0,
-                              n_panels * NR, beta);
+          auto [i0, mc] = block_rows(ib);
+          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, mc, 0, n_panels * NR, beta);
         }
         continue;
       }
@@ -123,12 +127,9 @@ void run(const Problem<BElem>& p, int threads) {
         Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
       });
       parallel_for(m_blocks * n_groups, [&](size_t task) {
-        const size_t ib = task / n_groups, g = task % n_groups;
-        const size_t i0 = ib * mc_step;
-        auto [j0, j1] = panel_range(g, n_groups);
-        if (j0 < j1)
-          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, std::min(mc_step, p.M - i0),
-                              j0, j1, beta);
+        auto [i0, mc] = block_rows(task / n_groups);
+        auto [j0, j1] = panel_range(task % n_groups, n_groups);
+        if (j0 < j1) compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, mc, j0, j1, beta);
       });
     }
   }
