@@ -3,6 +3,8 @@
 // interleaved so machine noise hits both alike.
 //   bench_gemm M N K [--batch B] [--threads T] [--ta] [--tb] [--seconds S]
 //   bench_gemm            (the BERT-Base shapes, 1 and 2 threads)
+//   bench_gemm --packed   (xgrad with B packed once, as inference weights are: sgemm_packed;
+//                          BERT-Base's linear layers at 1 and 8 x 128 tokens, or the shape given)
 //   bench_gemm --bf16     (sgemm_bf16 against sgemm on BERT's linear shapes, forward and backward,
 //                          at M = 1024 and 4096, plus the register-only fp32 FMA and bf16
 //                          vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
@@ -94,7 +96,8 @@ Timing time_pairs(F&& ours, G&& blas, double budget_s, int threads) {
   return {median(t_ours), median(t_blas), median(ratios)};
 }
 
-double run_shape(const Shape& s, int threads, double budget_s) {
+// packed: ours is sgemm_packed with B packed once before timing (as inference weights are).
+double run_shape(const Shape& s, int threads, double budget_s, bool packed) {
   xg::set_num_threads(threads);
   xg::Generator gen(1);
   std::vector<float> A(s.batch * s.M * s.K), B(s.batch * s.K * s.N), C(s.batch * s.M * s.N);
@@ -102,14 +105,22 @@ double run_shape(const Shape& s, int threads, double budget_s) {
   for (auto& v : B) v = gen.uniform() - 0.5f;
   const size_t lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
   const double gflop = 2.0 * double(s.batch) * double(s.M) * double(s.N) * double(s.K) / 1e9;
+  std::vector<xg::gemm::PackedB> packed_b;
+  if (packed)
+    for (size_t b = 0; b < s.batch; ++b)
+      packed_b.push_back(xg::gemm::PackedB::fp32(s.tb, s.K, s.N, B.data() + b * s.K * s.N, ldb));
   auto ours = [&] {
-    xg::gemm::sgemm_batched(s.ta, s.tb, s.batch, s.M, s.N, s.K, 1.f, A.data(), lda, s.M * s.K,
-                            B.data(), ldb, s.K * s.N, 0.f, C.data(), s.N, s.M * s.N);
+    if (!packed)
+      return xg::gemm::sgemm_batched(s.ta, s.tb, s.batch, s.M, s.N, s.K, 1.f, A.data(), lda, s.M * s.K,
+                                     B.data(), ldb, s.K * s.N, 0.f, C.data(), s.N, s.M * s.N);
+    for (size_t b = 0; b < s.batch; ++b)
+      xg::gemm::sgemm_packed(s.ta, s.M, 1.f, A.data() + b * s.M * s.K, lda, packed_b[b], 0.f,
+                             C.data() + b * s.M * s.N, s.N);
   };
-  const std::string what = fmt::format("{:>3} x {:>5} x {:>5} x {:>5} {:<8} threads={}", s.batch,
+  const std::string what = fmt::format("{:>3} x {:>5} x {:>5} x {:>5} {:<8} threads={}{}", s.batch,
                                        s.M, s.N, s.K,
                                        std::string(s.ta ? "A^T" : "") + (s.tb ? "B^T" : ""),
-                                       threads);
+                                       threads, packed ? " packed B" : "");
 #ifdef XGRAD_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
   auto blas = [&] {
@@ -274,7 +285,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> dims;
   size_t batch = 1;
   std::vector<int> threads;
-  bool ta = false, tb = false, bf16 = false;
+  bool ta = false, tb = false, bf16 = false, packed = false;
   double budget = 1.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -291,8 +302,9 @@ int main(int argc, char** argv) {
     else if (a == "--tb") tb = true;
     else if (a == "--seconds") budget = std::stod(next());
     else if (a == "--bf16") bf16 = true;
+    else if (a == "--packed") packed = true;
     else if (a == "--help" || a == "-h") {
-      fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--seconds S]\n"
+      fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--packed] [--seconds S]\n"
                  "       bench_gemm --bf16 [--threads T]... [--seconds S]\n");
       return 0;
     } else dims.push_back(std::stoul(a));
@@ -306,6 +318,10 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes;
   if (!dims.empty()) {
     shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});
+  } else if (packed) {  // BERT-Base's linear layers in inference, batch 1 and 8 x 128 tokens
+    for (size_t M : {128, 1024})
+      for (auto [N, K] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {3072, 768}, {768, 3072}})
+        shapes.push_back({1, M, N, K, false, true});
   } else {  // BERT-Base, batch 8 x 128 tokens
     shapes = {{1, 1024, 768, 768, false, true},    {1, 1024, 3072, 768, false, true},
               {1, 1024, 768, 3072, false, true},   {1, 1024, 30522, 768, false, true},
@@ -314,7 +330,7 @@ int main(int argc, char** argv) {
   }
   double worst = 1e30;
   for (int t : threads)
-    for (const auto& s : shapes) worst = std::min(worst, run_shape(s, t, budget));
+    for (const auto& s : shapes) worst = std::min(worst, run_shape(s, t, budget, packed));
 #ifdef XGRAD_HAVE_OPENBLAS
   fmt::print("ratio: {:.3f}\n", worst);
 #else

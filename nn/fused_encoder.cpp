@@ -7,12 +7,12 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/dtype.hpp"
 #include "autograd/kernels/attention.hpp"
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
+#include "nn/packed_weights.hpp"
 
 namespace xg::nn {
 namespace {
@@ -32,18 +32,13 @@ vec::Unary unary_of(Activation a) {
   throw std::logic_error(fmt::format("[fused encoder] no kernel for activation {}", int(a)));
 }
 
-using Bf16Weight = Linear::Bf16Weight;
-
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 // Y (rows, out) = X (rows, in) W^T, W stored (out, in) as Linear keeps it; Y has row stride ldy.
 void linear_gemm(const float* x, size_t rows, const Linear& lin, float* y, size_t ldy) {
   const size_t out = lin.weight.size(0), in = lin.weight.size(1);
-  const std::shared_ptr<const Bf16Weight> frozen = lin.bf16_weight;  // a local copy: the holder may drop it
-  // used only while it is still a copy of this weight (same storage and size)
-  if (matmul_precision() == MatmulPrecision::BF16 && frozen && frozen->source == lin.weight.data() &&
-      frozen->bits.size() == lin.weight.numel())
-    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, frozen->bits.data(), in, 0.f, y, ldy);
+  if (const auto packed = packed_weight_for(lin))
+    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy);
   else if (matmul_precision() == MatmulPrecision::BF16)
     gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
   else
@@ -207,24 +202,6 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
   Tensor out = Tensor::zeros({B, T, H});
   for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + positions[r] * H, &buf.x[r * H], H * sizeof(float));
   return out;
-}
-
-Bf16InferenceWeights::Bf16InferenceWeights(Module& m) {
-  m.apply([this](Module& sub) {
-    auto* lin = dynamic_cast<Linear*>(&sub);
-    if (!lin || lin->bf16_weight) return;  // a Linear seen twice (shared) is converted once
-    const Tensor w = lin->weight.contiguous();
-    auto frozen = std::make_shared<Bf16Weight>();
-    frozen->source = lin->weight.data();
-    frozen->bits.resize(w.numel());
-    for (size_t i = 0; i < frozen->bits.size(); ++i) frozen->bits[i] = float_to_bf16(w.data()[i]);
-    lin->bf16_weight = std::move(frozen);
-    linears_.push_back(lin);
-  });
-}
-
-Bf16InferenceWeights::~Bf16InferenceWeights() {
-  for (Linear* lin : linears_) lin->bf16_weight.reset();
 }
 
 }  // namespace xg::nn

@@ -55,21 +55,4 @@ Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& 
 // switch on, a padding mask.
 bool use_fused_inference(const Module& m, const Tensor& mask);
 
-// bf16 weights for serving: rounds the weight of every Linear in `m` to bf16 once; while this
-// lives, the fused path's bf16 GEMMs read those copies (at batch x seq_len 1 x 128 on BERT-base,
-// rounding the weights on every call cost a fifth of the time). The copies are a snapshot of a
-// loaded checkpoint, not for training: values changed in place while it lives are not seen (a
-// weight replaced by another tensor is, as the copy is then ignored). It must not outlive `m`.
-// The copies add half the Linear weights' fp32 size in memory; dropping it frees them.
-class Bf16InferenceWeights {
- public:
-  explicit Bf16InferenceWeights(Module& m);
-  ~Bf16InferenceWeights();
-  Bf16InferenceWeights(const Bf16InferenceWeights&) = delete;
-  Bf16InferenceWeights& operator=(const Bf16InferenceWeights&) = delete;
-
- private:
-  std::vector<Linear*> linears_;
-};
-
 }  // namespace xg::nn

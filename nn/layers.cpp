@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "autograd/engine.hpp"
 #include "nn/init.hpp"
+#include "nn/packed_weights.hpp"
 
 namespace xg::nn {
 
@@ -22,6 +24,8 @@ Tensor Linear::forward(const Tensor& x) {
   if (x.dim() == 0 || x.shape().back() != weight.size(1))
     throw std::invalid_argument(fmt::format("[Linear] input {} does not end in in_features={}",
                                             shape_str(x.shape()), weight.size(1)));
+  if (!grad_enabled())
+    if (auto packed = packed_weight_for(*this)) return packed_linear(x, *packed, bias);
   return linear(x, weight, bias);
 }
 

@@ -14,13 +14,9 @@ class Linear : public UnaryModule {
   Linear(size_t in_features, size_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;  // bias undefined when disabled
-  // A frozen bf16 copy of weight while a Bf16InferenceWeights holds it; the fused inference
-  // path's bf16 GEMMs read it instead of rounding weight on every call.
-  struct Bf16Weight {
-    const float* source = nullptr;  // weight's storage when copied: a replaced weight is not read through it
-    std::vector<uint16_t> bits;     // weight rounded to bf16, same layout
-  };
-  std::shared_ptr<const Bf16Weight> bf16_weight;
+  // The weight packed for the GEMM while an InferenceWeights holds it (nn/packed_weights.hpp).
+  struct PackedWeight;
+  std::shared_ptr<const PackedWeight> packed_weight;
 };
 
 // Rows of a (num, dim) table. Rows equal to padding_idx (when >= 0) get no gradient.

@@ -5,5 +5,6 @@
 #include "nn/init.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
+#include "nn/packed_weights.hpp"
 #include "nn/safetensors.hpp"
 #include "nn/transformer.hpp"

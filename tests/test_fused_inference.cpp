@@ -12,6 +12,7 @@
 #include "autograd/precision.hpp"
 #include "models/bert.hpp"
 #include "nn/fused_encoder.hpp"
+#include "nn/packed_weights.hpp"
 #include "nn/init.hpp"
 #include "util/random.hpp"
 
@@ -202,24 +203,41 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   const float bf16_diff = max_diff_attended(low, recorded, mask01);
   CHECK(bf16_diff > 0.f);
   CHECK(bf16_diff < 0.1f);
-  // weights rounded once give what rounding them on every GEMM gives; dropping them restores fp32
+  nn::Linear& up0 = *model.encoder->layer->operator[](0).intermediate->dense;
+  // weights packed (and rounded) once give what packing them on every GEMM gives, on the fused
+  // path and through Linear::forward (the recorded path); dropping them restores fp32
   {
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
-    nn::Bf16InferenceWeights frozen(model);
-    CHECK(model.encoder->layer->operator[](0).intermediate->dense->bf16_weight != nullptr);
+    nn::InferenceWeights packed(model, MatmulPrecision::BF16);
+    CHECK(up0.packed_weight != nullptr);
+    CHECK(nn::packed_weight_for(up0) != nullptr);
     CHECK(max_diff_attended(hidden(true), low, mask01) < 1e-6f);
+    MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
+    CHECK(nn::packed_weight_for(up0) == nullptr);  // packed for bf16: not read at fp32
+    CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
   }
-  CHECK(model.encoder->layer->operator[](0).intermediate->dense->bf16_weight == nullptr);
+  CHECK(up0.packed_weight == nullptr);
   CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
-  // a weight replaced while the copies live is read itself, not through its stale copy
   {
-    MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
-    nn::Bf16InferenceWeights frozen(model);
+    nn::InferenceWeights packed(model, MatmulPrecision::FP32);
+    CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
+    const Tensor recorded_packed = hidden(false);  // padded rows computed too: compare every row
+    float worst = 0;
+    for (size_t i = 0; i < recorded.numel(); ++i)
+      worst = std::max(worst, std::fabs(recorded_packed.data()[i] - recorded.data()[i]));
+    CHECK(worst < 1e-5f);
+  }
+  // a weight replaced while the packing lives is read itself, not through its stale packing
+  for (MatmulPrecision precision : {MatmulPrecision::BF16, MatmulPrecision::FP32}) {
+    MatmulPrecisionGuard guard(precision);
+    const Tensor before = hidden(true);
+    nn::InferenceWeights packed(model, precision);
     nn::Linear& up = *model.encoder->layer->operator[](1).intermediate->dense;
     const Tensor original = up.weight;
     up.weight = Tensor::zeros(original.shape());
+    CHECK(nn::packed_weight_for(up) == nullptr);
     const Tensor replaced = hidden(true);
     up.weight = original;
-    CHECK(max_diff_attended(replaced, low, mask01) > 1e-3f);  // the zero weight was used
+    CHECK(max_diff_attended(replaced, before, mask01) > 1e-3f);  // the zero weight was used
   }
 }

@@ -2,6 +2,8 @@
 // padded leading dimensions, blocks that cross the KC/MC/NC boundaries, 1 and 2 threads.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/parallel.hpp"
@@ -88,4 +90,29 @@ TEST_CASE("batched gemm, including a shared operand (stride 0)", "[gemm]") {
                             R.data() + b * M * N, N);
     for (size_t i = 0; i < C.size(); ++i) REQUIRE(std::fabs(C[i] - R[i]) <= 1e-5);
   }
+}
+
+TEST_CASE("sgemm_packed equals sgemm bit for bit", "[gemm]") {
+  const int before = num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    // K past two KC blocks (odd), N past NC, M from one row to several row blocks
+    for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
+             {1, 7, 5}, {15, 1030, 1539}, {128, 96, 64}, {226, 33, 800}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const size_t pad = 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+          const auto A = random_vec((ta ? K : M) * lda, 11), B = random_vec((tb ? N : K) * ldb, 12);
+          auto C = random_vec(M * ldc, 13), R = C;
+          const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
+          CHECK((packed.K() == K && packed.N() == N && !packed.is_bf16()));
+          for (float beta : {0.f, 0.5f}) {
+            gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, C.data(), ldc);
+            gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
+            INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " threads=" << threads);
+            REQUIRE(C == R);
+          }
+        }
+  }
+  set_num_threads(before);
 }

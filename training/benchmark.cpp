@@ -18,6 +18,7 @@
 #include "models/registry.hpp"
 #include "nn/transformer.hpp"
 #include "nn/fused_encoder.hpp"
+#include "nn/packed_weights.hpp"
 #include "optim/optim.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
@@ -158,8 +159,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   for (const Batch& b : batches) tokens_of.push_back(real_tokens(b.inputs));
   auto pass = [&](size_t i) { return encoder.forward_named(batches[i % batches.size()].inputs).at("last_hidden_state"); };
   MatmulPrecisionGuard timed_precision(opt.precision);
-  std::unique_ptr<nn::Bf16InferenceWeights> bf16_weights;  // as bert_infer --precision bf16 serves a model
-  if (opt.precision == MatmulPrecision::BF16) bf16_weights = std::make_unique<nn::Bf16InferenceWeights>(encoder);
+  nn::InferenceWeights packed(encoder, opt.precision);  // as bert_infer serves a model
   double max_diff = -1, mean_diff = -1;
   if (opt.precision != MatmulPrecision::FP32) {
     Tensor reference;

@@ -7,7 +7,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "autograd/kernels/gemm_driver.hpp"
@@ -237,6 +239,31 @@ using Problem = detail::Problem<float>;
 void run(const Problem& p, int threads) { detail::run<Fp32Kernels>(p, threads); }
 
 }  // namespace
+
+void detail::run_fp32_packed(const detail::Problem<float>& p, const float* packed) {
+  detail::run<Fp32Kernels>(p, detail::threads_for(p.M, p.N, p.K), packed);
+}
+
+void PackedB::Free::operator()(void* p) const { std::free(p); }
+
+PackedB::PackedB(Kind kind, size_t K, size_t N, size_t words)
+    : kind_(kind), K_(K), N_(N), words_(words),
+      data_(static_cast<uint32_t*>(std::aligned_alloc(64, detail::round_up(std::max<size_t>(words, 1) * 4, 64)))) {
+  if (!data_) throw std::bad_alloc();
+}
+
+PackedB PackedB::fp32(bool trans_b, size_t K, size_t N, const float* B, size_t ldb) {
+  PackedB out(Kind::Fp32, K, N, detail::packed_b_size<Fp32Kernels>(K, N));
+  detail::pack_whole_b<Fp32Kernels>(trans_b, B, ldb, K, N, out.floats());
+  return out;
+}
+
+void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
+                  float beta, float* C, size_t ldc) {
+  const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc};
+  if (B.kind_ == PackedB::Kind::Fp32) return detail::run_fp32_packed(p, B.floats());
+  detail::run_bf16_packed(p, B.data_.get(), B.kind_ == PackedB::Kind::Bf16Pairs);
+}
 
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
            size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {

@@ -293,6 +293,33 @@ void run_bf16(const detail::Problem<BElem>& p) {
 
 }  // namespace
 
+PackedB PackedB::bf16(bool trans_b, size_t K, size_t N, const float* B, size_t ldb) {
+#if XG_HAVE_BF16_KERNEL
+  if (bf16_kernel() == Bf16Kernel::Native) {
+    PackedB out(Kind::Bf16Pairs, K, N, detail::packed_b_size<Bf16Kernels>(K, N));
+    detail::pack_whole_b<Bf16Kernels>(trans_b, B, ldb, K, N, out.data_.get());
+    return out;
+  }
+#endif
+  const auto rounded = rounded_copy(B, trans_b ? N : K, trans_b ? K : N, ldb);
+  PackedB fp32_panels = fp32(trans_b, K, N, rounded.data(), trans_b ? K : N);
+  fp32_panels.kind_ = Kind::Bf16Rounded;
+  return fp32_panels;
+}
+
+void detail::run_bf16_packed(const detail::Problem<float>& p, const void* packed, bool pairs) {
+#if XG_HAVE_BF16_KERNEL
+  if (pairs)
+    return detail::run<Bf16Kernels>(p, detail::threads_for(p.M, p.N, p.K), static_cast<const uint32_t*>(packed));
+#endif
+  if (pairs) throw std::logic_error("sgemm_packed: bf16 pairs packed by a build without the bf16 kernel");
+  auto rounded_a = p;
+  const auto a = rounded_copy(p.A, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.lda);
+  rounded_a.A = a.data();
+  rounded_a.lda = p.ta ? p.M : p.K;
+  detail::run_fp32_packed(rounded_a, static_cast<const float*>(packed));
+}
+
 bool bf16_native_available() {
   static const bool available = cpu_has_avx512_bf16();
   return available;

@@ -79,10 +79,36 @@ void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, 
   }
 }
 
+// A whole K x N op(B) packed ahead (PackedB): the (jc, pc) blocks run() would pack, jc-major,
+// each laid out as pack_b lays out its panels.
+template <class Kern>
+size_t packed_b_depth(size_t K) {  // packed elements per column over all KC blocks
+  return K / Kern::KC * Kern::depth(Kern::KC) + (K % Kern::KC ? Kern::depth(K % Kern::KC) : 0);
+}
+template <class Kern>
+size_t packed_b_size(size_t K, size_t N) {
+  return round_up(N, Kern::NR) * packed_b_depth<Kern>(K);
+}
+template <class Kern>
+size_t packed_b_offset(size_t K, size_t N, size_t jc, size_t pc) {
+  const size_t nc = std::min(Kern::NC, N - jc);  // every earlier column block is NC wide
+  return jc * packed_b_depth<Kern>(K) + round_up(nc, Kern::NR) * (pc / Kern::KC) * Kern::depth(Kern::KC);
+}
+template <class Kern, class BElem>
+void pack_whole_b(bool tb, const BElem* B, size_t ldb, size_t K, size_t N, typename Kern::Packed* out) {
+  for (size_t jc = 0; jc < N; jc += Kern::NC) {
+    const size_t nc = std::min(Kern::NC, N - jc);
+    for (size_t pc = 0; pc < K; pc += Kern::KC)
+      Kern::pack_b(tb, B, ldb, pc, std::min(Kern::KC, K - pc), jc, nc, 0, round_up(nc, Kern::NR),
+                   out + packed_b_offset<Kern>(K, N, jc, pc));
+  }
+}
+
 // One GEMM. With threads > 1 the B block is packed cooperatively and the (ic, column group)
 // tasks of each block are shared out; with threads == 1 everything runs on this thread.
+// `packed_b` (from pack_whole_b) replaces p.B and its packing.
 template <class Kern, class BElem>
-void run(const Problem<BElem>& p, int threads) {
+void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* packed_b = nullptr) {
   constexpr size_t MR = Kern::MR, NR = Kern::NR, KC = Kern::KC, MC_MAX = Kern::MC_MAX,
                    NC = Kern::NC;
   if (p.M == 0 || p.N == 0) return;
@@ -102,7 +128,7 @@ void run(const Problem<BElem>& p, int threads) {
   };
 
   auto& bpack = b_buffer<Kern>();
-  bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * Kern::depth(KC)));
+  if (!packed_b) bpack.resize(std::max(bpack.size(), round_up(std::min(NC, p.N), NR) * Kern::depth(KC)));
 
   for (size_t jc = 0; jc < p.N; jc += NC) {
     const size_t nc = std::min(NC, p.N - jc);
@@ -114,26 +140,33 @@ void run(const Problem<BElem>& p, int threads) {
       auto panel_range = [&](size_t g, size_t groups) {  // as even as whole panels allow
         return std::make_pair(g * n_panels / groups * NR, (g + 1) * n_panels / groups * NR);
       };
+      const auto* block = packed_b ? packed_b + packed_b_offset<Kern>(p.K, p.N, jc, pc) : bpack.data();
       if (T == 1) {
-        Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, bpack.data());
+        if (!packed_b) Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, bpack.data());
         for (size_t ib = 0; ib < m_blocks; ++ib) {
           auto [i0, mc] = block_rows(ib);
-          compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, mc, 0, n_panels * NR, beta);
+          compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, 0, n_panels * NR, beta);
         }
         continue;
       }
-      parallel_for(std::min(T, n_panels), [&](size_t t) {
-        auto [b0, b1] = panel_range(t, std::min(T, n_panels));
-        Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
-      });
+      if (!packed_b)
+        parallel_for(std::min(T, n_panels), [&](size_t t) {
+          auto [b0, b1] = panel_range(t, std::min(T, n_panels));
+          Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
+        });
       parallel_for(m_blocks * n_groups, [&](size_t task) {
         auto [i0, mc] = block_rows(task / n_groups);
         auto [j0, j1] = panel_range(task % n_groups, n_groups);
-        if (j0 < j1) compute_block<Kern>(p, bpack.data(), pc, kc, jc, nc, i0, mc, j0, j1, beta);
+        if (j0 < j1) compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, j0, j1, beta);
       });
     }
   }
 }
+
+// Packed-B runs (PackedB, gemm.hpp): the fp32 GEMM (gemm.cpp), and sgemm_bf16 (gemm_bf16.cpp)
+// on bf16 pairs for the native kernel or, when `pairs` is false, on fp32 panels of rounded values.
+void run_fp32_packed(const Problem<float>& p, const float* packed);
+void run_bf16_packed(const Problem<float>& p, const void* packed, bool pairs);
 
 // Tiny products are not worth waking the pool for.
 inline int threads_for(size_t M, size_t N, size_t K) {

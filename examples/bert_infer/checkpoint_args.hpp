@@ -7,7 +7,7 @@
 #include <string>
 
 #include "models/checkpoint.hpp"
-#include "nn/fused_encoder.hpp"
+#include "nn/packed_weights.hpp"
 #include "text/tokenizer.hpp"
 
 namespace xg::infer {
@@ -33,11 +33,11 @@ models::LoadedModel load_model(const std::string& dir);
 struct Checkpoint {
   std::unique_ptr<text::Tokenizer> tok;
   models::LoadedModel loaded;
-  std::unique_ptr<nn::Bf16InferenceWeights> bf16_weights;  // at --precision bf16
+  std::unique_ptr<nn::InferenceWeights> packed_weights;  // packed once for --precision
   models::PretrainedModel& model() const { return *loaded.model; }
 };
 // --model's checkpoint with its tokenizer (tokenizer_for), whose ids its vocabulary must cover,
-// at --precision (bf16: the process's matmul precision, with the weights rounded once).
+// at --precision (the process's matmul precision), with its Linear weights packed once.
 // A command that needs a kind of head names it (`head_suffix` "ForTokenClassification", `head_name`
 // "a *ForTokenClassification model"): another architecture is refused, naming it.
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
