@@ -20,9 +20,12 @@ namespace xg::nn {
 // which at 1 x 128 on BERT-base had cost a fifth of the time on every call). The packing is a
 // snapshot of a loaded checkpoint, not for training: values changed in place while it lives are
 // not seen (a weight replaced by another tensor is, as the packing is then ignored), and it is
-// read only while the process's matmul precision is `precision`. It must not outlive `m`.
-// Memory: one more copy of the Linear weights at fp32, half a copy at bf16; dropping it frees it.
-// XGRAD_PACKED_WEIGHTS=0 makes it pack nothing (each GEMM packs its weight, as before).
+// read only while the process's matmul precision is `precision`. A bf16 packing is made for the
+// bf16 kernel selected when packing (gemm::bf16_kernel). It must not outlive `m`, and a Linear is
+// packed by one InferenceWeights at a time (a second throws). Not thread-safe against forward
+// passes running while it is made or dropped.
+// Memory: one more copy of the Linear weights at fp32; at bf16 half a copy (a full one where the
+// CPU lacks AVX512-BF16 and the panels hold the rounded values as fp32). Dropping it frees it.
 class InferenceWeights {
  public:
   InferenceWeights(Module& m, MatmulPrecision precision);
@@ -31,8 +34,13 @@ class InferenceWeights {
   InferenceWeights& operator=(const InferenceWeights&) = delete;
 
  private:
+  void release();
   std::vector<Linear*> linears_;
 };
+
+// Whether programs that serve a model pack its weights (bert_infer, bert_infer bench): on unless
+// XGRAD_PACKED_WEIGHTS=0 (each GEMM then packs its weight on every call, as before).
+bool packed_weights_enabled();
 
 // lin's packed weight when one is held for the current matmul precision and still belongs to
 // lin.weight (same storage and shape); else null. A shared copy: the holder may drop its own.

@@ -220,12 +220,21 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
   {
     nn::InferenceWeights packed(model, MatmulPrecision::FP32);
+    CHECK_THROWS_WITH(nn::InferenceWeights(model, MatmulPrecision::FP32), Catch::Contains("already packed"));
+    CHECK(up0.packed_weight != nullptr);  // the failed second one left the first one's packing
     CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
-    const Tensor recorded_packed = hidden(false);  // padded rows computed too: compare every row
-    float worst = 0;
-    for (size_t i = 0; i < recorded.numel(); ++i)
-      worst = std::max(worst, std::fabs(recorded_packed.data()[i] - recorded.data()[i]));
-    CHECK(worst < 1e-5f);
+    auto same = [](const Tensor& a, const Tensor& b) {  // every row, padded ones included
+      for (size_t i = 0; i < a.numel(); ++i)
+        if (a.data()[i] != b.data()[i]) return false;
+      return true;
+    };
+    CHECK(same(hidden(false), recorded));  // Linear::forward through the packing
+    // both paths read the packing, not the weight: a change in place goes unseen while it lives
+    const std::vector<float> saved(up0.weight.data(), up0.weight.data() + up0.weight.numel());
+    std::fill_n(up0.weight.data(), up0.weight.numel(), 0.f);
+    CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
+    CHECK(same(hidden(false), recorded));
+    std::copy(saved.begin(), saved.end(), up0.weight.data());
   }
   // a weight replaced while the packing lives is read itself, not through its stale packing
   for (MatmulPrecision precision : {MatmulPrecision::BF16, MatmulPrecision::FP32}) {
@@ -240,4 +249,24 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     up.weight = original;
     CHECK(max_diff_attended(replaced, before, mask01) > 1e-3f);  // the zero weight was used
   }
+}
+
+TEST_CASE("packed_linear: any leading shape, with or without bias, checked inputs", "[fused]") {
+  nn::Linear with_bias(6, 5), no_bias(6, 5, false);
+  Generator g(3);
+  const Tensor x1 = Tensor::normal({6}, 0.f, 1.f, g), x3 = Tensor::normal({2, 3, 6}, 0.f, 1.f, g);
+  NoGradGuard no_grad;
+  for (nn::Linear* lin : {&with_bias, &no_bias})
+    for (const Tensor& x : {x1, x3}) {
+      const Tensor expected = lin->forward(x).contiguous();
+      nn::InferenceWeights packed(*lin, MatmulPrecision::FP32);
+      REQUIRE(nn::packed_weight_for(*lin) != nullptr);
+      const Tensor got = lin->forward(x).contiguous();
+      REQUIRE(got.shape() == expected.shape());
+      for (size_t i = 0; i < got.numel(); ++i) CHECK(got.data()[i] == Approx(expected.data()[i]).margin(1e-6));
+    }
+  nn::InferenceWeights packed(with_bias, MatmulPrecision::FP32);
+  const auto w = nn::packed_weight_for(with_bias);
+  CHECK_THROWS_WITH(nn::packed_linear(Tensor::zeros({2, 5}), *w, Tensor()), Catch::Contains("ending in 6"));
+  CHECK_THROWS_WITH(nn::packed_linear(x3, *w, Tensor::zeros({4})), Catch::Contains("bias [4]"));
 }

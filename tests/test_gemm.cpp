@@ -66,6 +66,7 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   check_gemm(341, 97, 530, true, false, 1.f, 1.f, 1);
   check_gemm(226, 1100, 40, false, true, 1.f, 0.f, 0);  // 17 row panels: row blocks of unequal size
   check_gemm(128, 1030, 50, false, true, 1.f, 0.f, 0);  // few row panels: column groups past NC
+  check_gemm(100, 32, 70, false, true, 1.f, 0.f, 0);    // few row panels, one column panel
   set_num_threads(before);
 }
 
@@ -98,7 +99,7 @@ TEST_CASE("sgemm_packed equals sgemm bit for bit", "[gemm]") {
     set_num_threads(threads);
     // K past two KC blocks (odd), N past NC, M from one row to several row blocks
     for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
-             {1, 7, 5}, {15, 1030, 1539}, {128, 96, 64}, {226, 33, 800}})
+             {1, 7, 5}, {15, 1030, 1539}, {128, 96, 64}, {226, 33, 800}, {240, 1124, 70}})
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           const size_t pad = 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
@@ -115,4 +116,19 @@ TEST_CASE("sgemm_packed equals sgemm bit for bit", "[gemm]") {
         }
   }
   set_num_threads(before);
+}
+
+TEST_CASE("sgemm_packed with an empty dimension", "[gemm]") {
+  const auto B = random_vec(4 * 3, 1);
+  std::vector<float> C = {1, 2, 3, 4, 5, 6};
+  const gemm::PackedB k0 = gemm::PackedB::fp32(false, 0, 3, nullptr, 3);  // K == 0: C = beta C
+  gemm::sgemm_packed(false, 2, 1.f, nullptr, 1, k0, 0.5f, C.data(), 3);
+  CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3});
+  const gemm::PackedB b = gemm::PackedB::fp32(false, 4, 3, B.data(), 3);
+  gemm::sgemm_packed(false, 0, 1.f, nullptr, 4, b, 0.f, C.data(), 3);  // M == 0: nothing written
+  CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3});
+  const gemm::PackedB n0 = gemm::PackedB::fp32(true, 4, 0, nullptr, 4);
+  CHECK(n0.N() == 0);
+  gemm::sgemm_packed(false, 2, 1.f, B.data(), 4, n0, 0.f, C.data(), 1);
+  CHECK(C == std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3});
 }

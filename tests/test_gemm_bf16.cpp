@@ -165,20 +165,21 @@ TEST_CASE("sgemm_packed on a bf16 PackedB equals sgemm_bf16 bit for bit", "[gemm
     gemm::set_bf16_kernel(kernel);
     for (int threads : {1, 2}) {
       set_num_threads(threads);
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          const size_t M = 130, N = 1030, K = 801, pad = 2;  // N past NC, K past KC (odd)
-          const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
-          const auto A = random_vec((ta ? K : M) * lda, 41), B = random_vec((tb ? N : K) * ldb, 42);
-          const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
-          CHECK(packed.is_bf16());
-          std::vector<float> C(M * N, 1.f), R(M * N, 1.f);
-          gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, 0.5f, C.data(), N);
-          gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.5f, R.data(), N);
-          INFO("ta=" << ta << " tb=" << tb << " threads=" << threads
-                     << " native=" << (kernel == gemm::Bf16Kernel::Native));
-          REQUIRE(C == R);
-        }
+      for (size_t M : {130, 240})  // column groups, and row blocks
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            const size_t N = 1124, K = 801, pad = 2;  // N past NC, K past KC (odd)
+            const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
+            const auto A = random_vec((ta ? K : M) * lda, 41), B = random_vec((tb ? N : K) * ldb, 42);
+            const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
+            CHECK(packed.is_bf16());
+            std::vector<float> C(M * N, 1.f), R(M * N, 1.f);
+            gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, 0.5f, C.data(), N);
+            gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.5f, R.data(), N);
+            INFO("M=" << M << " ta=" << ta << " tb=" << tb << " threads=" << threads
+                       << " native=" << (kernel == gemm::Bf16Kernel::Native));
+            REQUIRE(C == R);
+          }
     }
   }
 }

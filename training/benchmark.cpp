@@ -159,7 +159,8 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   for (const Batch& b : batches) tokens_of.push_back(real_tokens(b.inputs));
   auto pass = [&](size_t i) { return encoder.forward_named(batches[i % batches.size()].inputs).at("last_hidden_state"); };
   MatmulPrecisionGuard timed_precision(opt.precision);
-  nn::InferenceWeights packed(encoder, opt.precision);  // as bert_infer serves a model
+  std::unique_ptr<nn::InferenceWeights> packed;  // as bert_infer serves a model
+  if (nn::packed_weights_enabled()) packed = std::make_unique<nn::InferenceWeights>(encoder, opt.precision);
   double max_diff = -1, mean_diff = -1;
   if (opt.precision != MatmulPrecision::FP32) {
     Tensor reference;

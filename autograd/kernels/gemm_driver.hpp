@@ -122,6 +122,9 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   const bool split_rows = m_panels >= 8 * T;
   size_t m_blocks = (m_panels + MC_MAX / MR - 1) / (MC_MAX / MR);
   if (T > 1 && split_rows) m_blocks = round_up(std::max(m_blocks, T), T);
+  // With too few column panels for every thread (a narrow N), more row blocks fill the rest.
+  const size_t min_panels = (std::min(NC, p.N) + NR - 1) / NR;
+  if (!split_rows) m_blocks = std::max(m_blocks, std::min(m_panels, (T + min_panels - 1) / min_panels));
   auto block_rows = [&](size_t ib) {  // [first row, row count) of row block ib
     const size_t i0 = ib * m_panels / m_blocks * MR;
     return std::make_pair(i0, std::min(p.M, (ib + 1) * m_panels / m_blocks * MR) - i0);
