@@ -109,6 +109,13 @@ Tensor log_softmax(const Tensor& x, int axis = -1);
 // composition when p > 0.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
                             float dropout_p, bool training, Generator& gen = default_generator());
+// The composition multi_head_attention replaces, op by op on the tape: head permutes, matmul,
+// attention_softmax, dropout() of the weights, matmul. Stores the (B, heads, T, T) weights; the
+// reference the op is tested and benchmarked against, and nn::SelfAttention's path when the op
+// is switched off.
+Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    size_t num_heads, float dropout_p, bool training,
+                                    Generator& gen = default_generator());
 // The same over packed sequences: q, k, v (N, H), sequence s the rows [cu_seqlens[s],
 // cu_seqlens[s + 1]) (cu_seqlens from 0 to N, never decreasing), attending only within itself.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<size_t>& cu_seqlens,

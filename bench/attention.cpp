@@ -21,13 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Tensor unfused(const Tensor& q, const Tensor& k, const Tensor& v, size_t heads) {
-  const long B = long(q.size(0)), T = long(q.size(1)), H = long(q.size(2)), nh = long(heads), hd = H / nh;
-  auto split = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
-  const Tensor probs = attention_softmax(matmul(split(q), split(k), false, true), Tensor(), 1.f / std::sqrt(float(hd)));
-  return reshape(permute(matmul(probs, split(v)), {0, 2, 1, 3}), {B, T, H});
-}
-
 // Best of `reps` seconds for forward, and for forward + backward.
 template <class Attend>
 std::pair<double, double> time_attention(size_t B, size_t T, size_t H, int reps, Attend attend) {
@@ -87,7 +80,7 @@ int main(int argc, char** argv) {
       return multi_head_attention(q, k, v, Tensor(), heads, 0.f, true);
     });
     const auto plain = time_attention(B, T, H, reps, [&](const Tensor& q, const Tensor& k, const Tensor& v) {
-      return unfused(q, k, v, heads);
+      return unfused_multi_head_attention(q, k, v, Tensor(), heads, 0.f, false);
     });
     fmt::print("{:>6} {:>12.1f} {:>12.1f} {:>8.2f} {:>12.1f} {:>12.1f} {:>8.2f}\n", T, fwd_flop / fused.first * 1e-9,
                fwd_flop / plain.first * 1e-9, plain.first / fused.first, both_flop / fused.second * 1e-9,

@@ -66,20 +66,10 @@ Tensor SelfAttention::forward(const Tensor& x, const AttentionMask& attention_ma
     throw std::invalid_argument(fmt::format("[SelfAttention] input must be (B, T, {}), got {}",
                                             query->weight.size(1), shape_str(x.shape())));
   const Tensor& mask = attention_mask.additive;
+  const Tensor q = query->forward(x), k = key->forward(x), v = value->forward(x);
   if (flash_attention_enabled())
-    return multi_head_attention(query->forward(x), key->forward(x), value->forward(x), mask, num_heads,
-                                attention_dropout, is_training());
-  const long B = long(x.size(0)), T = long(x.size(1)), H = long(x.size(2));
-  const long nh = long(num_heads), hd = H / nh;
-  // (B, T, H) -> (B, heads, T, head_dim)
-  auto split_heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
-  const Tensor q = split_heads(query->forward(x));
-  const Tensor k = split_heads(key->forward(x));
-  const Tensor v = split_heads(value->forward(x));
-  Tensor probs = attention_softmax(matmul(q, k, false, true), mask, 1.f / std::sqrt(float(hd)));
-  probs = dropout(probs, attention_dropout, is_training());
-  const Tensor ctx = matmul(probs, v);  // (B, heads, T, head_dim)
-  return reshape(permute(ctx, {0, 2, 1, 3}), {B, T, H});
+    return multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
+  return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
 }
 
 ProjectResidual::ProjectResidual(size_t in, size_t out, const TransformerOptions& opt)

@@ -25,13 +25,6 @@ using xg::test::randn;
 namespace {
 
 // What SelfAttention recorded before multi_head_attention: heads permuted out, (T, T) weights.
-Tensor unfused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t heads) {
-  const long B = long(q.size(0)), T = long(q.size(1)), H = long(q.size(2)), nh = long(heads), hd = H / nh;
-  auto split = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
-  const Tensor probs = attention_softmax(matmul(split(q), split(k), false, true), mask, 1.f / std::sqrt(float(hd)));
-  return reshape(permute(matmul(probs, split(v)), {0, 2, 1, 3}), {B, T, H});
-}
-
 // Additive padding mask: sequence b attends to its first lengths[b] keys.
 Tensor padding_mask(const std::vector<size_t>& lengths, size_t T) {
   std::vector<float> attended(lengths.size() * T, 0.f);
@@ -90,7 +83,7 @@ TEST_CASE("flash attention: forward and backward equal the unfused composition",
       return multi_head_attention(a, b, d, mask, c.heads, 0.f, true);
     });
     const Grads plain = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& d) {
-      return unfused_attention(a, b, d, mask, c.heads);
+      return unfused_multi_head_attention(a, b, d, mask, c.heads, 0.f, false);
     });
     CHECK(max_abs_diff(flash.out, plain.out) <= 2e-6 * std::max(1.0, max_abs(plain.out)));
     CHECK(max_abs_diff(flash.dq, plain.dq) <= 1e-5 * std::max(1.0, max_abs(plain.dq)));
@@ -154,7 +147,7 @@ TEST_CASE("flash attention: dropout drops each weight with probability p and sca
   Generator other(8);
   CHECK(max_abs_diff(multi_head_attention(q, k, v, mask, heads, p, true, other), out) > 1e-3);
   CHECK(max_abs_diff(multi_head_attention(q, k, v, mask, heads, p, false),
-                     unfused_attention(q, k, v, mask, heads)) < 2e-6 * std::max(1.0, max_abs(out)));
+                     unfused_multi_head_attention(q, k, v, mask, heads, 0.f, false)) < 2e-6 * std::max(1.0, max_abs(out)));
 }
 
 TEST_CASE("flash attention: -inf masks and dropout of every weight", "[flash]") {
@@ -169,7 +162,7 @@ TEST_CASE("flash attention: -inf masks and dropout of every weight", "[flash]") 
     return multi_head_attention(a, b, c, inf_mask, heads, 0.f, true);
   });
   const Grads u = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& c) {
-    return unfused_attention(a, b, c, padding_mask({25, 0}, T), heads);
+    return unfused_multi_head_attention(a, b, c, padding_mask({25, 0}, T), heads, 0.f, false);
   });
   auto first = [&](const Tensor& t) { return slice(t, 0, 0, 1); };
   auto second = [&](const Tensor& t) { return slice(t, 0, 1, 2); };
@@ -190,7 +183,7 @@ TEST_CASE("flash attention: -inf masks and dropout of every weight", "[flash]") 
     return multi_head_attention(a, b, c, left_mask, heads, 0.f, true);
   });
   const Grads lu = run_with_grads(q2, k2, v2, w2, [&](const Tensor& a, const Tensor& b, const Tensor& c) {
-    return unfused_attention(a, b, c, left_mask, heads);
+    return unfused_multi_head_attention(a, b, c, left_mask, heads, 0.f, false);
   });
   CHECK(max_abs_diff(lf.out, lu.out) <= 2e-6 * max_abs(lu.out));
   CHECK(max_abs_diff(lf.dq, lu.dq) <= 1e-5 * max_abs(lu.dq));

@@ -1,5 +1,5 @@
 // multi_head_attention: the memory-linear attention op (autograd/kernels/flash_attention.hpp)
-// on the tape, over padded (B, T, H) or packed (N, H) rows.
+// on the tape, over padded (B, T, H) or packed (N, H) rows; and the unfused composition it replaces.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -16,15 +16,15 @@ namespace {
 constexpr const char* kOp = "multi_head_attention";
 
 void check_common(const Tensor& q, const Tensor& k, const Tensor& v, size_t dims, const char* layout,
-                  size_t num_heads, float dropout_p) {
+                  size_t num_heads, float dropout_p, const char* op = kOp) {
   if (q.dim() != dims || k.shape() != q.shape() || v.shape() != q.shape())
-    throw std::invalid_argument(fmt::format("[{}] q, k and v must be one {} shape, got {}, {}, {}", kOp, layout,
+    throw std::invalid_argument(fmt::format("[{}] q, k and v must be one {} shape, got {}, {}, {}", op, layout,
                                             shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape())));
   const size_t H = q.shape().back();
   if (num_heads == 0 || H % num_heads != 0)
-    throw std::invalid_argument(fmt::format("[{}] width {} is not a multiple of num_heads {}", kOp, H, num_heads));
+    throw std::invalid_argument(fmt::format("[{}] width {} is not a multiple of num_heads {}", op, H, num_heads));
   if (!(dropout_p >= 0.f && dropout_p <= 1.f))
-    throw std::invalid_argument(fmt::format("[{}] dropout probability {} is not in [0, 1]", kOp, dropout_p));
+    throw std::invalid_argument(fmt::format("[{}] dropout probability {} is not in [0, 1]", op, dropout_p));
 }
 
 // Runs the kernel on p (layout filled in by the caller) and records the backward, whose closure
@@ -71,6 +71,18 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   p.seq_len = T;
   p.num_heads = num_heads;
   return run(q, k, v, mask, p, nullptr, dropout_p, training, gen);
+}
+
+Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    size_t num_heads, float dropout_p, bool training, Generator& gen) {
+  check_common(q, k, v, 3, "(B, T, H)", num_heads, dropout_p, "unfused_multi_head_attention");
+  const long B = long(q.size(0)), T = long(q.size(1)), H = long(q.size(2));
+  const long nh = long(num_heads), hd = H / nh;
+  // (B, T, H) -> (B, heads, T, head_dim)
+  auto split_heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
+  Tensor probs = attention_softmax(matmul(split_heads(q), split_heads(k), false, true), mask, 1.f / std::sqrt(float(hd)));
+  probs = dropout(probs, dropout_p, training, gen);
+  return reshape(permute(matmul(probs, split_heads(v)), {0, 2, 1, 3}), {B, T, H});
 }
 
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<size_t>& cu_seqlens,
