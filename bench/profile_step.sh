@@ -4,7 +4,7 @@
 # kernels and op, attention_softmax), element-wise (vec:: kernels: GELU, LayerNorm, softmax, dropout
 # masks, adds), optimizer (optim::), allocation (page faults and zeroing in the kernel, malloc/free,
 # memset; kernel symbols need perf_event_paranoid <= 1, else they land in "other"), the thread
-# pool's idle wait, other. Needs `perf` (Debian: linux-perf).
+# pool's idle wait, other. Start-up (model init, warm-up) is left out. Needs `perf` (Debian: linux-perf).
 #   bench/profile_step.sh [MODEL] [BATCH] [SEQ_LEN] [STEPS] [-- more bert_pretrain flags]
 #   e.g. bench/profile_step.sh base 8 128 3;  XGRAD_FLASH_ATTENTION=0 bench/profile_step.sh base 8 128 3
 set -euo pipefail
@@ -14,8 +14,13 @@ shift $(( $# < 4 ? $# : 4 )); [[ ${1:-} == -- ]] && shift
 command -v perf >/dev/null || { echo "profile_step: needs perf (apt-get install linux-perf)" >&2; exit 1; }
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-perf record -q -o "$data/perf.data" build/bin/bert_pretrain --benchmark --model "$model" --batch "$batch" \
-  --seq-len "$seq" --steps "$steps" "$@" 2>&1 | tail -1
+# Steady state only: samples start after the time a run of one step takes (model init, the
+# warm-up steps and the first faults of activation memory), measured first.
+run=(build/bin/bert_pretrain --benchmark --model "$model" --batch "$batch" --seq-len "$seq")
+start=$(date +%s%N)
+"${run[@]}" --steps 1 "$@" > /dev/null
+delay_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+perf record -q -D "$delay_ms" -o "$data/perf.data" "${run[@]}" --steps "$steps" "$@" 2>&1 | tail -1
 perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null | awk '
   /^#/ || NF < 3 { next }
   {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm_driver.hpp"
+#include "autograd/kernels/transpose16.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -42,34 +43,6 @@ constexpr size_t MC_MAX = MR * XG_GEMM_MC_PANELS;
 #endif
 constexpr size_t NC = NR * XG_GEMM_NC_PANELS;
 
-#if defined(__AVX512F__)
-// In-register transpose of 16 rows of 16 floats. Raw intrinsics: xsimd 8.1's zip_lo/zip_hi on
-// AVX-512 interleave within 128-bit lanes only, so no portable xsimd spelling exists here.
-inline void transpose16x16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]),
-                  c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
-  }
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j) {
-      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-      t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
-    }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
-  }
-}
-#endif
 
 // panel[k*R + r] = src[r*ld + k] for r < rows (zero for rows <= r < R), k < kc. With AVX-512,
 // 16 x 16 blocks go through registers; the rest (and other builds) in 8-deep k blocks whose
@@ -83,7 +56,7 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
       __m512 v[16];
       for (size_t r = 0; r < 16; ++r)
         v[r] = r0 + r < rows ? _mm512_loadu_ps(src + (r0 + r) * ld + k0) : _mm512_setzero_ps();
-      transpose16x16(v);
+      detail::transpose16x16(v);
       const size_t lanes = std::min<size_t>(16, R - r0);
       const __mmask16 m = lanes == 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
       for (size_t kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(panel + (k0 + kk) * R + r0, m, v[kk]);
