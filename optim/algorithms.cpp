@@ -50,13 +50,15 @@ void Adam::begin_pass() {
   inv_sqrt_bc2_ = float(1.0 / std::sqrt(bc2));
 }
 
-void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale) const {
+void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale,
+                         float keep) const {
   const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, step_size = step_size_ * lr_scale, inv_sqrt_bc2 = inv_sqrt_bc2_;
   for (size_t i = 0; i < n; ++i) {
     const float gi = g[i] + l2 * w[i];
     m[i] = b1 * m[i] + (1.f - b1) * gi;
     v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
-    w[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+    const float decayed = keep == 1.f ? w[i] : w[i] * keep;
+    w[i] = decayed - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
   }
 }
 
@@ -68,12 +70,10 @@ nlohmann::json Adam::settings() const {
   return {{"beta1", opt_.beta1}, {"beta2", opt_.beta2}, {"eps", opt_.eps}};
 }
 
+// Decoupled decay w *= 1 - lr * wd, applied in the same pass as the Adam step (a separate pass
+// over the weights was a quarter of the optimizer's memory traffic).
 void AdamW::update_elements(const Span& s) const {
-  if (s.weight_decay != 0.f) {
-    const float keep = 1.f - lr_ * s.lr_scale * s.weight_decay;
-    for (size_t i = 0; i < s.n; ++i) s.w[i] *= keep;
-  }
-  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale);
+  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale, 1.f - lr_ * s.lr_scale * s.weight_decay);
 }
 
 // ---- LAMB ----

@@ -138,8 +138,10 @@ class Adam : public ElementwiseOptimizer {
   void update_elements(const Span& s) const override;
   nlohmann::json settings() const override;
   // The bias-corrected Adam step on n elements at lr * lr_scale, weight decay added to the
-  // gradient as L2 (AdamW passes 0 after decaying the weights itself).
-  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale) const;
+  // gradient as L2 (AdamW passes 0 and its decoupled decay as keep).
+  // keep: a decoupled decay factor for w before the step (AdamW), 1 for none.
+  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale,
+                     float keep = 1.f) const;
   AdamOptions opt_;
   float step_size_ = 0.f, inv_sqrt_bc2_ = 0.f;  // this step's bias corrections
 };
