@@ -1,4 +1,4 @@
-// Times xgrad's sgemm and, when built with OpenBLAS, cblas_sgemm on the same shapes, same thread
+// Times xgrad's sgemm and, when built with OpenBLAS (or MKL: bench_gemm_mkl), cblas_sgemm on the same shapes, same thread
 // count, same run. Each is timed as the median of repeated calls after a warm-up; the two are
 // interleaved so machine noise hits both alike.
 //   bench_gemm M N K [--batch B] [--threads T] [--ta] [--tb] [--seconds S]
@@ -8,7 +8,7 @@
 //   bench_gemm --bf16     (sgemm_bf16 against sgemm on BERT's linear shapes, forward and backward,
 //                          at M = 1024 and 4096, plus the register-only fp32 FMA and bf16
 //                          vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
-// Last line: "ratio: X" = xgrad GFLOP/s / OpenBLAS GFLOP/s (the smallest over shapes when
+// Last line: "ratio: X" = xgrad GFLOP/s / the peer's GFLOP/s (the smallest over shapes when
 // several run).
 #include <fmt/format.h>
 // The peak loops use AVX512-BF16 intrinsics: GCC 10 or clang 9 and later.
@@ -29,9 +29,18 @@
 #include "autograd/parallel.hpp"
 #include "util/random.hpp"
 
-#ifdef XGRAD_HAVE_OPENBLAS
+// The peer BLAS: MKL when built as bench_gemm_mkl (bench/gemm_vs_mkl.sh), else OpenBLAS if found.
+#if defined(XGRAD_HAVE_MKL)
+#include <mkl.h>
+#define XGRAD_HAVE_BLAS 1
+constexpr const char* kPeer = "MKL";
+void peer_threads(int t) { mkl_set_num_threads(t); }
+#elif defined(XGRAD_HAVE_OPENBLAS)
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+#define XGRAD_HAVE_BLAS 1
+constexpr const char* kPeer = "OpenBLAS";
+void peer_threads(int t) { openblas_set_num_threads(t); }
 #endif
 
 namespace {
@@ -121,8 +130,8 @@ double run_shape(const Shape& s, int threads, double budget_s, bool packed) {
                                        s.M, s.N, s.K,
                                        std::string(s.ta ? "A^T" : "") + (s.tb ? "B^T" : ""),
                                        threads, packed ? " packed B" : "");
-#ifdef XGRAD_HAVE_OPENBLAS
-  openblas_set_num_threads(threads);
+#ifdef XGRAD_HAVE_BLAS
+  peer_threads(threads);
   auto blas = [&] {
     for (size_t b = 0; b < s.batch; ++b)
       cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans,
@@ -130,8 +139,8 @@ double run_shape(const Shape& s, int threads, double budget_s, bool packed) {
                   B.data() + b * s.K * s.N, int(ldb), 0.f, C.data() + b * s.M * s.N, int(s.N));
   };
   const Timing t = time_pairs(ours, blas, budget_s, threads);
-  fmt::print("{}  xgrad {:6.1f} GFLOP/s  OpenBLAS {:6.1f} GFLOP/s  ratio {:.3f}\n", what,
-             gflop / t.ours_s, gflop / t.blas_s, t.ratio);
+  fmt::print("{}  xgrad {:6.1f} GFLOP/s  {} {:6.1f} GFLOP/s  ratio {:.3f}\n", what, gflop / t.ours_s, kPeer,
+             gflop / t.blas_s, t.ratio);
   std::fflush(stdout);
   return t.ratio;
 #else
@@ -266,12 +275,16 @@ int bf16_main(const std::vector<int>& threads, double budget) {
 
 }  // namespace
 
-#ifdef XGRAD_HAVE_OPENBLAS
+#if defined(XGRAD_HAVE_OPENBLAS) && !defined(XGRAD_HAVE_MKL)
 extern "C" char* openblas_get_corename(void);
 #endif
 
 int main(int argc, char** argv) {
-#ifdef XGRAD_HAVE_OPENBLAS
+#if defined(XGRAD_HAVE_MKL)
+  char version[256];
+  mkl_get_version_string(version, sizeof version);
+  fmt::print("MKL: {}\n", version);
+#elif defined(XGRAD_HAVE_OPENBLAS)
   // Debian's OpenBLAS 0.3.21 does not know newer AVX-512 Xeons (Sapphire/Emerald Rapids) and
   // falls back to its SSE3 "Prescott" kernels, 5x slower than it can be. Comparing against that
   // would flatter us, so pick its AVX-512 kernels (read at library load, hence the re-exec).
@@ -331,7 +344,7 @@ int main(int argc, char** argv) {
   double worst = 1e30;
   for (int t : threads)
     for (const auto& s : shapes) worst = std::min(worst, run_shape(s, t, budget, packed));
-#ifdef XGRAD_HAVE_OPENBLAS
+#ifdef XGRAD_HAVE_BLAS
   fmt::print("ratio: {:.3f}\n", worst);
 #else
   fmt::print("ratio: n/a (built without OpenBLAS)\n");

@@ -43,7 +43,8 @@ for m in $models; do
   ratio=$(python3 -c "print(f'{$o_tps / $best:.2f}')")
   printf "%-12s %14s %14s %7s %12s %12s" "$m" "$o_tps" "$best" "$ratio" "$o_mb" "$best_mb"
   if [[ -n "$baseline" ]]; then
-    b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps")
+    b_precision=(); [[ "$precision" == bf16 ]] && b_precision=(--precision bf16)  # older builds lack the flag
+    b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${b_precision[@]}")
     b_tps=$(grep "^tokens/s" <<< "$b" | awk '{print $2}')
     b_mb=$(grep "^peak memory" <<< "$b" | awk '{print $4}')
     printf " %14s %7s %12s" "$b_tps" "$(python3 -c "print(f'{$b_tps / $best:.2f}')")" "$b_mb"

@@ -9,13 +9,17 @@
 #   e.g. bench/profile_step.sh base 8 128 3;  XGRAD_FLASH_ATTENTION=0 bench/profile_step.sh base 8 128 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=${1:-base}; batch=${2:-8}; seq=${3:-128}; steps=${4:-3}
-shift $(( $# < 4 ? $# : 4 )); [[ ${1:-} == -- ]] && shift
+positional=()
+while [[ $# -gt 0 && "$1" != -- ]]; do positional+=("$1"); shift; done
+[[ ${1:-} == -- ]] && shift  # what is left goes to bert_pretrain
+model=${positional[0]:-base}; batch=${positional[1]:-8}; seq=${positional[2]:-128}; steps=${positional[3]:-3}
+(( steps >= 2 )) || { echo "profile_step: STEPS must be at least 2 (the first is left out with start-up)" >&2; exit 2; }
 command -v perf >/dev/null || { echo "profile_step: needs perf (apt-get install linux-perf)" >&2; exit 1; }
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
 # Steady state only: samples start after the time a run of one step takes (model init, the
-# warm-up steps and the first faults of activation memory), measured first.
+# warm-up steps, the first faults of activation memory, that one step), measured first; so
+# STEPS - 1 steps are sampled.
 run=(build/bin/bert_pretrain --benchmark --model "$model" --batch "$batch" --seq-len "$seq")
 start=$(date +%s%N)
 "${run[@]}" --steps 1 "$@" > /dev/null

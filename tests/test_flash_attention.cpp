@@ -24,7 +24,6 @@ using xg::test::randn;
 
 namespace {
 
-// What SelfAttention recorded before multi_head_attention: heads permuted out, (T, T) weights.
 // Additive padding mask: sequence b attends to its first lengths[b] keys.
 Tensor padding_mask(const std::vector<size_t>& lengths, size_t T) {
   std::vector<float> attended(lengths.size() * T, 0.f);
@@ -213,6 +212,10 @@ TEST_CASE("flash attention: bad shapes name the op and the values", "[flash][err
   CHECK_THROWS_WITH(multi_head_attention(q, k, v, Tensor(), 2, 1.5f, true), Catch::Contains("1.5"));
   CHECK_THROWS_WITH(multi_head_attention(randn({2, 8}, 6), randn({2, 8}, 6), randn({2, 8}, 6), Tensor(), 2, 0.f, false),
                     Catch::Contains("(B, T, H)"));
+  CHECK_THROWS_WITH(unfused_multi_head_attention(q, k, v, randn({2, 4}, 5), 2, 0.f, false),
+                    Catch::Contains("[unfused_multi_head_attention] mask has shape [2, 4]"));
+  CHECK_THROWS_WITH(unfused_multi_head_attention(q, k, v, Tensor(), 3, 0.f, false),
+                    Catch::Contains("[unfused_multi_head_attention] width 8"));
 }
 
 TEST_CASE("flash attention: packed sequences equal the padded batch at real positions", "[flash]") {

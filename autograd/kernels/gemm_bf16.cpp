@@ -158,9 +158,10 @@ XG_BF16_TARGET void pack_pairs_k_contiguous(const float* src, size_t ld, size_t 
     for (size_t r0 = 0; r0 < R; r0 += 16) {
       __m512 v[16];
       for (size_t r = 0; r < 16; ++r) {
+        v[r] = _mm512_setzero_ps();
+        if (r0 + r >= rows) continue;
         const float* s = src + (r0 + r) * ld + k0;
-        v[r] = r0 + r < rows ? (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + 16), _mm512_loadu_ps(s))
-                             : _mm512_setzero_ps();
+        v[r] = (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + 16), _mm512_loadu_ps(s));
       }
       detail::transpose16x16(v);
       const __mmask16 m = first_lanes(R - r0);

@@ -4,7 +4,6 @@
 // xsimd 8.1's zip_lo/zip_hi on AVX-512 interleave within 128-bit lanes only. The target attribute
 // lets the bf16 file, built for any x86-64, inline it into its AVX512-BF16 functions.
 #if defined(__x86_64__)
-#define XG_HAVE_TRANSPOSE16 1
 #include <immintrin.h>
 
 namespace xg::gemm::detail {

@@ -76,6 +76,9 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                     size_t num_heads, float dropout_p, bool training, Generator& gen) {
   check_common(q, k, v, 3, "(B, T, H)", num_heads, dropout_p, "unfused_multi_head_attention");
+  if (mask.defined() && mask.shape() != Shape{q.size(0), q.size(1)})
+    throw std::invalid_argument(fmt::format("[unfused_multi_head_attention] mask has shape {}, expected [{}, {}]",
+                                            shape_str(mask.shape()), q.size(0), q.size(1)));
   const long B = long(q.size(0)), T = long(q.size(1)), H = long(q.size(2));
   const long nh = long(num_heads), hd = H / nh;
   // (B, T, H) -> (B, heads, T, head_dim)
