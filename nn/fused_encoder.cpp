@@ -17,7 +17,7 @@
 namespace xg::nn {
 namespace {
 
-bool g_fused = env_switch("XGRAD_FUSED_INFERENCE");
+EnvSwitch g_fused{"XGRAD_FUSED_INFERENCE", true};
 
 // A mask value at or below this gives its key exactly zero weight (exp underflows in fp32).
 constexpr float kIgnoredKey = -1e4f;
@@ -134,8 +134,8 @@ void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_
 
 }  // namespace
 
-bool fused_inference_enabled() { return g_fused; }
-void set_fused_inference(bool on) { g_fused = on; }
+bool fused_inference_enabled() { return g_fused.get(); }
+void set_fused_inference(bool on) { g_fused.set(on); }
 
 bool is_padding_mask(const Tensor& mask) {
   if (!mask.defined()) return true;

@@ -19,8 +19,8 @@ struct Linear::PackedWeight {
 };
 
 bool packed_weights_enabled() {
-  static const bool enabled = env_switch("XGRAD_PACKED_WEIGHTS");
-  return enabled;
+  static EnvSwitch enabled{"XGRAD_PACKED_WEIGHTS", true};
+  return enabled.get();
 }
 
 InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {

@@ -37,12 +37,12 @@ Tensor additive_attention_mask(const Tensor& attention_mask) {
 }
 
 namespace {
-bool g_flash_attention = env_switch("XGRAD_FLASH_ATTENTION");
-bool g_padding_free = env_switch("XGRAD_PADDING_FREE", false);
+EnvSwitch g_flash_attention{"XGRAD_FLASH_ATTENTION", true};
+EnvSwitch g_padding_free{"XGRAD_PADDING_FREE", false};
 }  // namespace
 
-bool flash_attention_enabled() { return g_flash_attention; }
-void set_flash_attention(bool on) { g_flash_attention = on; }
+bool flash_attention_enabled() { return g_flash_attention.get(); }
+void set_flash_attention(bool on) { g_flash_attention.set(on); }
 
 SelfAttention::SelfAttention(const TransformerOptions& opt)
     : num_heads(opt.num_heads), attention_dropout(opt.attention_dropout) {
@@ -171,8 +171,8 @@ Tensor PackedBatch::unpack(const Tensor& h) const {
   return reshape(index_select(with_zero, 0, source), {long(batch), long(seq_len), long(H)});
 }
 
-bool padding_free_enabled() { return g_padding_free; }
-void set_padding_free(bool on) { g_padding_free = on; }
+bool padding_free_enabled() { return g_padding_free.get(); }
+void set_padding_free(bool on) { g_padding_free.set(on); }
 
 bool padding_free_active() { return padding_free_enabled() && flash_attention_enabled(); }
 

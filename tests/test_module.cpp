@@ -1,5 +1,6 @@
 // Module registry: names and order, train/eval, state_dict round trips and load reports.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 
 #include "nn/nn.hpp"
@@ -140,4 +141,30 @@ TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "
     INFO(a[i].first);
     CHECK(a[i].second.grad().to_vector() == b[i].second.grad().to_vector());
   }
+}
+
+TEST_CASE("environment switches: on/off spellings, a bad value names the variable", "[module][errors]") {
+  const char* name = "XGRAD_TEST_SWITCH";
+  ::unsetenv(name);
+  CHECK(nn::env_switch(name, true));
+  CHECK_FALSE(nn::env_switch(name, false));
+  for (const char* off : {"0", "off", "false", "no"}) {
+    ::setenv(name, off, 1);
+    CHECK_FALSE(nn::env_switch(name, true));
+  }
+  for (const char* on : {"1", "on", "true", "yes"}) {
+    ::setenv(name, on, 1);
+    CHECK(nn::env_switch(name, false));
+  }
+  ::setenv(name, "maybe", 1);
+  CHECK_THROWS_WITH(nn::env_switch(name, true), Catch::Contains("XGRAD_TEST_SWITCH='maybe'"));
+  // read on first use, so the bad value surfaces there (not before main); set() overrides it
+  nn::EnvSwitch lazy{name, true};
+  CHECK_THROWS_WITH(lazy.get(), Catch::Contains("maybe"));
+  lazy.set(false);
+  CHECK_FALSE(lazy.get());
+  ::setenv(name, "off", 1);
+  nn::EnvSwitch fresh{name, true};
+  CHECK_FALSE(fresh.get());
+  ::unsetenv(name);
 }

@@ -87,6 +87,11 @@ flags)
   expect 1 "--precision fp16: use fp32 or bf16" "$P" "${SMALL[@]}" --precision fp16 --out "$W/o5"
   [[ -e $W/o5 ]] && fail "a refused start left $W/o5 behind"
   expect 0 "precision bf16" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --precision bf16
+  expect 1 "XGRAD_FLASH_ATTENTION='maybe': expected 0 or 1" env XGRAD_FLASH_ATTENTION=maybe \
+    "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
+  expect 0 "tokens/s" env XGRAD_FLASH_ATTENTION=off "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
+  expect 1 "XGRAD_FUSED_INFERENCE='bogus'" env XGRAD_FUSED_INFERENCE=bogus \
+    "$BIN/bert_infer" bench --model tiny --batch 1 --seq-len 8 --steps 1
   model=$W/missing.json small
   expect 1 "--model $W/missing.json: no such config file" "$P" "${SMALL[@]}" --out "$W/o2"
   [[ -e $W/o2 ]] && fail "a failed start left $W/o2 behind"
