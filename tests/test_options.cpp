@@ -15,7 +15,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-struct Demo {
+struct Demo : ResumableOptions {
   size_t size = 4;
   int64_t offset = -1;
   int small = 3;
@@ -152,6 +152,14 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
   changed.size = 5;
   CHECK_THROWS_WITH(Demo::table().restore(changed, saved, "state.json"),
                     Contains("--size 5 differs from the checkpoint's 9") && Contains("state.json options.size"));
+  // Given on the command line at its default value: still the user's choice, still refused
+  // (`--resume DIR --precision fp32` of a bf16 run)
+  Demo given_default = parse("--size 4 --name demo");
+  CHECK(given_default.flags_given == std::set<std::string>{"--size", "--name"});
+  CHECK_THROWS_WITH(Demo::table().restore(given_default, saved, "state.json"), Contains("--size 4 differs from the checkpoint's 9"));
+  Demo given_same = parse("--size 9");
+  CHECK_NOTHROW(Demo::table().restore(given_same, saved, "state.json"));
+  CHECK(given_same.size == 9);
 
   Demo older;  // a key missing from an older checkpoint keeps its value
   nlohmann::json without_name = saved;
@@ -181,7 +189,7 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
 }
 
 namespace {
-struct Data {
+struct Data : ResumableOptions {
   std::string corpus = "default.txt";
   std::string dev;
 

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct LineOptions {
+struct LineOptions : ResumableOptions {
   size_t points = 32;  // x in [0, 1) at this many evenly spaced points
   static const OptionTable<LineOptions>& table() {
     static const OptionTable<LineOptions> t =

@@ -29,7 +29,7 @@
 
 namespace xg::training {
 
-struct TrainerOptions {
+struct TrainerOptions : ResumableOptions {
   // what shapes the updates (restored on resume)
   size_t batch = 16;       // examples per micro-batch (of each rank)
   size_t grad_accum = 1;   // micro-batches per optimizer step

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -39,6 +40,14 @@ struct Range {
 inline Range at_least(double min) { return {min, std::numeric_limits<double>::infinity()}; }
 inline Range between(double min, double max) { return {min, max}; }
 
+// The base of a struct whose options a resumed run restores: the flags its command line gave
+// (filled while parsing). restore() refuses a given flag whose value differs from the checkpoint's
+// even when it equals the default: `--resume DIR --precision fp32` of a bf16 run must not go on in
+// bf16 without a word. (A bool flag can only be given as true; its default is false.)
+struct ResumableOptions {
+  std::set<std::string> flags_given;
+};
+
 namespace option_detail {
 // `text` as a T: the whole text, in T's range, finite, no sign on unsigned types, decimal only.
 // Throws std::invalid_argument naming `flag` and the text.
@@ -65,6 +74,12 @@ bool holds(const nlohmann::json& j) {
   else if constexpr (std::is_floating_point_v<T>) return j.is_number();
   else if (j.is_number_unsigned()) return j.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
   else if (j.is_number_integer()) return std::is_signed_v<T> && j.get<int64_t>() >= int64_t(std::numeric_limits<T>::min());
+  else return false;
+}
+
+template <class Owner>
+bool given_on_command_line(const Owner& o, const std::string& flag) {
+  if constexpr (std::is_base_of_v<ResumableOptions, Owner>) return o.flags_given.count(flag) > 0;
   else return false;
 }
 
@@ -107,11 +122,12 @@ class OptionTable {
     return j;
   }
   // Sets each Restore option from `saved` (a checkpoint's options; `source` names it in errors).
-  // A value set for this run (differing from the default) that differs from the saved one is
-  // refused, naming the flag and both values: a resumed run keeps what shaped its data and
+  // A value given on the command line, or set for this run to other than the default, that
+  // differs from the saved one is refused, naming the flag and both values: a resumed run keeps what shaped its data and
   // updates (a DataPath may name the same data in a new place). An option missing from `saved`
   // (added after that checkpoint was written) keeps its value.
   void restore(Owner& o, const nlohmann::json& saved, const std::string& source) const {
+    static_assert(std::is_base_of_v<ResumableOptions, Owner>, "restored options derive from ResumableOptions");
     for (const auto& e : entries_) {
       const std::string key = option_detail::json_key(e.flag);
       if (e.on_resume != OnResume::UseNew && saved.contains(key)) e.restore(o, saved, source + " options." + key);
@@ -190,6 +206,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
       auto set = [=, &o](const std::string& text) {
         try {
           o.*member = option_detail::parse<T>(text, flag);
+          if constexpr (std::is_base_of_v<ResumableOptions, Owner>) o.flags_given.insert(flag);
           if constexpr (std::is_arithmetic_v<T>) option_detail::check_range(double(o.*member), range, flag, text);
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError(err.what());
@@ -229,14 +246,15 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
       throw std::runtime_error(fmt::format("[resume] {}: {} is not a value for {}", where, json_summary(j), flag));
     const T saved = j.get<T>();
     const T current = o.*member, fallback = Owner{}.*member;
+    const bool given = current != fallback || option_detail::given_on_command_line(o, flag);
     if constexpr (std::is_same_v<T, std::string>) {
       if (on_resume == OnResume::DataPath && !saved.empty()) {
-        o.*member = option_detail::restore_data_path(flag, current, current != fallback, saved,
+        o.*member = option_detail::restore_data_path(flag, current, given, saved,
                                                      all.value(fingerprint_key, nlohmann::json()), where);
         return;
       }
     }
-    if (current != fallback && current != saved)
+    if (given && current != saved)
       throw std::invalid_argument(fmt::format(
           "[resume] {} {} differs from the checkpoint's {} ({}): a resumed run keeps the settings saved with it; "
           "leave the flag out, or start a new run",

@@ -156,6 +156,7 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   expect_unchanged "$R" "$before" "a new run into it"
   expect 1 "--lr 0.5 differs from the checkpoint's" "$P" --resume "$R" --lr 0.5
   expect 1 "--seq-len 64 differs" "$P" --resume "$R" --seq-len 64
+  expect 1 "--seq-len 128 differs from the checkpoint's 32" "$P" --resume "$R" --seq-len 128  # the default, given
   expect 0 "already at step 4 of 4" "$P" --resume "$R"
   expect_unchanged "$R" "$before" "resumes refused or with nothing to do"
   expect 1 "another run is writing into it" flock "$R" "$P" --resume "$R" --steps 4

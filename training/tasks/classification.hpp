@@ -14,7 +14,7 @@
 namespace xg::training {
 
 // The classification kind's own options (the common ones are FinetuneOptions).
-struct ClassificationOptions {
+struct ClassificationOptions : ResumableOptions {
   bool regression = false;  // one output trained with MSE; labels are numbers
   std::string label_column = "label", text_column = "text", text_b_column;
   bool skip_header = false;

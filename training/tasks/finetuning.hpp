@@ -26,7 +26,7 @@
 
 namespace xg::training {
 
-struct FinetuneOptions {
+struct FinetuneOptions : ResumableOptions {
   std::string task;  // a kind ("classification", ...) or a benchmark that presets one; empty: classification
   std::string train;  // labelled training data
   std::string dev;    // evaluated each epoch (or --eval-every steps); the best model is kept

@@ -12,7 +12,7 @@
 
 namespace xg::training {
 
-struct MultipleChoiceOptions {
+struct MultipleChoiceOptions : ResumableOptions {
   std::string context_column = "sent1";  // a column (or columns joined with '+') every choice is paired with
   // one column spec per choice, comma-separated
   std::string choice_columns = "sent2+ending0,sent2+ending1,sent2+ending2,sent2+ending3";

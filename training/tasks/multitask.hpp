@@ -37,7 +37,7 @@ struct MultiTaskEntry {
 // unknown task, a name used twice or not a plain word, a missing "train" or "dev", or an unknown key.
 std::vector<MultiTaskEntry> read_multitask_file(const std::string& path);
 
-struct MultiTaskOptions {
+struct MultiTaskOptions : ResumableOptions {
   std::string file;  // --multi-task: tasks.json
   std::string sampling = "proportional";
   float temperature = 2;  // --sampling-temperature, for --sampling temperature

@@ -16,7 +16,7 @@
 namespace xg::training {
 
 // The NER kind's own options (the common ones are FinetuneOptions).
-struct NerOptions {
+struct NerOptions : ResumableOptions {
   size_t tag_column = 0;           // 1-based; 0: the last column
   std::string tag_scheme = "auto"; // auto, iob1, iob2, bioes
   bool label_all_tokens = false;   // label every sub-token of a word, not only the first

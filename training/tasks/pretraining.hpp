@@ -22,7 +22,7 @@
 
 namespace xg::training {
 
-struct PretrainOptions {
+struct PretrainOptions : ResumableOptions {
   std::string corpus = "data/pretrain_corpus_small.txt";  // text (BERT format) or a directory of shards
   std::string tokenizer;   // "": the family's default (BERT: data/bert-base-uncased-vocab.txt; others: a trained one)
   size_t train_vocab = 0;  // > 0: train a vocabulary of this size from the corpus (the family's kind)

@@ -15,7 +15,7 @@
 namespace xg::training {
 
 // The QA kind's own options (the common ones, --max-len included, are FinetuneOptions).
-struct QuestionAnsweringOptions {
+struct QuestionAnsweringOptions : ResumableOptions {
   size_t doc_stride = 0;          // 0: a third of --max-len (run_qa's 128 of 384)
   size_t max_query_length = 64;   // question tokens kept
   size_t n_best_size = 20;
