@@ -11,6 +11,9 @@
 #include "autograd/tensor.hpp"
 
 namespace xg {
+namespace gemm {
+class PackedB;
+}
 
 enum class Reduction { None, Mean, Sum };
 enum class GeluApprox { None, Tanh };  // exact erf form, or BERT's tanh approximation
@@ -93,6 +96,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // x W^T + b for x (..., in), W (out, in), b (out) or undefined: one GEMM with the bias added in
 // place, and a backward that reduces the bias gradient over rows.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// The same through a weight packed once for serving (gemm::PackedB of op(B) = W^T, (in, out);
+// nn::InferenceWeights makes them). Forward only: records nothing, so it refuses an x or bias
+// that requires gradients while gradients are on.
+Tensor linear(const Tensor& x, const gemm::PackedB& weight, const Tensor& bias);
 
 // ---- neural-network functions (ops/nn.cpp) ----
 Tensor softmax(const Tensor& x, int axis = -1);

@@ -170,4 +170,9 @@ void parallel_range(size_t n, size_t grain, const std::function<void(size_t, siz
   parallel_for(chunks, [&](size_t c) { fn(c * n / chunks, (c + 1) * n / chunks); });
 }
 
+void parallel_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn) {
+  constexpr size_t kFloatsPerTask = 16384;  // below this, threads cost more than they save
+  parallel_range(rows, std::max<size_t>(1, kFloatsPerTask / std::max<size_t>(cols, 1)), fn);
+}
+
 }  // namespace xg

@@ -19,4 +19,8 @@ void parallel_for(size_t n_tasks, const std::function<void(size_t)>& fn);
 // in parallel when there is more than one chunk.
 void parallel_range(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
 
+// parallel_range over the rows of a (rows, cols) matrix, in chunks of about 16K floats: enough
+// work per task to pay for handing it out.
+void parallel_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn);
+
 }  // namespace xg

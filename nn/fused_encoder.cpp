@@ -45,12 +45,9 @@ void linear_gemm(const float* x, size_t rows, const Linear& lin, float* y, size_
     gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
 }
 
-// Rows are split over the pool in chunks of at least this many floats.
-size_t row_grain(size_t cols) { return std::max<size_t>(1, 16384 / std::max<size_t>(cols, 1)); }
-
 // y = act(y + bias), row by row.
 void bias_activation(float* y, size_t rows, size_t cols, const float* bias, Activation act) {
-  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       float* row = y + r * cols;
       if (bias) vec::add(row, bias, row, cols);
@@ -63,7 +60,7 @@ void bias_activation(float* y, size_t rows, size_t cols, const float* bias, Acti
 // alias y or residual.
 void bias_residual_norm(const float* y, const float* bias, const float* residual, const LayerNorm* norm, float* out,
                         size_t rows, size_t cols) {
-  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     std::vector<float> tmp(cols);
     for (size_t r = r0; r < r1; ++r) {
       vec::add(y + r * cols, residual + r * cols, tmp.data(), cols);
@@ -80,7 +77,7 @@ void bias_residual_norm(const float* y, const float* bias, const float* residual
 }
 
 void layer_norm_rows(const float* x, const LayerNorm& norm, float* out, size_t rows, size_t cols) {
-  parallel_range(rows, row_grain(cols), [&](size_t r0, size_t r1) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       float mean, rstd;
       vec::layer_norm(x + r * cols, param(norm.weight), param(norm.bias), out + r * cols, &mean, &rstd, 1, cols,

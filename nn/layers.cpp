@@ -25,7 +25,7 @@ Tensor Linear::forward(const Tensor& x) {
     throw std::invalid_argument(fmt::format("[Linear] input {} does not end in in_features={}",
                                             shape_str(x.shape()), weight.size(1)));
   if (!grad_enabled())
-    if (auto packed = packed_weight_for(*this)) return packed_linear(x, *packed, bias);
+    if (auto packed = packed_weight_for(*this)) return linear(x, *packed, bias);
   return linear(x, weight, bias);
 }
 

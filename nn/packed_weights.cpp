@@ -5,8 +5,6 @@
 #include <stdexcept>
 
 #include "autograd/kernels/gemm.hpp"
-#include "autograd/kernels/vec.hpp"
-#include "autograd/parallel.hpp"
 #include "nn/switch.hpp"
 
 namespace xg::nn {
@@ -64,28 +62,6 @@ std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin) {
       p->source.shape() != w.shape() || p->source.strides() != w.strides() || p->source.dtype() != w.dtype())
     return nullptr;
   return p->b;
-}
-
-Tensor packed_linear(const Tensor& x, const gemm::PackedB& weight, const Tensor& bias) {
-  const size_t in_features = weight.K(), cols = weight.N();
-  if (x.dim() == 0 || x.shape().back() != in_features || x.dtype() != Dtype::Float32)
-    throw std::invalid_argument(fmt::format("[packed_linear] input {} ({}) must be float32 ending in {}",
-                                            shape_str(x.shape()), dtype_name(x.dtype()), in_features));
-  if (bias.defined() && (bias.shape() != Shape{cols} || bias.dtype() != Dtype::Float32))
-    throw std::invalid_argument(fmt::format("[packed_linear] bias {} must be float32 [{}]", shape_str(bias.shape()), cols));
-  const Tensor in = x.contiguous();
-  const size_t rows = in.numel() / in_features;
-  Shape shape = in.shape();
-  shape.back() = cols;
-  Tensor y = Tensor::empty(shape);
-  gemm::sgemm_packed(false, rows, 1.f, in.data(), in_features, weight, 0.f, y.data(), cols);
-  if (bias.defined()) {
-    const Tensor b = bias.contiguous();
-    parallel_range(rows, std::max<size_t>(1, 16384 / cols), [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) vec::add(y.data() + r * cols, b.data(), y.data() + r * cols, cols);
-    });
-  }
-  return y;
 }
 
 }  // namespace xg::nn

@@ -2,8 +2,9 @@
 // Weights packed once for serving. The GEMM packs its weight operand into cache-sized panels on
 // every call; for a loaded checkpoint that serves many batches, InferenceWeights packs every
 // Linear's weight once (for fp32 or bf16 GEMMs), and the no-gradient forward passes read the
-// packing: the fused encoder path and Linear::forward while gradients are off. At 1 x 128 tokens
-// on BERT-base's shapes, packing the weight was a quarter of each GEMM (bench_gemm --packed).
+// packing: the fused encoder path, and Linear::forward while gradients are off (through the
+// `linear` op's overload taking a gemm::PackedB). At 1 x 128 tokens on BERT-base's shapes,
+// packing the weight was a quarter of each GEMM (bench_gemm --packed).
 #include <memory>
 #include <vector>
 
@@ -45,8 +46,5 @@ bool packed_weights_enabled();
 // lin's packed weight when one is held for the current matmul precision and still belongs to
 // lin.weight (same storage and shape); else null. A shared copy: the holder may drop its own.
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin);
-
-// x (..., in) W^T + b through the packed weight, recording nothing (gradients off).
-Tensor packed_linear(const Tensor& x, const gemm::PackedB& weight, const Tensor& bias);
 
 }  // namespace xg::nn

@@ -251,7 +251,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   }
 }
 
-TEST_CASE("packed_linear: any leading shape, with or without bias, checked inputs", "[fused]") {
+TEST_CASE("linear through a packed weight: any leading shape, with or without bias, checked inputs", "[fused]") {
   nn::Linear with_bias(6, 5), no_bias(6, 5, false);
   Generator g(3);
   const Tensor x1 = Tensor::normal({6}, 0.f, 1.f, g), x3 = Tensor::normal({2, 3, 6}, 0.f, 1.f, g);
@@ -267,6 +267,14 @@ TEST_CASE("packed_linear: any leading shape, with or without bias, checked input
     }
   nn::InferenceWeights packed(with_bias, MatmulPrecision::FP32);
   const auto w = nn::packed_weight_for(with_bias);
-  CHECK_THROWS_WITH(nn::packed_linear(Tensor::zeros({2, 5}), *w, Tensor()), Catch::Contains("ending in 6"));
-  CHECK_THROWS_WITH(nn::packed_linear(x3, *w, Tensor::zeros({4})), Catch::Contains("bias [4]"));
+  CHECK_THROWS_WITH(linear(Tensor::zeros({2, 5}), *w, Tensor()),
+                    Catch::Contains("[linear] input [2, 5] does not match weight [5, 6] (packed)"));
+  CHECK_THROWS_WITH(linear(x3, *w, Tensor::zeros({4})), Catch::Contains("bias [4] does not match weight [5, 6]"));
+  CHECK_THROWS_WITH(linear(Tensor::empty({2, 6}, Dtype::Int64), *w, Tensor()), Catch::Contains("[linear]"));
+  {  // it records nothing, so an input that needs a gradient is refused while gradients are on
+    EnableGradGuard grad_on;
+    const Tensor needs_grad = Tensor::zeros({2, 6}, /*requires_grad=*/true);
+    CHECK_THROWS_WITH(linear(needs_grad, *w, Tensor()), Catch::Contains("forward passes only"));
+    CHECK_NOTHROW(linear(Tensor::zeros({2, 6}), *w, Tensor()));
+  }
 }

@@ -7,18 +7,12 @@
 
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/parallel.hpp"
+#include "tests/random_values.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
 
 namespace {
-std::vector<float> random_vec(size_t n, uint64_t seed) {
-  Generator g(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = g.uniform() - 0.5f;
-  return v;
-}
-
 void check_gemm(size_t M, size_t N, size_t K, bool ta, bool tb, float alpha, float beta, size_t pad) {
   const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
   const auto A = random_vec((ta ? K : M) * lda, 1), B = random_vec((tb ? N : K) * ldb, 2);

@@ -11,18 +11,12 @@
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
+#include "tests/random_values.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
 
 namespace {
-
-std::vector<float> random_vec(size_t n, uint64_t seed) {
-  Generator g(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = g.uniform() - 0.5f;
-  return v;
-}
 
 std::vector<float> rounded(const std::vector<float>& v) {
   std::vector<float> out(v.size());

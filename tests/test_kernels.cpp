@@ -3,19 +3,13 @@
 #include <cmath>
 
 #include "autograd/kernels/vec.hpp"
+#include "tests/random_values.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
 
 namespace {
 const std::vector<size_t> kSizes = {1, 7, 17, 1000, 4099};
-
-std::vector<float> random_vec(size_t n, uint64_t seed, float lo = -3.f, float hi = 3.f) {
-  Generator g(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = lo + (hi - lo) * g.uniform();
-  return v;
-}
 
 void check_close(const std::vector<float>& simd, const std::vector<float>& ref, double rtol,
                  double atol, const std::string& what) {
@@ -29,7 +23,7 @@ void check_close(const std::vector<float>& simd, const std::vector<float>& ref, 
 
 TEST_CASE("simd binary kernels match scalar, all stride patterns", "[kernels]") {
   for (size_t n : kSizes) {
-    const auto a = random_vec(n, 1), b = random_vec(n, 2, 0.5f, 2.f);
+    const auto a = random_vec(n, 1, -3.f, 3.f), b = random_vec(n, 2, 0.5f, 2.f);
     for (auto op : {vec::Binary::Add, vec::Binary::Sub, vec::Binary::Mul, vec::Binary::Div})
       for (auto [sa, sb] : {std::pair<size_t, size_t>{1, 1}, {1, 0}, {0, 1}, {0, 0}}) {
         std::vector<float> o1(n), o2(n);
@@ -51,7 +45,7 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
   using U = vec::Unary;
   for (size_t n : kSizes) {
     const auto x = random_vec(n, 3, -6.f, 6.f), pos = random_vec(n, 4, 0.01f, 50.f),
-               g = random_vec(n, 5);
+               g = random_vec(n, 5, -3.f, 3.f);
     for (U op : {U::Neg, U::Exp, U::Log, U::Sqrt, U::Tanh, U::Sigmoid, U::Relu, U::GeluErf, U::GeluTanh}) {
       const auto& in = (op == U::Log || op == U::Sqrt) ? pos : x;
       std::vector<float> o1(n), o2(n);
@@ -76,7 +70,7 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
 
 TEST_CASE("simd sum and max match scalar", "[kernels]") {
   for (size_t n : kSizes) {
-    const auto x = random_vec(n, 6);
+    const auto x = random_vec(n, 6, -3.f, 3.f);
     double abs_sum = 0;
     for (float v : x) abs_sum += std::fabs(v);
     CHECK(std::fabs(vec::sum(x.data(), n) - vec::scalar::sum(x.data(), n)) <= 1e-6 * abs_sum + 1e-6);
@@ -87,7 +81,7 @@ TEST_CASE("simd sum and max match scalar", "[kernels]") {
 TEST_CASE("simd softmax / log_softmax forward and backward match scalar", "[kernels]") {
   for (size_t cols : kSizes) {
     const size_t rows = 3;
-    const auto x = random_vec(rows * cols, 7, -8.f, 8.f), g = random_vec(rows * cols, 8);
+    const auto x = random_vec(rows * cols, 7, -8.f, 8.f), g = random_vec(rows * cols, 8, -3.f, 3.f);
     std::vector<float> y1(rows * cols), y2(rows * cols), d1(rows * cols), d2(rows * cols);
     vec::softmax(x.data(), y1.data(), rows, cols);
     vec::scalar::softmax(x.data(), y2.data(), rows, cols);
@@ -107,8 +101,8 @@ TEST_CASE("simd softmax / log_softmax forward and backward match scalar", "[kern
 TEST_CASE("simd layer_norm forward and backward match scalar", "[kernels]") {
   for (size_t cols : kSizes) {
     const size_t rows = 3;
-    const auto x = random_vec(rows * cols, 9, -4.f, 6.f), g = random_vec(rows * cols, 10),
-               w = random_vec(cols, 11), b = random_vec(cols, 12);
+    const auto x = random_vec(rows * cols, 9, -4.f, 6.f), g = random_vec(rows * cols, 10, -3.f, 3.f),
+               w = random_vec(cols, 11, -3.f, 3.f), b = random_vec(cols, 12, -3.f, 3.f);
     for (bool affine : {true, false}) {
       const float* pw = affine ? w.data() : nullptr;
       const float* pb = affine ? b.data() : nullptr;

@@ -79,13 +79,23 @@ std::vector<float> rounded_copy(const uint16_t* src, size_t rows, size_t cols, s
   return out;
 }
 
+// p with its A rounded to bf16 into `storage` (row stride: its columns).
+template <class BElem>
+detail::Problem<BElem> with_rounded_a(detail::Problem<BElem> p, std::vector<float>& storage) {
+  const size_t rows = p.ta ? p.K : p.M, cols = p.ta ? p.M : p.K;
+  storage = rounded_copy(p.A, rows, cols, p.lda);
+  p.A = storage.data();
+  p.lda = cols;
+  return p;
+}
+
 template <class BElem>
 void run_fallback(const detail::Problem<BElem>& p) {
-  const size_t a_rows = p.ta ? p.K : p.M, a_cols = p.ta ? p.M : p.K;
+  std::vector<float> a;
+  const auto q = with_rounded_a(p, a);
   const size_t b_rows = p.tb ? p.N : p.K, b_cols = p.tb ? p.K : p.N;
-  const auto a = rounded_copy(p.A, a_rows, a_cols, p.lda);
   const auto b = rounded_copy(p.B, b_rows, b_cols, p.ldb);
-  sgemm(p.ta, p.tb, p.M, p.N, p.K, p.alpha, a.data(), a_cols, b.data(), b_cols, p.beta, p.C, p.ldc);
+  sgemm(q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.A, q.lda, b.data(), b_cols, q.beta, q.C, q.ldc);
 }
 
 #if XG_HAVE_BF16_KERNEL
@@ -334,11 +344,8 @@ void detail::run_bf16_packed(const detail::Problem<float>& p, const void* packed
     return detail::run<Bf16Kernels>(p, detail::threads_for(p.M, p.N, p.K), static_cast<const uint32_t*>(packed));
 #endif
   if (pairs) throw std::logic_error("sgemm_packed: bf16 pairs packed by a build without the bf16 kernel");
-  auto rounded_a = p;
-  const auto a = rounded_copy(p.A, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.lda);
-  rounded_a.A = a.data();
-  rounded_a.lda = p.ta ? p.M : p.K;
-  detail::run_fp32_packed(rounded_a, static_cast<const float*>(packed));
+  std::vector<float> a;
+  detail::run_fp32_packed(with_rounded_a(p, a), static_cast<const float*>(packed));
 }
 
 bool bf16_native_available() {

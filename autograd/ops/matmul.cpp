@@ -122,29 +122,42 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul_as(a, b, ta, tb, bf16_forward_now()); }
 
+namespace {
+// linear's checks, naming the op: x (..., in), bias (out) or undefined. Returns the rows of x.
+size_t check_linear(const Tensor& x, size_t in, size_t out, const Tensor& bias, const std::string& weight_shape) {
+  if (x.dim() == 0 || x.shape().back() != in)
+    throw std::invalid_argument(fmt::format("[linear] input {} does not match weight {} (out, in)", shape_str(x.shape()),
+                                            weight_shape));
+  if (bias.defined() && bias.shape() != Shape{out})
+    throw std::invalid_argument(fmt::format("[linear] bias {} does not match weight {}", shape_str(bias.shape()), weight_shape));
+  return x.numel() / in;
+}
+
+Tensor linear_output(const Tensor& x, size_t out) {
+  Shape shape = x.shape();
+  shape.back() = out;
+  return Tensor::empty(shape);
+}
+
+// y (rows, cols) += bias, row by row.
+void add_bias_rows(float* y, size_t rows, size_t cols, const float* bias) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) vec::add(y + r * cols, bias, y + r * cols, cols);
+  });
+}
+}  // namespace
+
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   const Tensor x = detail::dense(x_in, "linear"), weight = detail::dense(weight_in, "linear");
   const Tensor bias = bias_in.defined() ? detail::dense(bias_in, "linear") : Tensor();
-  if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.size(1))
-    throw std::invalid_argument(fmt::format("[linear] input {} does not match weight {} (out, in)", shape_str(x.shape()),
-                                            shape_str(weight.shape())));
-  const size_t K = weight.size(1), N = weight.size(0), M = x.numel() / K;
-  if (bias.defined() && bias.shape() != Shape{N})
-    throw std::invalid_argument(fmt::format("[linear] bias {} does not match weight {}", shape_str(bias.shape()),
-                                            shape_str(weight.shape())));
-  Shape out_shape = x.shape();
-  out_shape.back() = N;
-  Tensor out = Tensor::empty(out_shape);
+  if (weight.dim() != 2)
+    throw std::invalid_argument(fmt::format("[linear] weight {} must be (out, in)", shape_str(weight.shape())));
+  const size_t K = weight.size(1), N = weight.size(0), M = check_linear(x, K, N, bias, shape_str(weight.shape()));
+  Tensor out = linear_output(x, N);
   const bool bf16 = bf16_linear_now();  // the backward GEMMs follow the forward's choice
   const GemmFn gemm_fn = gemm_for(bf16);
   gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
-  if (bias.defined()) {
-    float* y = out.data();
-    const float* b = bias.data();
-    parallel_range(M, std::max<size_t>(1, 16384 / N), [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) vec::add(y + r * N, b, y + r * N, N);
-    });
-  }
+  if (bias.defined()) add_bias_rows(out.data(), M, N, bias.data());
   const Tensor X = x.detach(), W = weight.detach();
   const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
              need_b = bias_in.defined() && bias_in.requires_grad();
@@ -161,6 +174,19 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     if (need_b) gb = reshape(sum(reshape(g, {long(M), long(N)}), {0}), {long(N)});
     return {gx, gw, gb};
   });
+}
+
+Tensor linear(const Tensor& x_in, const gemm::PackedB& weight, const Tensor& bias_in) {
+  if (grad_enabled() && (x_in.requires_grad() || (bias_in.defined() && bias_in.requires_grad())))
+    throw std::logic_error("[linear] a packed weight serves forward passes only: run it with gradients off (NoGradGuard)");
+  const Tensor x = detail::dense(x_in, "linear");
+  const Tensor bias = bias_in.defined() ? detail::dense(bias_in, "linear") : Tensor();
+  const size_t K = weight.K(), N = weight.N();
+  const size_t M = check_linear(x, K, N, bias, fmt::format("[{}, {}] (packed)", N, K));
+  Tensor out = linear_output(x, N);
+  gemm::sgemm_packed(false, M, 1.f, x.data(), K, weight, 0.f, out.data(), N);
+  if (bias.defined()) add_bias_rows(out.data(), M, N, bias.data());
+  return out;
 }
 
 }  // namespace xg

@@ -12,14 +12,7 @@ namespace xg {
 
 namespace {
 
-constexpr size_t kRowGrainElements = 16384;  // below this, threads cost more than they save
 constexpr size_t kLayerNormChunks = 8;        // row chunks of the layer_norm weight gradient
-
-// Runs fn(row_begin, row_end) over the rows of a (rows, cols) problem, in parallel when large.
-void for_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn) {
-  const size_t grain = std::max<size_t>(1, kRowGrainElements / std::max<size_t>(cols, 1));
-  parallel_range(rows, grain, fn);
-}
 
 using RowKernel = void (*)(const float*, float*, size_t, size_t);
 using RowBackward = void (*)(const float*, const float*, float*, size_t, size_t);
@@ -35,13 +28,13 @@ Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fw
   const size_t cols = x.shape().back(), rows = cols ? x.numel() / cols : 0;
   Tensor out = Tensor::empty(x.shape());
   const Tensor xc = detail::dense(x, name);
-  for_rows(rows, cols, [&](size_t r0, size_t r1) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     fwd(xc.data() + r0 * cols, out.data() + r0 * cols, r1 - r0, cols);
   });
   const Tensor y = out.detach();
   return record(name, out, {x}, [y, rows, cols, bwd](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
-    for_rows(rows, cols, [&](size_t r0, size_t r1) {
+    parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
       bwd(y.data() + r0 * cols, g.data() + r0 * cols, dx.data() + r0 * cols, r1 - r0, cols);
     });
     return {dx};
@@ -71,7 +64,7 @@ Tensor attention_softmax(const Tensor& scores_in, const Tensor& mask_in, float s
   const size_t rows = B * H * Tq;
   Tensor out = Tensor::empty(scores.shape());
   const float* m = mask.defined() ? mask.data() : nullptr;
-  for_rows(rows, Tk, [&](size_t r0, size_t r1) {
+  parallel_rows(rows, Tk, [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       float* y = out.data() + r * Tk;
       const float* s = scores.data() + r * Tk;
@@ -88,7 +81,7 @@ Tensor attention_softmax(const Tensor& scores_in, const Tensor& mask_in, float s
   const Tensor y = out.detach();
   return record("attention_softmax", out, {scores_in, mask_in}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
-    for_rows(rows, Tk, [&](size_t r0, size_t r1) {
+    parallel_rows(rows, Tk, [&](size_t r0, size_t r1) {
       vec::softmax_backward(y.data() + r0 * Tk, g.data() + r0 * Tk, dx.data() + r0 * Tk, r1 - r0, Tk);
       vec::scale(dx.data() + r0 * Tk, scale, dx.data() + r0 * Tk, (r1 - r0) * Tk);
     });
@@ -112,7 +105,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   Tensor mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
   const float* w = weight.defined() ? weight.data() : nullptr;
   const float* b = bias.defined() ? bias.data() : nullptr;
-  for_rows(rows, cols, [&](size_t r0, size_t r1) {
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     vec::layer_norm(x.data() + r0 * cols, w, b, out.data() + r0 * cols, mean.data() + r0,
                     rstd.data() + r0, r1 - r0, cols, eps);
   });
