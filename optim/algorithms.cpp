@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/kernels/vec.hpp"
 #include "optim/optimizer.hpp"
 
 namespace xg::optim {
@@ -52,14 +53,7 @@ void Adam::begin_pass() {
 
 void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale,
                          float keep) const {
-  const float b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps, step_size = step_size_ * lr_scale, inv_sqrt_bc2 = inv_sqrt_bc2_;
-  for (size_t i = 0; i < n; ++i) {
-    const float gi = g[i] + l2 * w[i];
-    m[i] = b1 * m[i] + (1.f - b1) * gi;
-    v[i] = b2 * v[i] + (1.f - b2) * gi * gi;
-    const float decayed = keep == 1.f ? w[i] : w[i] * keep;
-    w[i] = decayed - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
-  }
+  vec::adam({opt_.beta1, opt_.beta2, opt_.eps, step_size_ * lr_scale, inv_sqrt_bc2_, l2, keep}, w, g, m, v, n);
 }
 
 void Adam::update_elements(const Span& s) const {
@@ -71,8 +65,8 @@ nlohmann::json Adam::settings() const {
 }
 
 // Decoupled decay w *= 1 - lr * wd, applied in the same pass as the Adam step (a separate pass
-// over the weights was a quarter of the optimizer's memory traffic). The compiler may fuse the
-// decay and the step into one FMA, so w can differ from the two-pass result by one rounding.
+// over the weights was a quarter of the optimizer's memory traffic). The decay and the step are
+// one FMA, so w can differ from the two-pass result by one rounding.
 void AdamW::update_elements(const Span& s) const {
   adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale, 1.f - lr_ * s.lr_scale * s.weight_decay);
 }

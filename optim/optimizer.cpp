@@ -93,7 +93,7 @@ void ElementwiseOptimizer::apply(const std::vector<Span>& spans) {
   begin_pass();
   std::vector<size_t> starts(spans.size() + 1, 0);  // element index where each span begins
   for (size_t i = 0; i < spans.size(); ++i) starts[i + 1] = starts[i] + spans[i].n;
-  // Memory-bound: even chunks of the concatenated spans, each chunk's inner loops vectorise.
+  // Memory-bound: even chunks of the concatenated spans.
   parallel_range(starts.back(), 1 << 15, [&](size_t begin, size_t end) {
     size_t i = size_t(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin()) - 1;
     for (; begin < end; ++i) {

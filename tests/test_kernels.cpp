@@ -124,3 +124,31 @@ TEST_CASE("simd layer_norm forward and backward match scalar", "[kernels]") {
     }
   }
 }
+
+TEST_CASE("simd adam step matches scalar, and does not depend on where a range is split", "[kernels]") {
+  // Adam (l2 > 0, keep 1) and AdamW (l2 0, keep < 1), at step 3 of betas (0.9, 0.999).
+  for (const vec::AdamStep c : {vec::AdamStep{0.9f, 0.999f, 1e-8f, 1e-3f / 0.271f, 1.f / std::sqrt(0.002997f), 0.01f, 1.f},
+                                vec::AdamStep{0.9f, 0.98f, 1e-6f, 5e-4f, 2.f, 0.f, 1.f - 5e-6f}})
+    for (size_t n : kSizes) {
+      const auto w0 = random_vec(n, 21, -1.f, 1.f), g = random_vec(n, 22, -0.1f, 0.1f), m0 = random_vec(n, 23, -0.01f, 0.01f),
+                 v0 = random_vec(n, 24, 0.f, 1e-4f);
+      auto w1 = w0, m1 = m0, v1 = v0, w2 = w0, m2 = m0, v2 = v0;
+      vec::adam(c, w1.data(), g.data(), m1.data(), v1.data(), n);
+      vec::scalar::adam(c, w2.data(), g.data(), m2.data(), v2.data(), n);
+      // within a rounding of the inputs' scale: m = 0.9 m + 0.1 g cancels, and the scalar twin
+      // may round the product b1 m once more (a libm fma where the compiler has no FMA)
+      check_close(w1, w2, 1e-6, 1e-7, "adam w");
+      check_close(m1, m2, 1e-6, 2e-9, "adam m");
+      check_close(v1, v2, 1e-6, 2e-11, "adam v");
+      CHECK(w1 != w0);
+      // The same step in two calls split at an odd place (as the optimizer's thread chunks are):
+      // the same bits
+      auto w3 = w0, m3 = m0, v3 = v0;
+      const size_t cut = n / 3;
+      vec::adam(c, w3.data(), g.data(), m3.data(), v3.data(), cut);
+      vec::adam(c, w3.data() + cut, g.data() + cut, m3.data() + cut, v3.data() + cut, n - cut);
+      CHECK(w3 == w1);
+      CHECK(m3 == m1);
+      CHECK(v3 == v1);
+    }
+}

@@ -123,6 +123,24 @@ void scale(const float* x, float alpha, float* out, size_t n) {
   binary_strided(x, 1, &alpha, 0, out, n, MulF{});
 }
 
+void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n) {
+  auto step = [&](float* wi, const float* gi, float* mi, float* vi) {
+    fbatch bw = load(wi), bm = load(mi), bv = load(vi);
+    detail::adam_update(c, bw, load(gi), bm, bv);
+    bw.store_unaligned(wi), bm.store_unaligned(mi), bv.store_unaligned(vi);
+  };
+  size_t i = 0;
+  for (; i + W <= n; i += W) step(w + i, g + i, m + i, v + i);
+  if (i == n) return;
+  // The tail through the same batch code (padded), so an element's bits do not depend on where
+  // the optimizer's thread chunks begin and end.
+  float tw[W] = {}, tg[W] = {}, tm[W] = {}, tv[W] = {};
+  const size_t rest = n - i;
+  std::copy_n(w + i, rest, tw), std::copy_n(g + i, rest, tg), std::copy_n(m + i, rest, tm), std::copy_n(v + i, rest, tv);
+  step(tw, tg, tm, tv);
+  std::copy_n(tw, rest, w + i), std::copy_n(tm, rest, m + i), std::copy_n(tv, rest, v + i);
+}
+
 void unary(Unary op, const float* x, float* out, size_t n) {
   switch (op) {
     case Unary::Neg: return map1(x, out, n, Neg{});

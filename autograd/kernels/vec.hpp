@@ -9,6 +9,15 @@ namespace xg::vec {
 enum class Binary { Add, Sub, Mul, Div };
 enum class Unary { Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, GeluErf, GeluTanh };
 
+// The constants of one Adam step (optim::Adam works them out once per step).
+struct AdamStep {
+  float beta1, beta2, eps;
+  float step_size;     // lr / (1 - beta1^t)
+  float inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t)
+  float l2;            // Adam's weight decay, added to the gradient as l2 * w; else 0
+  float keep;          // AdamW's decoupled decay, w *= keep (1 - lr * wd) before the step; else 1
+};
+
 #define XG_VEC_KERNELS                                                                          \
   /* out[i] = a[i*sa] (op) b[i*sb], with sa, sb in {0, 1} (0 broadcasts one value) */            \
   void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out,       \
@@ -35,7 +44,10 @@ enum class Unary { Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, GeluErf, GeluTanh }
   /* dx (rows, cols) is written; dw, db (cols) are accumulated into when not null */            \
   void layer_norm_backward(const float* x, const float* w, const float* mean, const float* rstd, \
                            const float* g, float* dx, float* dw, float* db, size_t rows,        \
-                           size_t cols);
+                           size_t cols);                                                        \
+  /* One Adam step over n weights w, gradients g, moments m and v (updated in place). Every    \
+     element gets the same operations wherever a call's range starts or ends. */                \
+  void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n);
 
 XG_VEC_KERNELS
 namespace scalar {

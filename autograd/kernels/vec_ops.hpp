@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/kernels/vec.hpp"
 #include "autograd/xt.hpp"
 
 namespace xg::vec::detail {
@@ -101,5 +102,18 @@ struct GeluTanhGrad {
     return eval(x, g, [](const fbatch& v) { return xsimd::tanh(v); });
   }
 };
+
+// One Adam step of one weight (float) or one batch (fbatch): g += l2 w; m = b1 m + (1 - b1) g;
+// v = b2 v + (1 - b2) g^2; w = keep w - step_size m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+template <class T>
+void adam_update(const AdamStep& c, T& w, T g, T& m, T& v) {
+  using std::fma;
+  using std::sqrt;
+  g = fma(T(c.l2), w, g);
+  m = fma(T(c.beta1), m, T(1.f - c.beta1) * g);
+  v = fma(T(c.beta2), v, T(1.f - c.beta2) * g * g);
+  const T denominator = fma(sqrt(v), T(c.inv_sqrt_bc2), T(c.eps));
+  w = fma(T(-c.step_size), m / denominator, w * T(c.keep));
+}
 
 }  // namespace xg::vec::detail

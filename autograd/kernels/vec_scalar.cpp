@@ -33,6 +33,10 @@ void scale(const float* x, float alpha, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * alpha;
 }
 
+void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i) detail::adam_update(c, w[i], g[i], m[i], v[i]);
+}
+
 template <class F>
 static void map1(const float* x, float* out, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) out[i] = f(x[i]);
