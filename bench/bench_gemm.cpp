@@ -6,8 +6,8 @@
 //   bench_gemm --packed   (xgrad with B packed once, as inference weights are: sgemm_packed;
 //                          BERT-Base's linear layers at 1 and 8 x 128 tokens, or the shape given)
 //   bench_gemm --bf16     (sgemm_bf16 against sgemm on BERT's linear shapes, forward and backward,
-//                          at M = 1024 and 4096, plus the register-only fp32 FMA and bf16
-//                          vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
+//                          at M = 1024 and 4096, or the shape given, plus the register-only fp32
+//                          FMA and bf16 vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
 // Last line: "ratio: X" = xgrad GFLOP/s / the peer's GFLOP/s (the smallest over shapes when
 // several run).
 #include <fmt/format.h>
@@ -250,7 +250,7 @@ double run_bf16_shape(const Shape& s, int threads, double budget_s, double bf16_
   return t.ratio;
 }
 
-int bf16_main(const std::vector<int>& threads, double budget) {
+int bf16_main(const std::vector<int>& threads, double budget, std::vector<Shape> shapes) {
   fmt::print("bf16 kernel: {}\n", xg::gemm::bf16_kernel() == xg::gemm::Bf16Kernel::Native
                                       ? "AVX512-BF16 (vdpbf16ps)"
                                       : "fallback (bf16-rounded inputs, fp32 sgemm)");
@@ -258,9 +258,9 @@ int bf16_main(const std::vector<int>& threads, double budget) {
   fmt::print("register-only peak, 1 thread: fp32 FMA {:.1f} GFLOP/s, bf16 vdpbf16ps {:.1f} GFLOP/s "
              "(bf16/fp32 {:.2f})\n",
              fp32_peak, bf16_peak, fp32_peak > 0 ? bf16_peak / fp32_peak : 0.0);
-  // A linear layer (in -> out) over M tokens: forward X W^T, backward dY W and dY^T X.
-  std::vector<Shape> shapes;
-  for (size_t M : {1024, 4096})
+  // By default a linear layer (in -> out) over M tokens: forward X W^T, backward dY W and dY^T X.
+  if (shapes.empty())
+    for (size_t M : {1024, 4096})
     for (auto [in, out] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {768, 3072}, {3072, 768}}) {
       shapes.push_back({1, M, out, in, false, true});
       shapes.push_back({1, M, in, out, false, false});
@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
     else if (a == "--packed") packed = true;
     else if (a == "--help" || a == "-h") {
       fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--packed] [--seconds S]\n"
-                 "       bench_gemm --bf16 [--threads T]... [--seconds S]\n");
+                 "       bench_gemm [M N K [--ta] [--tb]] --bf16 [--threads T]... [--seconds S]\n");
       return 0;
     } else dims.push_back(std::stoul(a));
   }
@@ -327,10 +327,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (threads.empty()) threads = {1, 2};
-  if (bf16) return bf16_main(threads, budget);
   std::vector<Shape> shapes;
-  if (!dims.empty()) {
-    shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});
+  if (!dims.empty()) shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});
+  if (bf16) return bf16_main(threads, budget, shapes);
+  if (!shapes.empty()) {  // the shape given
   } else if (packed) {  // BERT-Base's linear layers in inference, batch 1 and 8 x 128 tokens
     for (size_t M : {128, 1024})
       for (auto [N, K] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {3072, 768}, {768, 3072}})

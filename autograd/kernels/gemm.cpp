@@ -83,27 +83,35 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
 // Rows past mc are zero so the kernel never needs a row mask.
 void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size_t p0, size_t kc,
             float* out) {
-  for (size_t ir = 0; ir < mc; ir += MR) {
-    const size_t mr = std::min(MR, mc - ir);
-    float* panel = out + ir * kc;
-    if (trans_a) {  // A(i, k) = A[k*lda + i]: MR contiguous floats per k
-      for (size_t k = 0; k < kc; ++k) {
-        const float* src = A + (p0 + k) * lda + i0 + ir;
-        float* dst = panel + k * MR;
+  if (trans_a) {  // A(i, k) = A[k*lda + i]: MR contiguous floats per k and panel
+    // Row by row of A, so each source row is read once while the panels' k rows fill
+    for (size_t k = 0; k < kc; ++k) {
+      const float* src = A + (p0 + k) * lda + i0;
+      for (size_t ir = 0; ir < mc; ir += MR) {
+        const size_t mr = std::min(MR, mc - ir);
+        float* dst = out + ir * kc + k * MR;
+#if defined(__AVX512F__)
+        static_assert(MR <= 16, "an A panel row is one masked vector");
+        _mm512_mask_storeu_ps(dst, __mmask16((1u << MR) - 1), _mm512_maskz_loadu_ps(__mmask16((1u << mr) - 1), src + ir));
+#else
         size_t i = 0;
-        for (; i < mr; ++i) dst[i] = src[i];
+        for (; i < mr; ++i) dst[i] = src[ir + i];
         for (; i < MR; ++i) dst[i] = 0.f;
+#endif
       }
-    } else {  // A(i, k) = A[i*lda + k]: a transpose
-      transpose_into_panel<MR>(A + (i0 + ir) * lda + p0, lda, mr, kc, panel);
     }
+    return;
   }
+  for (size_t ir = 0; ir < mc; ir += MR)  // A(i, k) = A[i*lda + k]: a transpose
+    transpose_into_panel<MR>(A + (i0 + ir) * lda + p0, lda, std::min(MR, mc - ir), kc, out + ir * kc);
 }
 
 // Packs rows [p0, p0+kc) x cols [j0+jr_begin, j0+jr_end) of op(B) into NR-column panels:
 // panel[k*NR + j], columns past nc zero. Panels are laid out at their jr offset in `out`.
 void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size_t j0, size_t nc,
             size_t jr_begin, size_t jr_end, float* out) {
+  // Panel by panel: across panels, as pack_a goes, measured ~3% slower (bench_gemm 1024 3072 768,
+  // one thread); the destinations then lie kc * NR floats apart, a multiple of 4 KB at BERT's K
   for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
     const size_t nr = std::min(NR, nc - jr);
     float* panel = out + jr * kc;

@@ -123,35 +123,35 @@ XG_BF16_TARGET inline __m512i pair_bf16(__m512 lo, __m512 hi) {
 // The packers fill panel[p * R + r] = pair(k = 2p, 2p + 1) of row r, for rows < `rows` (zero up
 // to R) and p < pairs(kc); a missing k = kc (odd kc) is zero.
 
-// Element (r, k) at src[k * ld + r]: r runs along memory.
-template <size_t R>
-XG_BF16_TARGET void pack_pairs_r_contiguous(const float* src, size_t ld, size_t rows, size_t kc,
-                                            uint32_t* panel) {
-  for (size_t p = 0; p < pairs(kc); ++p) {
-    const float* lo = src + 2 * p * ld;
-    const bool has_hi = 2 * p + 1 < kc;
-    for (size_t r0 = 0; r0 < R; r0 += 16) {
-      const __mmask16 m = first_lanes(r0 < rows ? rows - r0 : 0);
-      const __m512 l = _mm512_maskz_loadu_ps(m, lo + r0);
-      const __m512 h = has_hi ? _mm512_maskz_loadu_ps(m, lo + ld + r0) : _mm512_setzero_ps();
-      _mm512_mask_storeu_epi32(panel + p * R + r0, first_lanes(R - r0), pair_bf16(l, h));
-    }
-  }
+// 16 pair words from 16 lo values and the 16 hi values (hi null: zero) at the first lanes of m.
+XG_BF16_TARGET inline __m512i pair_words(const float* lo, const float* hi, __mmask16 m) {
+  const __m512 l = _mm512_maskz_loadu_ps(m, lo);
+  return pair_bf16(l, hi ? _mm512_maskz_loadu_ps(m, hi) : _mm512_setzero_ps());
+}
+XG_BF16_TARGET inline __m512i pair_words(const uint16_t* lo, const uint16_t* hi, __mmask16 m) {
+  const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo));
+  const __m512i h = hi ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, hi)) : _mm512_setzero_si512();
+  return _mm512_or_si512(l, _mm512_slli_epi32(h, 16));
 }
 
-template <size_t R>
-XG_BF16_TARGET void pack_pairs_r_contiguous(const uint16_t* src, size_t ld, size_t rows, size_t kc,
-                                            uint32_t* panel) {
-  for (size_t p = 0; p < pairs(kc); ++p) {
-    const uint16_t* lo = src + 2 * p * ld;
-    const bool has_hi = 2 * p + 1 < kc;
-    for (size_t r0 = 0; r0 < R; r0 += 16) {
-      const __mmask16 m = first_lanes(r0 < rows ? rows - r0 : 0);
-      const __m512i l = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + r0));
-      const __m512i h = has_hi ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, lo + ld + r0))
-                               : _mm512_setzero_si512();
-      _mm512_mask_storeu_epi32(panel + p * R + r0, first_lanes(R - r0),
-                               _mm512_or_si512(l, _mm512_slli_epi32(h, 16)));
+// Element (r, k) at src[k * ld + r]: r runs along memory. Packs the n rows starting at src into
+// panels of R rows, panel j at out + j * R * pairs(kc), pair row by pair row, so that each source
+// row is read once while the panels fill (panel by panel, the rows of a KC block fell out of L1
+// between panels).
+template <size_t R, class Elem>
+XG_BF16_TARGET void pack_pairs_r_contiguous(const Elem* src, size_t ld, size_t n, size_t kc, uint32_t* out) {
+  const size_t np = pairs(kc);
+  for (size_t p = 0; p < np; ++p) {
+    const Elem* lo = src + 2 * p * ld;
+    const Elem* hi = 2 * p + 1 < kc ? lo + ld : nullptr;
+    for (size_t c0 = 0; c0 < n; c0 += R) {
+      const size_t rows = std::min(R, n - c0);
+      uint32_t* dst = out + c0 * np + p * R;
+      for (size_t r0 = 0; r0 < R; r0 += 16) {
+        const __m512i words = r0 < rows ? pair_words(lo + c0 + r0, hi ? hi + c0 + r0 : nullptr, first_lanes(rows - r0))
+                                        : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(dst + r0, first_lanes(R - r0), words);
+      }
     }
   }
 }
@@ -278,20 +278,16 @@ struct Bf16Kernels {
   // Rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row panels.
   static void pack_a(bool ta, const float* A, size_t lda, size_t i0, size_t mc, size_t p0,
                      size_t kc, uint32_t* out) {
-    for (size_t ir = 0; ir < mc; ir += MR) {
-      const size_t mr = std::min(MR, mc - ir);
-      uint32_t* panel = out + ir * pairs(kc);
-      if (ta)
-        pack_pairs_r_contiguous<MR>(A + p0 * lda + i0 + ir, lda, mr, kc, panel);
-      else
-        pack_pairs_k_contiguous<MR>(A + (i0 + ir) * lda + p0, lda, mr, kc, panel);
-    }
+    if (ta) return pack_pairs_r_contiguous<MR>(A + p0 * lda + i0, lda, mc, kc, out);
+    for (size_t ir = 0; ir < mc; ir += MR)
+      pack_pairs_k_contiguous<MR>(A + (i0 + ir) * lda + p0, lda, std::min(MR, mc - ir), kc, out + ir * pairs(kc));
   }
 
   // Rows [p0, p0+kc) x cols [j0+jr_begin, j0+jr_end) of op(B) into NR-column panels.
   template <class BElem>
   static void pack_b(bool tb, const BElem* B, size_t ldb, size_t p0, size_t kc, size_t j0,
                      size_t nc, size_t jr_begin, size_t jr_end, uint32_t* out) {
+    // Panel by panel, as gemm.cpp's pack_b and for the same reason
     for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
       const size_t nr = std::min(NR, nc - jr);
       uint32_t* panel = out + jr * pairs(kc);
