@@ -261,11 +261,11 @@ int bf16_main(const std::vector<int>& threads, double budget, std::vector<Shape>
   // By default a linear layer (in -> out) over M tokens: forward X W^T, backward dY W and dY^T X.
   if (shapes.empty())
     for (size_t M : {1024, 4096})
-    for (auto [in, out] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {768, 3072}, {3072, 768}}) {
-      shapes.push_back({1, M, out, in, false, true});
-      shapes.push_back({1, M, in, out, false, false});
-      shapes.push_back({1, out, in, M, true, false});
-    }
+      for (auto [in, out] : std::vector<std::pair<size_t, size_t>>{{768, 768}, {768, 3072}, {3072, 768}}) {
+        shapes.push_back({1, M, out, in, false, true});
+        shapes.push_back({1, M, in, out, false, false});
+        shapes.push_back({1, out, in, M, true, false});
+      }
   double worst = 1e30;
   for (int t : threads)
     for (const auto& s : shapes) worst = std::min(worst, run_bf16_shape(s, t, budget, bf16_peak));
@@ -329,6 +329,10 @@ int main(int argc, char** argv) {
   if (threads.empty()) threads = {1, 2};
   std::vector<Shape> shapes;
   if (!dims.empty()) shapes.push_back({batch, dims[0], dims[1], dims[2], ta, tb});
+  if (bf16 && (batch != 1 || packed)) {
+    fmt::print(stderr, "bench_gemm: --bf16 times one plain GEMM per shape: no --batch or --packed\n");
+    return 2;
+  }
   if (bf16) return bf16_main(threads, budget, shapes);
   if (!shapes.empty()) {  // the shape given
   } else if (packed) {  // BERT-Base's linear layers in inference, batch 1 and 8 x 128 tokens

@@ -65,8 +65,9 @@ nlohmann::json Adam::settings() const {
 }
 
 // Decoupled decay w *= 1 - lr * wd, applied in the same pass as the Adam step (a separate pass
-// over the weights was a quarter of the optimizer's memory traffic). The decay and the step are
-// one FMA, so w can differ from the two-pass result by one rounding.
+// over the weights was a quarter of the optimizer's memory traffic). The step's product and its
+// subtraction from the decayed weight are one FMA, so w can differ from the two-pass result by
+// one rounding.
 void AdamW::update_elements(const Span& s) const {
   adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale, 1.f - lr_ * s.lr_scale * s.weight_decay);
 }

@@ -135,8 +135,8 @@ TEST_CASE("simd adam step matches scalar, and does not depend on where a range i
       auto w1 = w0, m1 = m0, v1 = v0, w2 = w0, m2 = m0, v2 = v0;
       vec::adam(c, w1.data(), g.data(), m1.data(), v1.data(), n);
       vec::scalar::adam(c, w2.data(), g.data(), m2.data(), v2.data(), n);
-      // within a rounding of the inputs' scale: m = 0.9 m + 0.1 g cancels, and the scalar twin
-      // may round the product b1 m once more (a libm fma where the compiler has no FMA)
+      // within a rounding of the inputs' scale: m = 0.9 m + 0.1 g cancels, and where the CPU has
+      // no FMA, xsimd's batch fma rounds the product b1 m once more than std::fma does
       check_close(w1, w2, 1e-6, 1e-7, "adam w");
       check_close(m1, m2, 1e-6, 2e-9, "adam m");
       check_close(v1, v2, 1e-6, 2e-11, "adam v");

@@ -157,6 +157,14 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
   Demo given_default = parse("--size 4 --name demo");
   CHECK(given_default.flags_given == std::set<std::string>{"--size", "--name"});
   CHECK_THROWS_WITH(Demo::table().restore(given_default, saved, "state.json"), Contains("--size 4 differs from the checkpoint's 9"));
+  nlohmann::json saved_on = saved;  // a switch turned off by name: refused too
+  saved_on["flag"] = true;
+  Demo switched_off = parse("--flag=false");
+  CHECK_FALSE(switched_off.flag);
+  CHECK_THROWS_WITH(Demo::table().restore(switched_off, saved_on, "state.json"), Contains("--flag false differs from the checkpoint's true"));
+  Demo switch_left = parse("");
+  Demo::table().restore(switch_left, saved_on, "state.json");
+  CHECK(switch_left.flag);
   Demo given_same = parse("--size 9");
   CHECK_NOTHROW(Demo::table().restore(given_same, saved, "state.json"));
   CHECK(given_same.size == 9);

@@ -41,9 +41,9 @@ inline Range at_least(double min) { return {min, std::numeric_limits<double>::in
 inline Range between(double min, double max) { return {min, max}; }
 
 // The base of a struct whose options a resumed run restores: the flags its command line gave
-// (filled while parsing). restore() refuses a given flag whose value differs from the checkpoint's
-// even when it equals the default: `--resume DIR --precision fp32` of a bf16 run must not go on in
-// bf16 without a word. (A bool flag can only be given as true; its default is false.)
+// (filled while parsing; each as the table declares it, e.g. "--tokenizer,--vocab"). restore()
+// refuses a given flag whose value differs from the checkpoint's even when it equals the default:
+// `--resume DIR --precision fp32` of a bf16 run must not go on in bf16 without a word.
 struct ResumableOptions {
   std::set<std::string> flags_given;
 };
@@ -201,7 +201,14 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
   };
   e.add_to = [=](CLI::App& app, Owner& o) -> CLI::Option* {
     if constexpr (std::is_same_v<T, bool>) {
-      return app.add_flag(flag, o.*member, help);
+      // `--flag`, or `--flag=false` (CLI11 sums the occurrences: above zero is on)
+      return app.add_flag_function(
+          flag,
+          [=, &o](std::int64_t count) {
+            o.*member = count > 0;
+            if constexpr (std::is_base_of_v<ResumableOptions, Owner>) o.flags_given.insert(flag);
+          },
+          help);
     } else {
       auto set = [=, &o](const std::string& text) {
         try {
