@@ -1,6 +1,8 @@
 // MLM/NSP pre-training data: Google's recipe's invariants, determinism, whole-word masking,
 // shards (round trip, corrupt files), dynamic masking and resumption.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -196,6 +198,14 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
     }
   }
   CHECK(i == inst.size());
+  // the writer refuses an id the reader would refuse, naming it
+  Instance outside = inst[0];
+  outside.masked_labels[0] = int32_t(tok().vocab_size());
+  ShardWriter refusing(tmp("refused.bin"), opt.max_seq_length, opt.max_predictions_per_seq, tok().vocab_size());
+  CHECK_THROWS_WITH(refusing.write(outside), Contains(fmt::format("token id {} is outside the vocabulary", tok().vocab_size())));
+  outside = inst[0];
+  outside.tokens[1] = -1;
+  CHECK_THROWS_WITH(refusing.write(outside), Contains("token id -1"));
   // truncated file
   const std::string cut = tmp("cut.bin");
   std::filesystem::copy_file(paths[0], cut, std::filesystem::copy_options::overwrite_existing);

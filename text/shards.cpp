@@ -47,6 +47,11 @@ void ShardWriter::write(const Instance& inst) {
   if (inst.tokens.size() > seq_ || inst.masked_positions.size() > preds_ || inst.a_end >= inst.tokens.size())
     throw std::invalid_argument(fmt::format("[shard] {}: instance of {} tokens / {} predictions does not fit {} / {}",
                                             path_, inst.tokens.size(), inst.masked_positions.size(), seq_, preds_));
+  // What the reader would refuse is refused here, before a shard that cannot be read exists
+  for (const std::vector<int32_t>* ids : {&inst.tokens, &inst.masked_labels})
+    for (const int32_t id : *ids)
+      if (id < 0 || size_t(id) >= vocab_)
+        throw std::invalid_argument(fmt::format("[shard] {}: token id {} is outside the vocabulary of {}", path_, id, vocab_));
   std::vector<uint8_t> r;
   r.reserve(record_bytes(seq_, preds_));
   write_le<uint16_t>(r, uint16_t(inst.tokens.size()));
