@@ -27,6 +27,7 @@ void harvest_edges(Node& node, std::vector<std::shared_ptr<Node>>& pending) {
     if (in.node && in.node.use_count() == 1) pending.push_back(std::move(in.node));
   node.inputs.clear();
   node.backward = nullptr;
+  node.backward_into = nullptr;
 }
 }  // namespace
 
@@ -67,6 +68,12 @@ void check_finite(const Tensor& t, const std::string& op, const std::string& whe
 
 void set_detect_anomaly(bool on) { g_detect_anomaly = on; }
 bool detect_anomaly() { return g_detect_anomaly; }
+
+Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardIntoFn fn) {
+  output = record(name, std::move(output), inputs, nullptr);
+  if (output.grad_fn()) output.grad_fn()->backward_into = std::move(fn);
+  return output;
+}
 
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn) {
   if (g_detect_anomaly) check_finite(output, name, "its output");
@@ -168,6 +175,33 @@ void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   }
 }
 
+// Where a backward may write `leaf`'s gradient in place (see GradInto): its gradient when that is
+// float32 and contiguous, else its arena slot (zeroed when `zero`); undefined when neither.
+GradInto gradient_into(const TensorImpl& leaf, bool zero) {
+  const auto usable = [](const std::shared_ptr<TensorImpl>& t) {
+    return t && t->dtype == Dtype::Float32 && Tensor(t).is_contiguous();
+  };
+  if (leaf.grad) return usable(leaf.grad) ? GradInto{Tensor(leaf.grad), false} : GradInto{};
+  if (!usable(leaf.grad_slot)) return {};
+  Tensor slot(leaf.grad_slot);
+  if (zero) std::fill(slot.data(), slot.data() + slot.numel(), 0.f);
+  return {slot, !zero};
+}
+
+// The in-place destinations of `node`'s inputs. A leaf feeding two of its inputs gets a zeroed
+// slot: the backward may write either input's gradient first.
+std::vector<GradInto> gradients_into(const Node& node) {
+  std::vector<GradInto> into(node.inputs.size());
+  for (size_t i = 0; i < into.size(); ++i) {
+    const auto& leaf = node.inputs[i].leaf;
+    if (!leaf) continue;
+    const bool shared = std::count_if(node.inputs.begin(), node.inputs.end(),
+                                      [&](const Edge& e) { return e.leaf == leaf; }) > 1;
+    into[i] = gradient_into(*leaf, shared);
+  }
+  return into;
+}
+
 void run_hooks(TensorImpl& leaf) {
   if (leaf.grad_hooks.empty() || !leaf.grad) return;
   const Tensor grad(leaf.grad);
@@ -199,6 +233,20 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
   std::vector<TensorImpl*> deferred_hooks;  // leaves whose hooks wait for the end of the pass
   std::unordered_map<Node*, Tensor> grads;
   grads[root.grad_fn().get()] = grad_output;
+  // A leaf's hooks run once its last contribution is in (or at the end of the pass).
+  const auto leaf_added = [&](const std::shared_ptr<TensorImpl>& leaf) {
+    if (--info.leaf_uses[leaf.get()] == 0 && !leaf->grad_hooks.empty()) {
+      if (nested) t_nested_hook_leaves.push_back(leaf);
+      else if (info.reenters) deferred_hooks.push_back(leaf.get());
+      else run_hooks(*leaf);
+    }
+  };
+  const auto release = [retain_graph](Node& node) {
+    if (retain_graph) return;
+    node.backward = nullptr;
+    node.backward_into = nullptr;
+    node.released = true;
+  };
   for (const auto& node : order) {
     auto it = grads.find(node.get());
     if (it == grads.end()) continue;  // no gradient flows here
@@ -210,10 +258,19 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
           "[backward] the graph through '{}' was freed by an earlier backward(); "
           "call backward(retain_graph=true) the first time",
           node->name));
-    std::vector<Tensor> input_grads = node->backward(g);
+    std::vector<GradInto> into;
+    if (node->backward_into)
+      into = g_detect_anomaly ? std::vector<GradInto>(node->inputs.size()) : gradients_into(*node);
+    std::vector<Tensor> input_grads = node->backward_into ? node->backward_into(g, into) : node->backward(g);
     if (input_grads.size() != node->inputs.size())
       throw std::logic_error(fmt::format("[backward] '{}' returned {} gradients for {} inputs",
                                          node->name, input_grads.size(), node->inputs.size()));
+    for (size_t i = 0; i < into.size(); ++i) {  // written in place: the slot is the gradient now
+      const auto& leaf = node->inputs[i].leaf;
+      if (!into[i].dst.defined() || input_grads[i].defined()) continue;
+      if (!leaf->grad) leaf->grad = leaf->grad_slot;
+      leaf_added(leaf);
+    }
     if (g_detect_anomaly)
       for (size_t i = 0; i < input_grads.size(); ++i)
         check_finite(input_grads[i], node->name + " backward", fmt::format("the gradient of input {}", i));
@@ -230,17 +287,10 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         if (!inserted) slot->second = add_grads(slot->second, gi);
       } else {
         accumulate_leaf(*in.leaf, gi);
-        if (--info.leaf_uses[in.leaf.get()] == 0 && !in.leaf->grad_hooks.empty()) {
-          if (nested) t_nested_hook_leaves.push_back(in.leaf);
-          else if (info.reenters) deferred_hooks.push_back(in.leaf.get());
-          else run_hooks(*in.leaf);
-        }
+        leaf_added(in.leaf);
       }
     }
-    if (!retain_graph) {
-      node->backward = nullptr;
-      node->released = true;
-    }
+    release(*node);
   }
   if (nested) return;
   for (const auto& leaf : t_nested_hook_leaves)

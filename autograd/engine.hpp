@@ -14,6 +14,17 @@ namespace xg {
 // Given the gradient of the op's output, returns one gradient per input (undefined where the
 // input is not differentiable). Runs with grad mode off.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+// Where a backward may write an input's gradient in place: a leaf's gradient (float32,
+// contiguous, the input's shape), or undefined. `fresh`: it holds no gradient yet (an arena slot
+// with stale contents): overwrite it; otherwise add to it.
+struct GradInto {
+  Tensor dst;
+  bool fresh = false;
+};
+// A backward that may write the gradient of an input with a defined into[i] there, returning an
+// undefined tensor in its place; other gradients it returns as BackwardFn does (and the engine
+// accumulates them as usual).
+using BackwardIntoFn = std::function<std::vector<Tensor>(const Tensor& grad_output, const std::vector<GradInto>& into)>;
 
 // Where an input's gradient goes: the node that produced it, or the leaf that accumulates it.
 // Edges hold nodes, not tensors, so intermediate activations die with their last handle.
@@ -31,6 +42,7 @@ struct Node {
   bool released = false;  // saved tensors freed by a backward() without retain_graph
   bool strided_grad_ok = false;  // backward reads its gradient through strides (views, matmul)
   bool reenters_backward = false;  // backward runs a nested backward (checkpoint)
+  BackwardIntoFn backward_into;    // set by record_into() instead of backward
   ~Node();                // releases long chains iteratively, never recursively
 };
 
@@ -67,10 +79,17 @@ bool detect_anomaly();
 // Attaches a Node to `output` when grad mode is on and any input requires grad; returns output.
 // Ops call this once, after computing their forward result.
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn);
+// record() for an op whose backward can write a parameter's gradient in place: the engine hands it
+// the gradient of each input that is a leaf with a float32 contiguous gradient or an arena slot
+// (everywhere but under anomaly detection). A weight's GEMM then accumulates into its arena slot
+// (beta 0 or 1) instead of allocating a gradient the engine copies or adds there, and an embedding
+// adds only the rows it looked up instead of a dense zeroed (vocab, dim) tensor.
+Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardIntoFn fn);
 
 // Lets the node that produced `output` receive a strided (non-contiguous) gradient; by default
 // the engine packs a gradient before handing it to a backward closure.
 void accept_strided_grad(const Tensor& output);
+
 
 // Reverse-mode pass: topological order without recursion, gradients summed where a tensor feeds
 // several ops, leaf gradients accumulated (+=) into Tensor::grad() (in place when the leaf

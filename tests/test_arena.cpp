@@ -2,6 +2,9 @@
 // gradients written in place, single-pass zeroing and norms, frozen parameters.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <limits>
+
 #include "nn/nn.hpp"
 #include "optim/optimizer.hpp"
 #include "tests/temp_path.hpp"
@@ -188,4 +191,82 @@ TEST_CASE("arena: a bound optimizer's state saves and loads into its flat blocks
   TiedNet other;
   optim::Sgd sgd({{other.named_parameters(), 0.f}}, 0.1f);
   CHECK_THROWS_WITH(sgd.bind(*net.arena()), Catch::Matchers::Contains("not in the arena"));
+}
+
+namespace {
+// A decoder tied to an embedding, as in BERT's MLM head, whose gradient the backward writes in
+// place (record_into). Reference: the same loss through w * 1 (a node, so no in-place path).
+struct TiedEmbedding {
+  std::vector<int64_t> ids{3, 0, 3, 5, 1, 3};  // repeats, and row 5 is padding below
+  Tensor x, c;                                  // decoder input and output weights
+  explicit TiedEmbedding(uint64_t seed) {
+    Generator g(seed);
+    x = Tensor::normal({4, 5}, 0.f, 1.f, g);
+    c = Tensor::normal({6, 5}, 0.f, 1.f, g);
+  }
+  // sum(embedding(w) * c) + sum(linear(x, w)^2)
+  Tensor loss(const Tensor& w, bool decoder = true) const {
+    Tensor l = sum(mul(embedding(w, ids, {6}, /*padding_idx=*/5), c));
+    if (decoder) {
+      const Tensor y = linear(x, w, Tensor());
+      l = add(l, sum(mul(y, y)));
+    }
+    return l;
+  }
+  std::vector<float> reference(const Tensor& w, bool decoder = true) const {
+    Tensor leaf = w.detach().clone().requires_grad_(true);
+    loss(leaf * 1.f, decoder).backward();
+    return leaf.grad().to_vector();
+  }
+};
+
+void fill_stale(const ParameterArena& arena) {  // what a first gradient must never read
+  Tensor grads = arena.flat_grads();
+  std::fill(grads.data(), grads.data() + grads.numel(), std::numeric_limits<float>::quiet_NaN());
+}
+}  // namespace
+
+TEST_CASE("arena: a weight's GEMM and an embedding write straight into the gradient", "[nn][arena][engine]") {
+  const TiedEmbedding net(5);
+  Generator g(6);
+  Tensor w = Tensor::normal({7, 5}, 0.f, 0.5f, g).requires_grad_(true);
+  const std::vector<float> tied = net.reference(w), alone = net.reference(w, /*decoder=*/false);
+
+  SECTION("into a stale arena slot: the decoder's GEMM overwrites it, the embedding adds its rows") {
+    ParameterArena arena({{"w", w}});
+    fill_stale(arena);
+    net.loss(w).backward();
+    CHECK_THAT(w.grad().to_vector(), Catch::Matchers::Approx(tied).margin(1e-5));
+    CHECK(w.grad().data() == arena.flat_grads().data());
+    arena.zero_grad();
+    fill_stale(arena);
+    net.loss(w, /*decoder=*/false).backward();
+    CHECK(w.grad().to_vector() == alone);  // zeroed first; the padding row and unused rows stay 0
+  }
+  SECTION("into a leaf's existing gradient (beta 1), with hooks run once per pass and a retained graph") {
+    int hook_runs = 0;
+    w.register_grad_hook([&](const Tensor&) { ++hook_runs; });
+    const Tensor l = net.loss(w);
+    l.backward(/*retain_graph=*/true);
+    const float* first = w.grad().data();
+    l.backward();
+    CHECK(w.grad().data() == first);
+    std::vector<float> twice = tied;
+    for (float& v : twice) v *= 2.f;
+    CHECK_THAT(w.grad().to_vector(), Catch::Matchers::Approx(twice).margin(1e-5));
+    CHECK(hook_runs == 2);
+  }
+  SECTION("a leaf with no gradient yet and no slot gets the dense gradient") {
+    net.loss(w, /*decoder=*/false).backward();
+    CHECK(w.grad().to_vector() == alone);
+  }
+  SECTION("one leaf as both inputs of a linear: written in place for one, added for the other") {
+    Tensor ref = w.detach().clone().requires_grad_(true);
+    const Tensor r = ref * 1.f;
+    sum(linear(r, r, Tensor())).backward();
+    ParameterArena arena({{"w", w}});
+    fill_stale(arena);
+    sum(linear(w, w, Tensor())).backward();
+    CHECK_THAT(w.grad().to_vector(), Catch::Matchers::Approx(ref.grad().to_vector()).margin(1e-5));
+  }
 }

@@ -161,15 +161,17 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const Tensor X = x.detach(), W = weight.detach();
   const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
              need_b = bias_in.defined() && bias_in.requires_grad();
-  return record("linear", out, {x_in, weight_in, bias_in}, [=](const Tensor& g) -> std::vector<Tensor> {
+  return record_into("linear", out, {x_in, weight_in, bias_in},
+                     [=](const Tensor& g, const std::vector<GradInto>& into) -> std::vector<Tensor> {
     Tensor gx, gw, gb;
     if (need_x) {  // (M, N) @ (N, K)
       gx = Tensor::empty(X.shape());
       gemm_fn(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K);
     }
-    if (need_w) {  // (N, M) @ (M, K)
-      gw = Tensor::empty(W.shape());
-      gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, 0.f, gw.data(), K);
+    if (need_w) {  // (N, M) @ (M, K), accumulated into the weight's own gradient where it has one
+      const GradInto& w = into[1];
+      Tensor dst = w.dst.defined() ? w.dst : (gw = Tensor::empty(W.shape()));
+      gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, w.dst.defined() && !w.fresh ? 1.f : 0.f, dst.data(), K);
     }
     if (need_b) gb = reshape(sum(reshape(g, {long(M), long(N)}), {0}), {long(N)});
     return {gx, gw, gb};

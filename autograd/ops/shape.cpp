@@ -2,6 +2,7 @@
 // Copies: contiguous, cast, concat, index_select, embedding.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -212,16 +213,20 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Sh
   for (size_t k = 0; k < ids.size(); ++k)
     std::memcpy(out.data() + k * D, wc.data() + size_t(ids[k]) * D, D * sizeof(float));
   const Shape ws = weight.shape();
-  return record("embedding", out, {weight},
-                [ids, ws, D, padding_idx](const Tensor& g) -> std::vector<Tensor> {
-                  Tensor dw = Tensor::zeros(ws);
-                  for (size_t k = 0; k < ids.size(); ++k) {
-                    if (ids[k] == padding_idx) continue;
-                    float* dst = dw.data() + size_t(ids[k]) * D;
-                    vec::add(dst, g.data() + k * D, dst, D);
-                  }
-                  return {dw};
-                });
+  // Only the looked-up rows get gradient: into a parameter's own gradient when the engine offers
+  // it, else into a dense zeroed one. Row ids[k] gets row k of g (padding ids none), in order.
+  out = record_into("embedding", out, {weight},
+                    [ids, ws, D, padding_idx](const Tensor& g, const std::vector<GradInto>& into) -> std::vector<Tensor> {
+                      Tensor dw = into[0].dst.defined() ? into[0].dst : Tensor::zeros(ws);
+                      if (into[0].fresh) std::fill(dw.data(), dw.data() + dw.numel(), 0.f);
+                      for (size_t k = 0; k < ids.size(); ++k) {
+                        if (ids[k] == padding_idx) continue;
+                        float* dst = dw.data() + size_t(ids[k]) * D;
+                        vec::add(dst, g.data() + k * D, dst, D);
+                      }
+                      return {into[0].dst.defined() ? Tensor() : dw};
+                    });
+  return out;
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& ids, int64_t padding_idx) {
