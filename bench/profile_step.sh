@@ -2,7 +2,7 @@
 # Where a training step's time goes: `perf record` over bert_pretrain --benchmark, samples summed
 # by what the function does. Categories: GEMM (gemm::, packing included), attention (the attention
 # kernels and op, attention_softmax), element-wise (vec:: kernels: GELU, LayerNorm, softmax, dropout
-# masks, adds), optimizer (optim::, vec::adam), allocation (page faults and zeroing in the kernel, malloc/free,
+# masks, adds), optimizer (optim::, vec::adam, vec::lamb_direction), allocation (page faults and zeroing in the kernel, malloc/free,
 # memset; kernel symbols need perf_event_paranoid <= 1, else they land in "other"), the thread
 # pool's idle wait, other. Start-up (model init, warm-up) is left out. Needs `perf` (Debian: linux-perf).
 #   bench/profile_step.sh [MODEL] [BATCH] [SEQ_LEN] [STEPS] [-- more bert_pretrain flags]
@@ -31,7 +31,7 @@ perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null
     pct = $1; sub(/%/, "", pct); sym = ""; for (i = 3; i <= NF; ++i) sym = sym " " $i
     if (sym ~ /gemm::|sgemm|micro_kernel|pack_[ab]|transpose_into_panel|compute_block/) c = "GEMM"
     else if (sym ~ /attn::|attention|softmax_backward|vec::softmax/) c = "attention"
-    else if (sym ~ /optim::|Adam|Lamb|vec::adam/) c = "optimizer"
+    else if (sym ~ /optim::|Adam|Lamb|vec::adam|vec::lamb/) c = "optimizer"
     else if (sym ~ /Pool::start_workers|parallel_for|futex|sched_yield|_raw_spin/) c = "thread pool wait"
     else if (sym ~ /page_fault|clear_page|alloc|folio|memset|malloc|free|mmap|munmap|_int_|memcg|lruvec|unmap|handle_mm|do_anonymous|rmqueue|zap_|pte/) c = "allocation"
     else if (sym ~ /vec::|gelu|Gelu|layer_norm|dropout|map2|unary|binary|axpy|exp|log|sincos/) c = "element-wise"

@@ -1,10 +1,14 @@
 // The update rules: SGD, Adam, AdamW (elementwise, one pass over all parameters) and LAMB.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/vec.hpp"
+#include "autograd/parallel.hpp"
 #include "optim/optimizer.hpp"
 
 namespace xg::optim {
@@ -79,28 +83,34 @@ Lamb::Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt) : Optimize
                                             opt_.beta2, opt_.eps));
 }
 
+// Per parameter: the moments and direction r in fixed blocks on the thread pool, each block's
+// sums of w^2 and r^2 added in block order (the same bits for any thread count), then
+// w -= lr * (|w| / |r|) r.
 void Lamb::apply(const std::vector<Span>& spans) {
-  const float b1 = opt_.beta1, b2 = opt_.beta2;
-  const double bc1 = opt_.bias_correction ? 1.0 - std::pow(double(b1), double(step_)) : 1.0;
-  const double bc2 = opt_.bias_correction ? 1.0 - std::pow(double(b2), double(step_)) : 1.0;
+  constexpr size_t kBlock = 1 << 14;
+  const double bc1 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta1), double(step_)) : 1.0;
+  const double bc2 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta2), double(step_)) : 1.0;
   std::vector<float> r;
+  std::vector<std::array<double, 2>> sums;
   for (const Span& s : spans) {
-    float *w = s.w, *m = s.slot[0], *v = s.slot[1];
-    const float* g = s.g;
+    const vec::LambStep c{opt_.beta1, opt_.beta2, opt_.eps, float(1.0 / bc1), float(1.0 / std::sqrt(bc2)), s.weight_decay};
+    const size_t blocks = (s.n + kBlock - 1) / kBlock;
     r.resize(s.n);
-    double w_norm = 0, r_norm = 0;
-    for (size_t i = 0; i < s.n; ++i) {
-      m[i] = b1 * m[i] + (1.f - b1) * g[i];
-      v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
-      r[i] = float((m[i] / bc1) / (std::sqrt(v[i] / bc2) + opt_.eps)) + s.weight_decay * w[i];
-      w_norm += double(w[i]) * w[i];
-      r_norm += double(r[i]) * r[i];
-    }
-    w_norm = std::sqrt(w_norm);
-    r_norm = std::sqrt(r_norm);
+    sums.assign(blocks, {0.0, 0.0});
+    const auto block_range = [&](size_t b) { return std::pair(b * kBlock, std::min(s.n, (b + 1) * kBlock)); };
+    parallel_for(blocks, [&](size_t b) {
+      const auto [lo, hi] = block_range(b);
+      vec::lamb_direction(c, s.w + lo, s.g + lo, s.slot[0] + lo, s.slot[1] + lo, r.data() + lo, hi - lo, sums[b].data());
+    });
+    double w_sq = 0, r_sq = 0;
+    for (const auto& [w_part, r_part] : sums) w_sq += w_part, r_sq += r_part;
+    const double w_norm = std::sqrt(w_sq), r_norm = std::sqrt(r_sq);
     const float trust = (w_norm > 0 && r_norm > 0) ? float(w_norm / r_norm) : 1.f;
     const float lr = lr_ * s.lr_scale;
-    for (size_t i = 0; i < s.n; ++i) w[i] -= lr * trust * r[i];
+    parallel_for(blocks, [&](size_t b) {
+      const auto [lo, hi] = block_range(b);
+      vec::axpy(-lr * trust, r.data() + lo, s.w + lo, hi - lo);
+    });
   }
 }
 

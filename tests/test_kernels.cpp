@@ -152,3 +152,26 @@ TEST_CASE("simd adam step matches scalar, and does not depend on where a range i
       CHECK(v3 == v1);
     }
 }
+
+TEST_CASE("simd lamb direction and its sums match scalar", "[kernels]") {
+  // step 3 of betas (0.9, 0.999) with bias correction and decay, and step 1 without either
+  for (const vec::LambStep c : {vec::LambStep{0.9f, 0.999f, 1e-6f, 1.f / 0.271f, 1.f / std::sqrt(0.002997f), 0.01f},
+                                vec::LambStep{0.9f, 0.98f, 1e-6f, 1.f, 1.f, 0.f}})
+    for (size_t n : kSizes) {
+      const auto w = random_vec(n, 31, -1.f, 1.f), g = random_vec(n, 32, -0.1f, 0.1f), m0 = random_vec(n, 33, -0.01f, 0.01f),
+                 v0 = random_vec(n, 34, 0.f, 1e-4f);
+      auto m1 = m0, v1 = v0, m2 = m0, v2 = v0;
+      std::vector<float> r1(n), r2(n);
+      double s1[2] = {0.5, 0.25}, s2[2] = {0.5, 0.25};  // added to, not overwritten
+      vec::lamb_direction(c, w.data(), g.data(), m1.data(), v1.data(), r1.data(), n, s1);
+      vec::scalar::lamb_direction(c, w.data(), g.data(), m2.data(), v2.data(), r2.data(), n, s2);
+      check_close(m1, m2, 1e-6, 2e-9, "lamb m");
+      check_close(v1, v2, 1e-6, 2e-11, "lamb v");
+      check_close(r1, r2, 1e-5, 1e-6, "lamb r");
+      CHECK(s1[0] == Approx(s2[0]).epsilon(1e-6));
+      CHECK(s1[1] == Approx(s2[1]).epsilon(1e-5));
+      double r_sq = 0.25;
+      for (float x : r2) r_sq += double(x) * x;
+      CHECK(s2[1] == Approx(r_sq).epsilon(1e-12));
+    }
+}

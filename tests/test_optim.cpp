@@ -229,3 +229,24 @@ TEST_CASE("a group's lr_scale trains it as the rate lr * lr_scale would", "[opti
     CHECK_THROWS_WITH(AdamW(groups, 0.1f), Catch::Contains("lr_scale -1"));
   }
 }
+
+TEST_CASE("LAMB gives the same bits on any thread count", "[optim]") {
+  // 40,000 weights: three of the blocks its norms are summed in, shared out over threads
+  auto run = [](int threads) {
+    const int before = num_threads();
+    set_num_threads(threads);
+    Generator gen(7);
+    Tensor w = Tensor::normal({200, 200}, 0.f, 0.5f, gen).requires_grad_(true);
+    Lamb opt({ParamGroup{{{"w", w}}, 0.01f}}, 0.01f);
+    for (int step = 0; step < 3; ++step) {
+      opt.zero_grad();
+      sum(mul(mul(w, w), w)).backward();
+      opt.step();
+    }
+    set_num_threads(before);
+    return w.to_vector();
+  };
+  const auto one = run(1), two = run(2);
+  CHECK(one == two);
+  CHECK(one != Tensor::normal({200, 200}, 0.f, 0.5f, *std::make_unique<Generator>(7)).to_vector());
+}

@@ -35,20 +35,21 @@ double peak_rss_mb() {
 }
 
 namespace {
-// Two warm-up steps, then opt.steps timed ones at opt.precision of `loss_of(i)`'s backward and an AdamW step over
-// the model's flat parameters, as the Trainer takes them.
-BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, size_t tokens_per_step,
-                           const std::function<Tensor(size_t)>& loss_of) {
+// Two warm-up steps, then opt.steps timed ones at opt.precision of `loss_of(i)`'s backward and an
+// optimizer step (--optimizer, else the recipe's) over the model's flat parameters, as the
+// Trainer takes them.
+BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, const OptimizerDefaults& recipe,
+                           size_t tokens_per_step, const std::function<Tensor(size_t)>& loss_of) {
   MatmulPrecisionGuard precision(training_precision(opt));
   nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
   model.train();
   model.flatten_parameters();
-  optim::AdamW adamw(optim::bert_param_groups(model.named_parameters(), opt.weight_decay), opt.lr);
-  adamw.bind(*model.arena());
+  const auto optimizer = make_optimizer(opt, optim::bert_param_groups(model.named_parameters(), opt.weight_decay), recipe);
+  optimizer->bind(*model.arena());
   auto step = [&](size_t i) {
     model.zero_grad();
     loss_of(i).backward();
-    adamw.step();
+    optimizer->step();
   };
   step(0);
   step(1);
@@ -56,7 +57,9 @@ BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& m
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < n; ++i) step(size_t(i));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {double(n) * double(tokens_per_step) / secs, secs / double(n), peak_rss_mb(), model.num_parameters()};
+  BenchmarkResult r{double(n) * double(tokens_per_step) / secs, secs / double(n), peak_rss_mb(), model.num_parameters()};
+  r.optimizer = optimizer->name();
+  return r;
 }
 
 }  // namespace
@@ -72,7 +75,7 @@ BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& 
   heads->set_checkpoint_activations(task.checkpoint_activations);
   std::vector<Batch> batches;
   for (int i = 0; i < 4; ++i) batches.push_back(random_batch(opt.batch, task.seq_len, vocab, config.value("type_vocab_size", size_t(2)), gen));
-  return time_steps(opt, *model, opt.batch * task.seq_len, [&](size_t i) {
+  return time_steps(opt, *model, pretraining_optimizer_defaults(model->model_type()), opt.batch * task.seq_len, [&](size_t i) {
     return heads->forward_pretraining(batches[i % batches.size()].inputs, batches[i % batches.size()].targets).loss;
   });
 }
@@ -93,7 +96,7 @@ BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::str
     for (auto& id : ids) id = int64_t(gen.below(num_labels));
     labels.push_back(Tensor::from_ints(ids, {opt.batch}));
   }
-  return time_steps(opt, *model, opt.batch * seq_len, [&](size_t i) {
+  return time_steps(opt, *model, {}, opt.batch * seq_len, [&](size_t i) {
     return model->forward_named(batches[i % batches.size()].inputs, {{"labels", labels[i % labels.size()]}}).at("loss");
   });
 }

@@ -2,6 +2,7 @@
 // The speed yardsticks of bert_pretrain --benchmark and bert_finetune --benchmark: full training
 // steps on random ids.
 #include <cstddef>
+#include <string>
 
 #include "autograd/precision.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -20,11 +21,13 @@ struct BenchmarkResult {
   // Inference: the tokens of one pass, real and with padding; whether the fused path ran.
   size_t real_tokens = 0, padded_tokens = 0;
   bool fused = false;
+  std::string optimizer = {};  // training: the optimizer stepped ("adamw", "lamb")
 };
-// Times full training steps (forward, backward, AdamW; MLM at 15% of positions, plus the
-// sentence task of --pairing's head model) on random token ids of the preset's vocabulary:
-// trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len, task.model,
-// task.pairing, trainer.threads, trainer.lr, trainer.weight_decay, trainer.seed and trainer.precision.
+// Times full training steps (forward, backward, the optimizer's step; MLM at 15% of positions,
+// plus the sentence task of --pairing's head model) on random token ids of the preset's
+// vocabulary: trainer.steps timed steps after two warm-up steps, with trainer.batch, task.seq_len,
+// task.model, task.pairing, trainer.threads, trainer.optimizer (auto: the family's recipe, LAMB for
+// ALBERT), trainer.lr, trainer.weight_decay, trainer.seed and trainer.precision.
 BenchmarkResult run_benchmark(const TrainerOptions& trainer, const PretrainOptions& task);
 
 // Times fine-tuning steps of sentence classification (the family's *ForSequenceClassification:

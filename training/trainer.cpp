@@ -99,6 +99,25 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
   return t;
 }
 
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::vector<optim::ParamGroup> groups,
+                                                 const OptimizerDefaults& recipe) {
+  const std::string name = o.optimizer != "auto" ? o.optimizer : recipe.optimizer.value_or("adamw");
+  auto pick = [](float flag, std::optional<float> from_task, float own) { return flag > 0 ? flag : from_task.value_or(own); };
+  if (name == "adamw") {
+    optim::AdamOptions a;
+    a.beta2 = pick(o.beta2, recipe.beta2, a.beta2);
+    a.eps = pick(o.eps, recipe.eps, a.eps);
+    return std::make_unique<optim::AdamW>(groups, o.lr, a);
+  }
+  if (name == "lamb") {
+    optim::LambOptions l;
+    l.beta2 = pick(o.beta2, recipe.beta2, l.beta2);
+    l.eps = pick(o.eps, recipe.eps, l.eps);
+    return std::make_unique<optim::Lamb>(groups, o.lr, l);
+  }
+  throw std::invalid_argument(fmt::format("[trainer] --optimizer {}: use auto, adamw or lamb", name));
+}
+
 namespace {
 
 std::atomic<int> g_signal{0};  // SIGINT or SIGTERM received: save and stop
@@ -118,27 +137,6 @@ class StopSignals {
   using Handler = void (*)(int);
   Handler int_, term_;
 };
-
-// --beta2 and --eps when set, else the task's recipe, else the optimizer's own defaults.
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, Task& task) {
-  const OptimizerDefaults recipe = task.optimizer_defaults();
-  const std::string name = o.optimizer != "auto" ? o.optimizer : recipe.optimizer.value_or("adamw");
-  auto groups = task.parameter_groups(o.weight_decay);
-  auto pick = [](float flag, std::optional<float> from_task, float own) { return flag > 0 ? flag : from_task.value_or(own); };
-  if (name == "adamw") {
-    optim::AdamOptions a;
-    a.beta2 = pick(o.beta2, recipe.beta2, a.beta2);
-    a.eps = pick(o.eps, recipe.eps, a.eps);
-    return std::make_unique<optim::AdamW>(groups, o.lr, a);
-  }
-  if (name == "lamb") {
-    optim::LambOptions l;
-    l.beta2 = pick(o.beta2, recipe.beta2, l.beta2);
-    l.eps = pick(o.eps, recipe.eps, l.eps);
-    return std::make_unique<optim::Lamb>(groups, o.lr, l);
-  }
-  throw std::invalid_argument(fmt::format("[trainer] --optimizer {}: use auto, adamw or lamb", name));
-}
 
 // What the steps since the last log line add up to.
 struct Window {
@@ -319,7 +317,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   model.train();
   // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
   if (!model.arena()) model.flatten_parameters();
-  auto optimizer = make_optimizer(opt, *task);
+  auto optimizer = make_optimizer(opt, task->parameter_groups(opt.weight_decay), task->optimizer_defaults());
   optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
   std::unique_ptr<GradientSync> sync;
   if (comm.distributed()) sync = std::make_unique<GradientSync>(comm, *model.arena(), opt.bucket_mb << 20);

@@ -75,6 +75,11 @@ MatmulPrecision training_precision(const TrainerOptions& opt);
 // the checkpoint (a resumed run keeps it).
 MatmulPrecision run_precision(const TrainerOptions& opt);
 
+// --optimizer (auto: the recipe's, else AdamW) over `groups`, with --beta2 and --eps when set,
+// else the recipe's, else the optimizer's own defaults.
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::vector<optim::ParamGroup> groups,
+                                                 const OptimizerDefaults& recipe);
+
 // How a run ended.
 struct RunResult {
   int64_t step = 0;  // the step reached

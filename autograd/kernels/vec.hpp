@@ -18,6 +18,14 @@ struct AdamStep {
   float keep;          // AdamW's decoupled decay, w *= keep (1 - lr * wd) before the step; else 1
 };
 
+// One LAMB step's constants (You et al. 2020; the update direction before the trust ratio).
+struct LambStep {
+  float beta1, beta2, eps;
+  float inv_bc1;       // 1 / (1 - beta1^t), or 1 without bias correction
+  float inv_sqrt_bc2;  // 1 / sqrt(1 - beta2^t), or 1
+  float weight_decay;  // added to the direction as weight_decay * w
+};
+
 #define XG_VEC_KERNELS                                                                          \
   /* out[i] = a[i*sa] (op) b[i*sb], with sa, sb in {0, 1} (0 broadcasts one value) */            \
   void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out,       \
@@ -47,7 +55,11 @@ struct AdamStep {
                            size_t cols);                                                        \
   /* One Adam step over n weights w, gradients g, moments m and v (updated in place). Every    \
      element gets the same operations wherever a call's range starts or ends. */                \
-  void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n);
+  void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n);          \
+  /* LAMB's moments (m, v in place) and direction r = (m / bc1) / (sqrt(v / bc2) + eps) + wd w   \
+     of n weights; sums[0] += sum w^2, sums[1] += sum r^2 (float lanes, then double). */        \
+  void lamb_direction(const LambStep& c, const float* w, const float* g, float* m, float* v,    \
+                      float* r, size_t n, double sums[2]);
 
 XG_VEC_KERNELS
 namespace scalar {

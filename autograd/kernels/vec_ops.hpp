@@ -116,4 +116,14 @@ void adam_update(const AdamStep& c, T& w, T g, T& m, T& v) {
   w = fma(T(-c.step_size), m / denominator, w * T(c.keep));
 }
 
+// LAMB's moments of one weight or batch, and its direction (see LambStep).
+template <class T>
+T lamb_update(const LambStep& c, T w, T g, T& m, T& v) {
+  using std::fma;
+  using std::sqrt;
+  m = fma(T(c.beta1), m, T(1.f - c.beta1) * g);
+  v = fma(T(c.beta2), v, T(1.f - c.beta2) * g * g);
+  return fma(T(c.weight_decay), w, m * T(c.inv_bc1) / fma(sqrt(v), T(c.inv_sqrt_bc2), T(c.eps)));
+}
+
 }  // namespace xg::vec::detail

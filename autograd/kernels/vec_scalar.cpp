@@ -37,6 +37,15 @@ void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_
   for (size_t i = 0; i < n; ++i) detail::adam_update(c, w[i], g[i], m[i], v[i]);
 }
 
+void lamb_direction(const LambStep& c, const float* w, const float* g, float* m, float* v, float* r, size_t n,
+                    double sums[2]) {
+  for (size_t i = 0; i < n; ++i) {
+    r[i] = detail::lamb_update(c, w[i], g[i], m[i], v[i]);
+    sums[0] += double(w[i]) * w[i];
+    sums[1] += double(r[i]) * r[i];
+  }
+}
+
 template <class F>
 static void map1(const float* x, float* out, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) out[i] = f(x[i]);

@@ -114,11 +114,11 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 5;
-      fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps (AdamW), "
+      fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps, "
                  "precision {}\n", task.model, trainer.batch, task.max_len, trainer.steps, trainer.precision);
       const auto r = xg::training::run_finetune_benchmark(trainer, task.model, task.max_len);
-      fmt::print("parameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\nexamples/s: {:.2f}\n", double(r.parameters) / 1e6,
-                 r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));
+      fmt::print("optimizer: {}\nparameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\nexamples/s: {:.2f}\n", r.optimizer,
+                 double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));
       return 0;
     }
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_flag("--benchmark", benchmark,
-               "time training steps on random token ids (honours --model --batch --seq-len --steps --threads --precision); "
+               "time training steps on random token ids (honours --model --batch --seq-len --steps --threads --precision "
+               "--optimizer; by default the recipe's optimizer, LAMB for ALBERT, as training steps it); "
                "last line 'tokens/s: X'");
   app.add_flag("--eval-only", eval_only,
                "evaluate the --init-from checkpoint (extended per --extend-vocab) on the corpus's held-out documents, as "
@@ -66,12 +67,12 @@ int main(int argc, char** argv) {
   try {
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
-      fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (AdamW, MLM at 15% of positions), precision {}\n",
+      fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",
                  task.model_or_default(), xg::training::pretraining_architecture(task), trainer.batch, task.seq_len, trainer.steps,
                  trainer.precision);
       const auto r = xg::training::run_benchmark(trainer, task);
-      fmt::print("parameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\ntokens/s: {:.1f}\n",
-                 double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s);
+      fmt::print("optimizer: {}\nparameters: {:.1f}M\nseconds/step: {:.3f}\npeak memory MB: {:.0f}\ntokens/s: {:.1f}\n",
+                 r.optimizer, double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s);
       return 0;
     }
     if (eval_only) {

@@ -90,6 +90,11 @@ flags)
   expect 1 "XGRAD_FLASH_ATTENTION='maybe': expected 0 or 1" env XGRAD_FLASH_ATTENTION=maybe \
     "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
   expect 0 "tokens/s" env XGRAD_FLASH_ATTENTION=off "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
+  # the benchmark steps the optimizer training would: the recipe's (LAMB for ALBERT) or --optimizer
+  expect 0 "optimizer: lamb" "$P" --benchmark --model albert-tiny --batch 2 --seq-len 16 --steps 1
+  expect 0 "optimizer: adamw" "$P" --benchmark --model albert-tiny --batch 2 --seq-len 16 --steps 1 --optimizer adamw
+  expect 0 "optimizer: adamw" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
+  expect 1 "--optimizer sgd: use auto, adamw or lamb" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --optimizer sgd
   expect 1 "XGRAD_FUSED_INFERENCE='bogus'" env XGRAD_FUSED_INFERENCE=bogus \
     "$BIN/bert_infer" bench --model tiny --batch 1 --seq-len 8 --steps 1
   model=$W/missing.json small

@@ -186,6 +186,8 @@ std::string architecture_for(const std::string& model_type, text::Pairing pairin
 
 }  // namespace
 
+OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type) { return recipe_of(model_type).optimizer; }
+
 nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
                                   int64_t sep_id, size_t seq_len) {
   nlohmann::json j = base_config(model);
@@ -360,7 +362,7 @@ class PretrainingTask : public Task {
                        tok_->vocab_size(), source_->epoch_size(pos_.epoch), eval_.size(), opt_.seq_len);
   }
   nn::Module& model() override { return *model_; }
-  OptimizerDefaults optimizer_defaults() const override { return recipe_of(model_->model_type()).optimizer; }
+  OptimizerDefaults optimizer_defaults() const override { return pretraining_optimizer_defaults(model_->model_type()); }
   size_t train_examples_per_epoch() override { return source_->epoch_size(0); }
   bool splits_batches() const override { return true; }
 
