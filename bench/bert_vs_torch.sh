@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # bert_pretrain --benchmark against PyTorch 1.13 (Debian python3-torch) training the same model the
-# same way (AdamW, MLM at masked positions only, NSP, same batch and length), same machine, same
-# run. PyTorch gets its best setting: OpenBLAS as the system BLAS (Debian's torch calls whatever
-# libblas.so.3 points to; with only libblas3 installed that is the reference BLAS, about 30x
-# slower), the fastest OpenBLAS kernel set that runs on this CPU (a GEMM probe tries the
-# auto-detected one, SkylakeX, Zen and Haswell: auto-detection picks SSE3 kernels on some CPUs,
-# and SkylakeX dies with SIGILL on others) and the best of torch threads x OpenBLAS threads.
+# same way (AdamW, also for ALBERT whose recipe is LAMB; MLM at masked positions only, NSP, same
+# batch and length), same machine, same run. PyTorch gets its best setting: OpenBLAS as the system
+# BLAS (Debian's torch calls whatever libblas.so.3 points to; with only libblas3 installed that is
+# the reference BLAS, about 30x slower), the fastest OpenBLAS kernel set that runs on this CPU (a
+# GEMM probe tries the auto-detected one, SkylakeX, Zen and Haswell: auto-detection picks SSE3
+# kernels on some CPUs, and SkylakeX dies with SIGILL on others) and the best of torch threads x
+# OpenBLAS threads.
 # RoBERTa and ALBERT models (roberta-SIZE, albert-SIZE) run against Hugging Face's
 # RobertaForMaskedLM / AlbertForPreTraining (bench/hf_pretrain_torch.py) under $HF_PYTHON, a Python
 # with transformers over the same torch.
@@ -32,7 +33,7 @@ printf "%-12s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "
 [[ "$precision" == bf16 ]] && printf " %16s %9s" "torch bf16 tok/s" "ratio bf16"
 printf "\n"
 for m in $models; do
-  ours=$(build/bin/bert_pretrain --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$precision")
+  ours=$(build/bin/bert_pretrain --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$precision" --optimizer adamw)
   o_tps=$(grep "^tokens/s" <<< "$ours" | awk '{print $2}')
   o_mb=$(grep "^peak memory" <<< "$ours" | awk '{print $4}')
   peer=(/usr/bin/python3 bench/bert_pretrain_torch.py --model "$m")
@@ -44,7 +45,7 @@ for m in $models; do
   printf "%-12s %14s %14s %7s %12s %12s" "$m" "$o_tps" "$best" "$ratio" "$o_mb" "$best_mb"
   if [[ -n "$baseline" ]]; then
     b_precision=(); [[ "$precision" == bf16 ]] && b_precision=(--precision bf16)  # older builds lack the flag
-    b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${b_precision[@]}")
+    b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --optimizer adamw "${b_precision[@]}")
     b_tps=$(grep "^tokens/s" <<< "$b" | awk '{print $2}')
     b_mb=$(grep "^peak memory" <<< "$b" | awk '{print $4}')
     printf " %14s %7s %12s" "$b_tps" "$(python3 -c "print(f'{$b_tps / $best:.2f}')")" "$b_mb"

@@ -85,7 +85,7 @@ TEST_CASE("options: a program's own defaults give way to a checkpoint's values o
   CLI::App app("demo", "demo");
   Demo::table().add_to(app, d, "Demo");
   app.parse("--size 7 --flag", /*program_name_included=*/false);
-  Demo::table().reset_not_given(d, app);
+  Demo::table().reset_not_given(d);
   CHECK(d.rate == Demo{}.rate);  // not given: the checkpoint's value wins on restore
   CHECK(d.size == 7);            // given: kept, and checked against the checkpoint's
   CHECK(d.flag);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "text/bert_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
@@ -202,10 +203,21 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   Instance outside = inst[0];
   outside.masked_labels[0] = int32_t(tok().vocab_size());
   ShardWriter refusing(tmp("refused.bin"), opt.max_seq_length, opt.max_predictions_per_seq, tok().vocab_size());
-  CHECK_THROWS_WITH(refusing.write(outside), Contains(fmt::format("token id {} is outside the vocabulary", tok().vocab_size())));
+  CHECK_THROWS_WITH(refusing.write(outside), Contains(fmt::format("label {} is outside the vocabulary", tok().vocab_size())));
   outside = inst[0];
   outside.tokens[1] = -1;
   CHECK_THROWS_WITH(refusing.write(outside), Contains("token id -1"));
+  // ... and every other record the reader refuses: predictions out of order, no first segment
+  outside = inst[0];
+  REQUIRE(outside.masked_positions.size() >= 2);
+  std::swap(outside.masked_positions[0], outside.masked_positions[1]);
+  CHECK_THROWS_WITH(refusing.write(outside), Contains("prediction 1 at position") && Contains("positions ascend within"));
+  outside = inst[0];
+  outside.a_end = 0;
+  CHECK_THROWS_WITH(refusing.write(outside), Contains("(a_end 0)") && Contains(tmp("refused.bin")));
+  outside = inst[0];
+  outside.masked_labels.pop_back();
+  CHECK_THROWS_WITH(refusing.write(outside), Contains("do not fit"));
   // truncated file
   const std::string cut = tmp("cut.bin");
   std::filesystem::copy_file(paths[0], cut, std::filesystem::copy_options::overwrite_existing);

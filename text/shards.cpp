@@ -43,15 +43,30 @@ ShardWriter::ShardWriter(const std::string& path, size_t seq, size_t preds, size
   if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) throw std::runtime_error(fmt::format("[shard] {}: write failed", tmp_));
 }
 
+namespace {
+// What makes `inst` no record of a shard of (seq, preds, vocab), or "" when it is one. The writer
+// refuses what the reader would, before a shard that cannot be read exists.
+std::string instance_problem(const Instance& inst, size_t seq, size_t preds, size_t vocab) {
+  const size_t len = inst.tokens.size(), n_pred = inst.masked_positions.size();
+  if (len < 3 || len > seq || inst.a_end == 0 || inst.a_end >= len || n_pred > preds || inst.masked_labels.size() != n_pred)
+    return fmt::format("{} tokens (a_end {}) and {} predictions do not fit {} tokens and {} predictions", len, inst.a_end,
+                       n_pred, seq, preds);
+  for (const int32_t id : inst.tokens)
+    if (id < 0 || size_t(id) >= vocab) return fmt::format("token id {} is outside the vocabulary of {}", id, vocab);
+  for (size_t k = 0; k < n_pred; ++k) {
+    const int32_t pos = inst.masked_positions[k], label = inst.masked_labels[k];
+    if (label < 0 || size_t(label) >= vocab)
+      return fmt::format("prediction {}: label {} is outside the vocabulary of {}", k, label, vocab);
+    if (pos < 0 || size_t(pos) >= len || (k > 0 && pos <= inst.masked_positions[k - 1]))
+      return fmt::format("prediction {} at position {}: positions ascend within the {} tokens", k, pos, len);
+  }
+  return "";
+}
+}  // namespace
+
 void ShardWriter::write(const Instance& inst) {
-  if (inst.tokens.size() > seq_ || inst.masked_positions.size() > preds_ || inst.a_end >= inst.tokens.size())
-    throw std::invalid_argument(fmt::format("[shard] {}: instance of {} tokens / {} predictions does not fit {} / {}",
-                                            path_, inst.tokens.size(), inst.masked_positions.size(), seq_, preds_));
-  // What the reader would refuse is refused here, before a shard that cannot be read exists
-  for (const std::vector<int32_t>* ids : {&inst.tokens, &inst.masked_labels})
-    for (const int32_t id : *ids)
-      if (id < 0 || size_t(id) >= vocab_)
-        throw std::invalid_argument(fmt::format("[shard] {}: token id {} is outside the vocabulary of {}", path_, id, vocab_));
+  if (const std::string problem = instance_problem(inst, seq_, preds_, vocab_); !problem.empty())
+    throw std::invalid_argument(fmt::format("[shard] {}: {}", path_, problem));
   std::vector<uint8_t> r;
   r.reserve(record_bytes(seq_, preds_));
   write_le<uint16_t>(r, uint16_t(inst.tokens.size()));
@@ -130,23 +145,17 @@ Instance ShardReader::get(size_t i) {
   auto bad = [&](const std::string& what) {
     return std::runtime_error(fmt::format("[shard] {}: record {}: {}", path_, i, what));
   };
-  if (len < 3 || len > seq_ || a_end == 0 || a_end >= len || n_pred > preds_ || p[4] > 1)
-    throw bad(fmt::format("length {}, a_end {}, predictions {} are inconsistent", len, a_end, n_pred));
+  if (len > seq_ || n_pred > preds_ || p[4] > 1)  // before reading that many
+    throw bad(fmt::format("length {}, predictions {}, sentence label {} are inconsistent", len, n_pred, p[4]));
   p += 8;
-  for (size_t k = 0; k < len; ++k) {
-    const uint32_t t = read_le<uint32_t>(p + 4 * k);
-    if (t >= vocab_) throw bad(fmt::format("token id {} >= vocabulary size {}", t, vocab_));
-    inst.tokens.push_back(int32_t(t));
-  }
+  // ids of 2^31 and above read as negative, which the check below refuses
+  for (size_t k = 0; k < len; ++k) inst.tokens.push_back(int32_t(read_le<uint32_t>(p + 4 * k)));
   p += 4 * seq_;
   for (size_t k = 0; k < n_pred; ++k) {
-    const uint16_t pos = read_le<uint16_t>(p + 2 * k);
-    const uint32_t label = read_le<uint32_t>(p + 2 * preds_ + 4 * k);
-    if (pos >= len || label >= vocab_ || (k > 0 && pos <= inst.masked_positions.back()))
-      throw bad(fmt::format("prediction {} at position {} with label {} is invalid", k, pos, label));
-    inst.masked_positions.push_back(pos);
-    inst.masked_labels.push_back(int32_t(label));
+    inst.masked_positions.push_back(read_le<uint16_t>(p + 2 * k));
+    inst.masked_labels.push_back(int32_t(read_le<uint32_t>(p + 2 * preds_ + 4 * k)));
   }
+  if (const std::string problem = instance_problem(inst, seq_, preds_, vocab_); !problem.empty()) throw bad(problem);
   return inst;
 }
 

@@ -82,6 +82,10 @@ bool given_on_command_line(const Owner& o, const std::string& flag) {
   if constexpr (std::is_base_of_v<ResumableOptions, Owner>) return o.flags_given.count(flag) > 0;
   else return false;
 }
+template <class Owner>
+void note_given(Owner& o, const std::string& flag) {
+  if constexpr (std::is_base_of_v<ResumableOptions, Owner>) o.flags_given.insert(flag);
+}
 
 template <class T>
 std::string show(const T& v) {
@@ -102,13 +106,14 @@ class OptionTable {
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
     for (const auto& e : entries_) e.add_to(app, o)->group(group);
   }
-  // Sets each Restore and DataPath option not given on `app`'s command line back to Owner{}'s
-  // value. For a program with defaults of its own (bert_finetune's rate, batch, epochs): on
-  // resume they would otherwise read as flags given anew, differing from the checkpoint's.
-  void reset_not_given(Owner& o, const CLI::App& app) const {
+  // Sets each Restore and DataPath option its command line did not give back to Owner{}'s value.
+  // For a program with defaults of its own (bert_finetune's rate, batch, epochs): on resume they
+  // would otherwise read as flags given anew, differing from the checkpoint's.
+  void reset_not_given(Owner& o) const {
+    static_assert(std::is_base_of_v<ResumableOptions, Owner>, "restored options derive from ResumableOptions");
     const Owner fresh{};
     for (const auto& e : entries_)
-      if (e.on_resume != OnResume::UseNew && app.count(e.flag.substr(0, e.flag.find(','))) == 0) e.reset(o, fresh);
+      if (e.on_resume != OnResume::UseNew && !option_detail::given_on_command_line(o, e.flag)) e.reset(o, fresh);
   }
   // Throws naming the flag and value for any value outside its range (values set in code).
   void check(const Owner& o) const {
@@ -123,9 +128,9 @@ class OptionTable {
   }
   // Sets each Restore option from `saved` (a checkpoint's options; `source` names it in errors).
   // A value given on the command line, or set for this run to other than the default, that
-  // differs from the saved one is refused, naming the flag and both values: a resumed run keeps what shaped its data and
-  // updates (a DataPath may name the same data in a new place). An option missing from `saved`
-  // (added after that checkpoint was written) keeps its value.
+  // differs from the saved one is refused, naming the flag and both values: a resumed run keeps
+  // what shaped its data and updates (a DataPath may name the same data in a new place). An
+  // option missing from `saved` (added after that checkpoint was written) keeps its value.
   void restore(Owner& o, const nlohmann::json& saved, const std::string& source) const {
     static_assert(std::is_base_of_v<ResumableOptions, Owner>, "restored options derive from ResumableOptions");
     for (const auto& e : entries_) {
@@ -206,14 +211,14 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
           flag,
           [=, &o](std::int64_t count) {
             o.*member = count > 0;
-            if constexpr (std::is_base_of_v<ResumableOptions, Owner>) o.flags_given.insert(flag);
+            option_detail::note_given(o, flag);
           },
           help);
     } else {
       auto set = [=, &o](const std::string& text) {
         try {
           o.*member = option_detail::parse<T>(text, flag);
-          if constexpr (std::is_base_of_v<ResumableOptions, Owner>) o.flags_given.insert(flag);
+          option_detail::note_given(o, flag);
           if constexpr (std::is_arithmetic_v<T>) option_detail::check_range(double(o.*member), range, flag, text);
         } catch (const std::invalid_argument& err) {
           throw CLI::ValidationError(err.what());

@@ -79,6 +79,12 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
   }
 }
 
+// dst[0, n) = src[0, n), dst[n, width) = 0: a partial panel row.
+inline void copy_padded(const float* src, size_t n, size_t width, float* dst) {
+  std::copy_n(src, n, dst);
+  std::fill(dst + n, dst + width, 0.f);
+}
+
 // Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-row panels: panel[k*MR + i].
 // Rows past mc are zero so the kernel never needs a row mask.
 void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size_t p0, size_t kc,
@@ -94,9 +100,7 @@ void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size
         static_assert(MR <= 16, "an A panel row is one masked vector");
         _mm512_mask_storeu_ps(dst, __mmask16((1u << MR) - 1), _mm512_maskz_loadu_ps(__mmask16((1u << mr) - 1), src + ir));
 #else
-        size_t i = 0;
-        for (; i < mr; ++i) dst[i] = src[ir + i];
-        for (; i < MR; ++i) dst[i] = 0.f;
+        copy_padded(src + ir, mr, MR, dst);
 #endif
       }
     }
@@ -119,13 +123,8 @@ void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size
       for (size_t k = 0; k < kc; ++k) {
         const float* src = B + (p0 + k) * ldb + j0 + jr;
         float* dst = panel + k * NR;
-        if (nr == NR) {
-          std::memcpy(dst, src, NR * sizeof(float));
-        } else {
-          size_t j = 0;
-          for (; j < nr; ++j) dst[j] = src[j];
-          for (; j < NR; ++j) dst[j] = 0.f;
-        }
+        if (nr == NR) std::memcpy(dst, src, NR * sizeof(float));
+        else copy_padded(src, nr, NR, dst);
       }
     } else {  // B(k, j) = B[j*ldb + k]: a transpose
       transpose_into_panel<NR>(B + (j0 + jr) * ldb + p0, ldb, nr, kc, panel);

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     }
     if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     // a resumed run takes from its checkpoint what the defaults above would otherwise change
-    if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer, app);
+    if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer);
     if (multitask) {
       const auto result = xg::training::run_multitask(trainer, task, multi);
       if (result.run.signal != 0) return 128 + result.run.signal;

@@ -29,8 +29,8 @@ void set_quick_start_defaults(TrainerOptions& t, PretrainOptions& p) {
 // checkpoint; left at the recipe's values they would read as flags given ("--batch 32 differs").
 void finish_quick_start_defaults(const CLI::App& app, TrainerOptions& t, PretrainOptions& p) {
   if (!t.resume.empty()) {
-    TrainerOptions::table().reset_not_given(t, app);
-    PretrainOptions::table().reset_not_given(p, app);
+    TrainerOptions::table().reset_not_given(t);
+    PretrainOptions::table().reset_not_given(p);
     return;
   }
   const bool vocabulary_chosen = app.count("--tokenizer") || app.count("--train-vocab") || !p.init_from.empty();
