@@ -270,3 +270,26 @@ TEST_CASE("arena: a weight's GEMM and an embedding write straight into the gradi
     CHECK_THAT(w.grad().to_vector(), Catch::Matchers::Approx(ref.grad().to_vector()).margin(1e-5));
   }
 }
+
+TEST_CASE("arena: a linear's bias gradient is written into its slot, then added to", "[nn][arena][engine]") {
+  Generator g(8);
+  const Tensor x = Tensor::normal({300, 20}, 0.f, 1.f, g);
+  Tensor w = Tensor::normal({600, 20}, 0.f, 0.2f, g).requires_grad_(true);  // 600 outputs: column blocks
+  Tensor b = Tensor::normal({600}, 0.f, 0.2f, g).requires_grad_(true);
+  auto loss = [&](const Tensor& weight, const Tensor& bias) {  // two uses: a fresh slot, then one to add to
+    const Tensor y = linear(x, weight, bias);
+    return add(sum(mul(y, y)), sum(linear(x * 0.5f, weight, bias)));
+  };
+  Tensor w_ref = w.detach().clone().requires_grad_(true), b_ref = b.detach().clone().requires_grad_(true);
+  loss(w_ref * 1.f, b_ref * 1.f).backward();
+  ParameterArena arena({{"w", w}, {"b", b}});
+  fill_stale(arena);
+  loss(w, b).backward();
+  CHECK_THAT(b.grad().to_vector(), Catch::Matchers::Approx(b_ref.grad().to_vector()).margin(1e-3));
+  CHECK_THAT(w.grad().to_vector(), Catch::Matchers::Approx(w_ref.grad().to_vector()).margin(1e-3));
+  // no rows: the bias's gradient is zero, not the slot's stale contents
+  arena.zero_grad();
+  fill_stale(arena);
+  sum(linear(Tensor::zeros({0, 20}), w, b)).backward();
+  CHECK(b.grad().to_vector() == std::vector<float>(600, 0.f));
+}

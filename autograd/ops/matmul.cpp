@@ -1,6 +1,9 @@
 // matmul: 2-D, batched, and batched-times-2-D, either operand transposed, on the packed GEMM.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/ops.hpp"
@@ -139,6 +142,22 @@ Tensor linear_output(const Tensor& x, size_t out) {
   return Tensor::empty(shape);
 }
 
+// dst[c] (+)= sum over rows r of g[r, c] (a bias's gradient; += when `add`), rows summed in order
+// as sum(g, {0}) does. Threads take column blocks: the rows in one thread were the bias
+// gradient's serial share of a mini step.
+void add_column_sums(const float* g, size_t rows, size_t cols, float* dst, bool add) {
+  if (rows == 0) {
+    if (!add) std::fill(dst, dst + cols, 0.f);
+    return;
+  }
+  parallel_range(cols, 256, [&](size_t c0, size_t c1) {
+    std::vector<float> total(g + c0, g + c1);
+    for (size_t r = 1; r < rows; ++r) vec::add(total.data(), g + r * cols + c0, total.data(), c1 - c0);
+    if (add) vec::add(dst + c0, total.data(), dst + c0, c1 - c0);
+    else std::copy(total.begin(), total.end(), dst + c0);
+  });
+}
+
 // y (rows, cols) += bias, row by row.
 void add_bias_rows(float* y, size_t rows, size_t cols, const float* bias) {
   parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
@@ -173,7 +192,11 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
       Tensor dst = w.dst.defined() ? w.dst : (gw = Tensor::empty(W.shape()));
       gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, w.dst.defined() && !w.fresh ? 1.f : 0.f, dst.data(), K);
     }
-    if (need_b) gb = reshape(sum(reshape(g, {long(M), long(N)}), {0}), {long(N)});
+    if (need_b) {
+      const GradInto& b = into[2];
+      Tensor dst = b.dst.defined() ? b.dst : (gb = Tensor::empty({N}));
+      add_column_sums(g.data(), M, N, dst.data(), b.dst.defined() && !b.fresh);
+    }
     return {gx, gw, gb};
   });
 }
