@@ -10,6 +10,7 @@
 
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops/broadcast.hpp"
+#include "autograd/parallel.hpp"
 
 namespace xg {
 
@@ -145,11 +146,16 @@ Tensor packed_float(const Tensor& t) {
   return c.dtype() == Dtype::Float32 ? c : c.to(Dtype::Float32);
 }
 
+// out = a + b on the thread pool (a residual stream's gradient is batch x seq x hidden floats).
+void add_in_parallel(const float* a, const float* b, float* out, size_t n) {
+  parallel_elements(n, [&](size_t i0, size_t i1) { vec::add(a + i0, b + i0, out + i0, i1 - i0); });
+}
+
 // Sum of two gradients without touching either (the first may alias another tensor's data).
 Tensor add_grads(const Tensor& a, const Tensor& b) {
   const Tensor pa = packed_float(a), pb = packed_float(b);
   Tensor out = Tensor::empty(a.shape());
-  vec::add(pa.data(), pb.data(), out.data(), a.numel());
+  add_in_parallel(pa.data(), pb.data(), out.data(), a.numel());
   return a.dtype() == Dtype::Float32 ? out : out.to(a.dtype());
 }
 
@@ -167,7 +173,7 @@ void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   } else if (leaf.grad->dtype == Dtype::Float32 && Tensor(leaf.grad).is_contiguous()) {
     // In place, so a gradient living in a flat arena stays there.
     float* dst = Tensor(leaf.grad).data();
-    vec::add(dst, packed_float(g).data(), dst, g.numel());
+    add_in_parallel(dst, packed_float(g).data(), dst, g.numel());
   } else {
     Tensor sum = add_grads(Tensor(leaf.grad), g);
     Tensor dst(leaf.grad);

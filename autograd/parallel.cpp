@@ -175,4 +175,9 @@ void parallel_rows(size_t rows, size_t cols, const std::function<void(size_t, si
   parallel_range(rows, std::max<size_t>(1, kFloatsPerTask / std::max<size_t>(cols, 1)), fn);
 }
 
+void parallel_elements(size_t n, const std::function<void(size_t, size_t)>& fn) {
+  constexpr size_t kStep = 64;
+  parallel_rows((n + kStep - 1) / kStep, kStep, [&](size_t b0, size_t b1) { fn(b0 * kStep, std::min(n, b1 * kStep)); });
+}
+
 }  // namespace xg

@@ -23,4 +23,9 @@ void parallel_range(size_t n, size_t grain, const std::function<void(size_t, siz
 // work per task to pay for handing it out.
 void parallel_rows(size_t rows, size_t cols, const std::function<void(size_t, size_t)>& fn);
 
+// parallel_rows over n elements of an element-wise kernel: chunks start at multiples of 64
+// elements, so a SIMD kernel's scalar tail only ever takes the last elements of the whole range
+// and every element gets the same bits for any thread count.
+void parallel_elements(size_t n, const std::function<void(size_t, size_t)>& fn);
+
 }  // namespace xg

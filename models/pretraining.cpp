@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 #include <utility>
 
 #include "autograd/ops.hpp"
+#include "autograd/parallel.hpp"
 
 namespace xg::models {
 
@@ -30,11 +32,15 @@ std::string sentence_task_name(SentenceTask t) {
 size_t count_correct(const Tensor& logits, const Tensor& label_tensor) {
   const size_t C = logits.size(-1);
   const int64_t* labels = label_tensor.data_as<int64_t>();
-  size_t correct = 0;
-  for (size_t i = 0; i < label_tensor.numel(); ++i) {
-    const float* row = logits.data() + i * C;
-    correct += int64_t(std::max_element(row, row + C) - row) == labels[i];
-  }
+  std::atomic<size_t> correct{0};
+  parallel_rows(label_tensor.numel(), C, [&](size_t r0, size_t r1) {  // mini's MLM logits: 160 x 30522
+    size_t here = 0;
+    for (size_t i = r0; i < r1; ++i) {
+      const float* row = logits.data() + i * C;
+      here += int64_t(std::max_element(row, row + C) - row) == labels[i];
+    }
+    correct += here;
+  });
   return correct;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -62,7 +63,8 @@ Tensor ParameterArena::flat_grads() const {
 }
 
 void ParameterArena::zero_grad() {
-  std::memset(grads_->data(), 0, grads_->nbytes());
+  auto* grads = static_cast<float*>(grads_->data());
+  parallel_elements(numel_, [&](size_t i0, size_t i1) { std::fill(grads + i0, grads + i1, 0.f); });
   for (auto& e : entries_) e.param.impl()->grad.reset();
 }
 

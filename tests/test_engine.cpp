@@ -99,6 +99,29 @@ TEST_CASE("thread count can be set at run time", "[engine][parallel]") {
   set_num_threads(before);
 }
 
+TEST_CASE("element-wise ops and the loss give the same bits on any thread count", "[engine][parallel]") {
+  // 100,003 elements: several chunks, and a length no chunk boundary or SIMD width divides
+  Generator gen(3);
+  Tensor x = Tensor::normal({100003}, 0.f, 2.f, gen).requires_grad_(true);
+  Tensor logits = Tensor::normal({37, 3001}, 0.f, 3.f, gen).requires_grad_(true);
+  std::vector<int64_t> targets(37);
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = int64_t(i * 81 % 3001);
+  targets[5] = -100;  // ignored
+  auto run = [&](int threads) {
+    const int before = num_threads();
+    set_num_threads(threads);
+    x.zero_grad();
+    logits.zero_grad();
+    const Tensor y = gelu(x);
+    sum(mul(y, y)).backward();
+    const Tensor loss = cross_entropy(logits, targets, -100, Reduction::Mean, 0.1f);
+    loss.backward();
+    set_num_threads(before);
+    return std::vector<std::vector<float>>{y.to_vector(), x.grad().to_vector(), loss.to_vector(), logits.grad().to_vector()};
+  };
+  CHECK(run(1) == run(2));
+}
+
 namespace {
 // Makes thread starts fail from the n-th on while in scope, as the system does when out of threads.
 struct RefusedThreadStarts {

@@ -8,6 +8,7 @@
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops/broadcast.hpp"
+#include "autograd/parallel.hpp"
 
 namespace xg {
 using detail::sum_to;
@@ -38,7 +39,9 @@ Tensor binary_forward(vec::Binary op, const Tensor& a_in, const Tensor& b_in, co
 Tensor unary_forward(vec::Unary op, const Tensor& x_in) {
   const Tensor x = detail::dense(x_in, "unary");
   Tensor out = Tensor::empty(x.shape());
-  vec::unary(op, x.data(), out.data(), x.numel());
+  const float* px = x.data();
+  float* po = out.data();
+  parallel_elements(x.numel(), [&](size_t i0, size_t i1) { vec::unary(op, px + i0, po + i0, i1 - i0); });
   return out;
 }
 
@@ -46,7 +49,9 @@ Tensor unary_forward(vec::Unary op, const Tensor& x_in) {
 Tensor unary_grad(vec::Unary op, const Tensor& x_or_y_in, const Tensor& g_in) {
   const Tensor x_or_y = x_or_y_in.contiguous(), g = g_in.contiguous();
   Tensor dx = Tensor::empty(g.shape());
-  vec::unary_backward(op, x_or_y.data(), g.data(), dx.data(), g.numel());
+  const float *pxy = x_or_y.data(), *pg = g.data();
+  float* pdx = dx.data();
+  parallel_elements(g.numel(), [&](size_t i0, size_t i1) { vec::unary_backward(op, pxy + i0, pg + i0, pdx + i0, i1 - i0); });
   return dx;
 }
 

@@ -1,12 +1,14 @@
 // Losses: fused softmax cross-entropy, MSE, and binary cross-entropy with logits.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/engine.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops/broadcast.hpp"
+#include "autograd/parallel.hpp"
 
 namespace xg {
 
@@ -45,35 +47,40 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
   // Per-row loss = -(1-e) log p[target] - e mean_c log p[c]; log-probabilities kept for backward.
   const float e = label_smoothing;
   Tensor logp = Tensor::empty({N, C});
-  vec::log_softmax(detail::dense(logits, "cross_entropy").data(), logp.data(), N, C);
   Tensor per_row = Tensor::empty({N});
-  for (size_t i = 0; i < N; ++i) {
-    if (targets[i] == ignore_index) {
-      per_row.data()[i] = 0.f;
-      continue;
+  const Tensor x = detail::dense(logits, "cross_entropy");
+  parallel_rows(N, C, [&](size_t r0, size_t r1) {
+    vec::log_softmax(x.data() + r0 * C, logp.data() + r0 * C, r1 - r0, C);
+    for (size_t i = r0; i < r1; ++i) {
+      if (targets[i] == ignore_index) {
+        per_row.data()[i] = 0.f;
+        continue;
+      }
+      const float* lp = logp.data() + i * C;
+      float loss = -(1.f - e) * lp[targets[i]];
+      if (e > 0.f) loss -= e * vec::sum(lp, C) / float(C);
+      per_row.data()[i] = loss;
     }
-    const float* lp = logp.data() + i * C;
-    float loss = -(1.f - e) * lp[targets[i]];
-    if (e > 0.f) loss -= e * vec::sum(lp, C) / float(C);
-    per_row.data()[i] = loss;
-  }
+  });
   const Shape in_shape = logits.shape();
   // d loss_i / d logits_i = softmax_i - ((1-e) onehot(target_i) + e/C), zero for ignored rows.
   Tensor loss_rows = record("cross_entropy", per_row, {logits},
                             [logp, targets, ignore_index, in_shape, N, C, e](const Tensor& g) -> std::vector<Tensor> {
                               Tensor dx = Tensor::empty(in_shape);
-                              for (size_t i = 0; i < N; ++i) {
-                                float* d = dx.data() + i * C;
-                                if (targets[i] == ignore_index) {
-                                  std::fill_n(d, C, 0.f);
-                                  continue;
+                              parallel_rows(N, C, [&](size_t r0, size_t r1) {
+                                for (size_t i = r0; i < r1; ++i) {
+                                  float* d = dx.data() + i * C;
+                                  if (targets[i] == ignore_index) {
+                                    std::fill_n(d, C, 0.f);
+                                    continue;
+                                  }
+                                  vec::unary(vec::Unary::Exp, logp.data() + i * C, d, C);
+                                  if (e > 0.f)
+                                    for (size_t c = 0; c < C; ++c) d[c] -= e / float(C);
+                                  d[targets[i]] -= 1.f - e;
+                                  vec::scale(d, g.data()[i], d, C);
                                 }
-                                vec::unary(vec::Unary::Exp, logp.data() + i * C, d, C);
-                                if (e > 0.f)
-                                  for (size_t c = 0; c < C; ++c) d[c] -= e / float(C);
-                                d[targets[i]] -= 1.f - e;
-                                vec::scale(d, g.data()[i], d, C);
-                              }
+                              });
                               return {dx};
                             });
   Shape row_shape(in_shape.begin(), in_shape.end() - 1);
