@@ -23,7 +23,8 @@ struct GradInto {
 };
 // A backward that may write the gradient of an input with a defined into[i] there, returning an
 // undefined tensor in its place; other gradients it returns as BackwardFn does (and the engine
-// accumulates them as usual).
+// accumulates them as usual). An undefined return where into[i] is defined means "written": with
+// `fresh` every element must then be overwritten, zeros included.
 using BackwardIntoFn = std::function<std::vector<Tensor>(const Tensor& grad_output, const std::vector<GradInto>& into)>;
 
 // Where an input's gradient goes: the node that produced it, or the leaf that accumulates it.

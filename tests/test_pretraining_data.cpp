@@ -261,6 +261,25 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   ShardReader r(bad);
   CHECK_THROWS_WITH(r.get(0), Contains("record 0") && Contains("token id"));
   CHECK_THROWS_AS(r.get(r.size()), std::out_of_range);
+  // forged records: an id of 2^32 - 1 (negative as int32), a sentence label byte of 2
+  auto forge = [&](size_t offset, std::vector<char> bytes) {
+    const std::string path = tmp("forged_record.bin");
+    std::filesystem::copy_file(paths[0], path, std::filesystem::copy_options::overwrite_existing);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(long(32 + offset));
+    f.write(bytes.data(), long(bytes.size()));
+    return path;
+  };
+  ShardReader huge_id(forge(8 + 4, {'\xff', '\xff', '\xff', '\xff'}));
+  CHECK_THROWS_WITH(huge_id.get(0), Contains("record 0") && Contains("token id -1"));
+  ShardReader label_two(forge(4, {'\x02'}));
+  CHECK_THROWS_WITH(label_two.get(0), Contains("record 0") && Contains("sentence label 2"));
+  // a header no reader accepts is refused before the file exists
+  const std::string no_header = tmp("no_header.bin");
+  CHECK_THROWS_WITH(ShardWriter(no_header, 70000, 20, 100), Contains("max_seq_length 70000") && Contains(no_header));
+  CHECK_THROWS_WITH(ShardWriter(no_header, 128, 0, 100), Contains("max_predictions 0"));
+  CHECK_THROWS_WITH(ShardWriter(no_header, 128, 20, 0), Contains("vocabulary 0"));
+  CHECK(!std::filesystem::exists(no_header + ".tmp"));
 }
 
 TEST_CASE("dynamic masking: new masks each epoch, deterministic, resumable at any index", "[pretraining]") {

@@ -32,6 +32,10 @@ T read_le(const uint8_t* p) {
 
 ShardWriter::ShardWriter(const std::string& path, size_t seq, size_t preds, size_t vocab)
     : path_(path), tmp_(path + ".tmp"), seq_(seq), preds_(preds), vocab_(vocab) {
+  // the header the reader accepts (record lengths are 16-bit)
+  if (seq < 5 || seq > 65535 || preds == 0 || preds > seq || vocab == 0 || vocab > 0xffffffffULL)
+    throw std::invalid_argument(fmt::format("[shard] {}: max_seq_length {} (5 to 65535), max_predictions {} (1 to it) "
+                                            "and vocabulary {} (1 to 2^32 - 1) cannot make a shard", path, seq, preds, vocab));
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (!f_) throw std::runtime_error(fmt::format("[shard] {}: cannot create", tmp_));
   std::vector<uint8_t> h(kMagic, kMagic + 8);
@@ -40,7 +44,11 @@ ShardWriter::ShardWriter(const std::string& path, size_t seq, size_t preds, size
   write_le<uint32_t>(h, uint32_t(preds));
   write_le<uint32_t>(h, uint32_t(vocab));
   write_le<uint64_t>(h, 0);  // count, written by close()
-  if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) throw std::runtime_error(fmt::format("[shard] {}: write failed", tmp_));
+  if (std::fwrite(h.data(), 1, h.size(), f_) != h.size()) {  // no destructor runs for a throwing constructor
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+    throw std::runtime_error(fmt::format("[shard] {}: write failed", tmp_));
+  }
 }
 
 namespace {

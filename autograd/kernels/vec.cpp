@@ -2,6 +2,8 @@
 // overload of the same functor.
 #include "autograd/kernels/vec.hpp"
 
+#include <algorithm>
+
 #include "autograd/kernels/vec_ops.hpp"
 
 namespace xg::vec {
@@ -143,18 +145,20 @@ void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_
 
 void lamb_direction(const LambStep& c, const float* w, const float* g, float* m, float* v, float* r, size_t n,
                     double sums[2]) {
-  fbatch w_sq(0.f), r_sq(0.f);
   size_t i = 0;
-  for (; i + W <= n; i += W) {
-    const fbatch bw = load(w + i);
-    fbatch bm = load(m + i), bv = load(v + i);
-    const fbatch br = detail::lamb_update(c, bw, load(g + i), bm, bv);
-    bm.store_unaligned(m + i), bv.store_unaligned(v + i), br.store_unaligned(r + i);
-    w_sq = xsimd::fma(bw, bw, w_sq);
-    r_sq = xsimd::fma(br, br, r_sq);
+  while (i + W <= n) {  // float lanes over 64 vectors at a time, then into the double sums
+    fbatch w_sq(0.f), r_sq(0.f);
+    for (const size_t end = std::min(n - n % W, i + 64 * W); i < end; i += W) {
+      const fbatch bw = load(w + i);
+      fbatch bm = load(m + i), bv = load(v + i);
+      const fbatch br = detail::lamb_update(c, bw, load(g + i), bm, bv);
+      bm.store_unaligned(m + i), bv.store_unaligned(v + i), br.store_unaligned(r + i);
+      w_sq = xsimd::fma(bw, bw, w_sq);
+      r_sq = xsimd::fma(br, br, r_sq);
+    }
+    sums[0] += double(hsum(w_sq));
+    sums[1] += double(hsum(r_sq));
   }
-  sums[0] += double(hsum(w_sq));
-  sums[1] += double(hsum(r_sq));
   scalar::lamb_direction(c, w + i, g + i, m + i, v + i, r + i, n - i, sums);
 }
 

@@ -57,7 +57,7 @@ struct LambStep {
      element gets the same operations wherever a call's range starts or ends. */                \
   void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n);          \
   /* LAMB's moments (m, v in place) and direction r = (m / bc1) / (sqrt(v / bc2) + eps) + wd w   \
-     of n weights; sums[0] += sum w^2, sums[1] += sum r^2 (float lanes, then double). */        \
+     of n weights; sums[0] += sum w^2, sums[1] += sum r^2 (float lanes per 1K, then double). */ \
   void lamb_direction(const LambStep& c, const float* w, const float* g, float* m, float* v,    \
                       float* r, size_t n, double sums[2]);
 

@@ -151,10 +151,11 @@ void add_column_sums(const float* g, size_t rows, size_t cols, float* dst, bool 
     return;
   }
   parallel_range(cols, 256, [&](size_t c0, size_t c1) {
-    std::vector<float> total(g + c0, g + c1);
-    for (size_t r = 1; r < rows; ++r) vec::add(total.data(), g + r * cols + c0, total.data(), c1 - c0);
-    if (add) vec::add(dst + c0, total.data(), dst + c0, c1 - c0);
-    else std::copy(total.begin(), total.end(), dst + c0);
+    std::vector<float> scratch(add ? c1 - c0 : 0);  // the sum apart, then added: as sum() then +=
+    float* total = add ? scratch.data() : dst + c0;
+    std::copy(g + c0, g + c1, total);
+    for (size_t r = 1; r < rows; ++r) vec::add(total, g + r * cols + c0, total, c1 - c0);
+    if (add) vec::add(dst + c0, total, dst + c0, c1 - c0);
   });
 }
 
