@@ -159,18 +159,22 @@ Tensor add_grads(const Tensor& a, const Tensor& b) {
   return a.dtype() == Dtype::Float32 ? out : out.to(a.dtype());
 }
 
+// A gradient a backward or the engine may add to in place.
+bool adds_in_place(const std::shared_ptr<TensorImpl>& grad) {
+  return grad && grad->dtype == Dtype::Float32 && Tensor(grad).is_contiguous();
+}
+
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad && leaf.grad_slot) {  // first contribution into the arena: a copy, no allocation
     Tensor slot(leaf.grad_slot);
     detail::copy_into(slot, g.dtype() == slot.dtype() ? g : g.to(slot.dtype()));
     leaf.grad = leaf.grad_slot;
   } else if (!leaf.grad) {
-    // A packed gradient nobody else holds (e.g. an embedding's dense gradient) is adopted, not
-    // copied.
+    // A packed gradient nobody else holds (a leaf with no arena slot) is adopted, not copied.
     const bool sole_owner = g.impl().use_count() <= 2 && g.impl()->storage.use_count() == 1;
     const bool adoptable = sole_owner && g.is_contiguous() && g.dtype() == leaf.dtype;
     leaf.grad = adoptable ? g.detach().impl() : g.to(leaf.dtype).clone().impl();
-  } else if (leaf.grad->dtype == Dtype::Float32 && Tensor(leaf.grad).is_contiguous()) {
+  } else if (adds_in_place(leaf.grad)) {
     // In place, so a gradient living in a flat arena stays there.
     float* dst = Tensor(leaf.grad).data();
     add_in_parallel(dst, packed_float(g).data(), dst, g.numel());
@@ -184,13 +188,10 @@ void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
 // Where a backward may write `leaf`'s gradient in place (see GradInto): its gradient when that is
 // float32 and contiguous, else its arena slot (zeroed when `zero`); undefined when neither.
 GradInto gradient_into(const TensorImpl& leaf, bool zero) {
-  const auto usable = [](const std::shared_ptr<TensorImpl>& t) {
-    return t && t->dtype == Dtype::Float32 && Tensor(t).is_contiguous();
-  };
-  if (leaf.grad) return usable(leaf.grad) ? GradInto{Tensor(leaf.grad), false} : GradInto{};
-  if (!usable(leaf.grad_slot)) return {};
+  if (leaf.grad) return adds_in_place(leaf.grad) ? GradInto{Tensor(leaf.grad), false} : GradInto{};
+  if (!adds_in_place(leaf.grad_slot)) return {};
   Tensor slot(leaf.grad_slot);
-  if (zero) std::fill(slot.data(), slot.data() + slot.numel(), 0.f);
+  if (zero) fill_in_parallel(slot.data(), slot.numel(), 0.f);
   return {slot, !zero};
 }
 

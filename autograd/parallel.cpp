@@ -180,4 +180,8 @@ void parallel_elements(size_t n, const std::function<void(size_t, size_t)>& fn) 
   parallel_rows((n + kStep - 1) / kStep, kStep, [&](size_t b0, size_t b1) { fn(b0 * kStep, std::min(n, b1 * kStep)); });
 }
 
+void fill_in_parallel(float* dst, size_t n, float value) {
+  parallel_elements(n, [=](size_t i0, size_t i1) { std::fill(dst + i0, dst + i1, value); });
+}
+
 }  // namespace xg

@@ -28,4 +28,7 @@ void parallel_rows(size_t rows, size_t cols, const std::function<void(size_t, si
 // and every element gets the same bits for any thread count.
 void parallel_elements(size_t n, const std::function<void(size_t, size_t)>& fn);
 
+// dst[0, n) = value on the thread pool (a gradient arena or a vocabulary table is megabytes).
+void fill_in_parallel(float* dst, size_t n, float value);
+
 }  // namespace xg

@@ -63,8 +63,7 @@ Tensor ParameterArena::flat_grads() const {
 }
 
 void ParameterArena::zero_grad() {
-  auto* grads = static_cast<float*>(grads_->data());
-  parallel_elements(numel_, [&](size_t i0, size_t i1) { std::fill(grads + i0, grads + i1, 0.f); });
+  fill_in_parallel(static_cast<float*>(grads_->data()), numel_, 0.f);
   for (auto& e : entries_) e.param.impl()->grad.reset();
 }
 

@@ -219,10 +219,7 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Sh
   out = record_into("embedding", out, {weight},
                     [ids, ws, D, padding_idx](const Tensor& g, const std::vector<GradInto>& into) -> std::vector<Tensor> {
                       Tensor dw = into[0].dst.defined() ? into[0].dst : Tensor::zeros(ws);
-                      if (into[0].fresh) {  // an untied (vocab, dim) table: zeroed on both cores
-                        float* p = dw.data();
-                        parallel_elements(dw.numel(), [p](size_t i0, size_t i1) { std::fill(p + i0, p + i1, 0.f); });
-                      }
+                      if (into[0].fresh) fill_in_parallel(dw.data(), dw.numel(), 0.f);  // untied table
                       for (size_t k = 0; k < ids.size(); ++k) {
                         if (ids[k] == padding_idx) continue;
                         float* dst = dw.data() + size_t(ids[k]) * D;
