@@ -7,6 +7,7 @@
 # pool's idle wait, other. Start-up (model init, warm-up) is left out. Needs `perf` (Debian: linux-perf).
 #   bench/profile_step.sh [MODEL] [BATCH] [SEQ_LEN] [STEPS] [-- more bert_pretrain flags]
 #   e.g. bench/profile_step.sh base 8 128 3;  XGRAD_FLASH_ATTENTION=0 bench/profile_step.sh base 8 128 3
+# PROFILE_SYMBOLS=FILE also keeps the per-symbol report the categories are summed from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 positional=()
@@ -25,7 +26,7 @@ start=$(date +%s%N)
 "${run[@]}" --steps 1 "$@" > /dev/null
 delay_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 perf record -q -D "$delay_ms" -o "$data/perf.data" "${run[@]}" --steps "$steps" "$@" 2>&1 | tail -1
-perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null | awk '
+perf report -i "$data/perf.data" --no-children --sort symbol --stdio 2>/dev/null | tee "${PROFILE_SYMBOLS:-/dev/null}" | awk '
   /^#/ || NF < 3 { next }
   {
     pct = $1; sub(/%/, "", pct); sym = ""; for (i = 3; i <= NF; ++i) sym = sym " " $i

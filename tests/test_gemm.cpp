@@ -64,6 +64,35 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   set_num_threads(before);
 }
 
+// Few rows: each thread takes a range of column panels (or whole packed column blocks) and packs
+// its own B. Every element is summed in the same order, so two threads give one thread's bits.
+TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one thread", "[gemm]") {
+  const int before = num_threads();
+  check_gemm(40, 9000, 300, false, true, 1.f, 0.f, 0);  // an MLM decoder's shape, scaled down
+  for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{40, 9000, 300}, {150, 257, 1600}, {20, 64, 30}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const size_t lda = ta ? M : K, ldb = tb ? K : N;
+        const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
+        const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
+        std::vector<float> by_thread[2], packed_by_thread[2];
+        for (int threads : {1, 2}) {
+          set_num_threads(threads);
+          auto& C = by_thread[threads - 1];
+          auto& P = packed_by_thread[threads - 1];
+          C = random_vec(M * N, 23);
+          P = C;
+          gemm::sgemm(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.5f, C.data(), N);
+          gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, 0.5f, P.data(), N);
+        }
+        INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
+        REQUIRE(by_thread[0] == by_thread[1]);
+        REQUIRE(packed_by_thread[0] == packed_by_thread[1]);
+        REQUIRE(packed_by_thread[0] == by_thread[0]);
+      }
+  set_num_threads(before);
+}
+
 TEST_CASE("gemm with K == 0 scales C by beta, empty M or N is a no-op", "[gemm]") {
   std::vector<float> C = {1, 2, 3, 4};
   gemm::sgemm(false, false, 2, 2, 0, 1.f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2);

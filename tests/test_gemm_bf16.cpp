@@ -119,6 +119,25 @@ TEST_CASE("sgemm_bf16 across cache-block boundaries, threaded", "[gemm][bf16]") 
     gemm::set_bf16_kernel(kernel);
     check_bf16({115, 1030, 1539, false, true, 1.f, 0.f, 0});  // crosses MC, NC and (odd) KC
     check_bf16({120, 70, 801, true, false, 1.f, 1.f, 2});
+    check_bf16({40, 9000, 300, false, true, 1.f, 0.f, 0});  // few rows: column ranges per thread
+    check_bf16({150, 257, 1600, true, false, 1.f, 0.5f, 0});
+  }
+}
+
+TEST_CASE("sgemm_bf16 with few rows gives one thread's bits on two", "[gemm][bf16]") {
+  Restore restore;
+  const size_t M = 40, N = 9000, K = 300;
+  const auto A = random_vec(M * K, 31), B = random_vec(N * K, 32);
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    std::vector<float> by_thread[2];
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      by_thread[threads - 1].assign(M * N, 1.f);
+      gemm::sgemm_bf16(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.5f, by_thread[threads - 1].data(), N);
+    }
+    INFO("native=" << (kernel == gemm::Bf16Kernel::Native));
+    REQUIRE(by_thread[0] == by_thread[1]);
   }
 }
 
