@@ -131,19 +131,20 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
     return std::make_pair(i0, std::min(p.M, (ib + 1) * m_panels / m_blocks * MR) - i0);
   };
 
-  // Columns [c0, c1) of C, every row, on this thread: in column blocks of up to NC from c0, each
-  // B block packed into `own` (or taken from packed_b, whose blocks start at multiples of NC).
+  // Columns [c0, c1) of C (c0 a multiple of NR), every row, on this thread: each B block packed
+  // into `own` from c0 on, or the panels of [c0, c1) in packed_b's blocks (which start at
+  // multiples of NC).
   auto columns_alone = [&](size_t c0, size_t c1, PackBuffer<typename Kern::Packed>& own) {
-    for (size_t jc = c0; jc < c1; jc += NC) {
-      const size_t nc = std::min(NC, c1 - jc);
-      const size_t n_panels = (nc + NR - 1) / NR;
+    for (size_t jc = packed_b ? c0 / NC * NC : c0; jc < c1; jc += NC) {
+      const size_t nc = std::min(NC, (packed_b ? p.N : c1) - jc);
+      const size_t jr0 = std::max(c0, jc) - jc, jr1 = std::min(c1, jc + nc) - jc;
       for (size_t pc = 0; pc < p.K; pc += KC) {
         const size_t kc = std::min(KC, p.K - pc);
         const auto* block = packed_b ? packed_b + packed_b_offset<Kern>(p.K, p.N, jc, pc) : own.data();
-        if (!packed_b) Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, n_panels * NR, own.data());
+        if (!packed_b) Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, round_up(nc, NR), own.data());
         for (size_t ib = 0; ib < m_blocks; ++ib) {
           auto [i0, mc] = block_rows(ib);
-          compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, 0, n_panels * NR, pc == 0 ? p.beta : 1.f);
+          compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, jr0, jr1, pc == 0 ? p.beta : 1.f);
         }
       }
     }
@@ -155,24 +156,17 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   reserve_b(bpack);
   if (T == 1) return columns_alone(0, p.N, bpack);
   // Few rows (an MLM decoder's 160 masked positions, a short batch): each thread takes a range of
-  // whole column panels and packs its own B, so a call has one parallel_for instead of two
-  // barriers per (jc, pc) block. Both ways pack each A block once per column group, and every
-  // element of C is summed in the same order, so the bits do not change. Packed B blocks start at
-  // multiples of NC: with them, threads take whole column blocks.
-  if (!split_rows) {
-    const size_t n_all_panels = (p.N + NR - 1) / NR, n_column_blocks = (p.N + NC - 1) / NC;
-    if (!packed_b && n_all_panels >= T) {
-      parallel_for(T, [&](size_t t) {
-        auto& own = b_buffer<Kern>();
-        reserve_b(own);
-        columns_alone(t * n_all_panels / T * NR, std::min(p.N, (t + 1) * n_all_panels / T * NR), own);
-      });
-      return;
-    }
-    if (packed_b && n_column_blocks >= 4 * T) {
-      parallel_for(n_column_blocks, [&](size_t jb) { columns_alone(jb * NC, std::min(p.N, (jb + 1) * NC), bpack); });
-      return;
-    }
+  // whole column panels (and packs its own B), so a call has one parallel_for instead of one or
+  // two per (jc, pc) block. Both ways pack each A block once per column group, and every element
+  // of C is summed in the same order, so the bits do not change.
+  const size_t n_all_panels = (p.N + NR - 1) / NR;
+  if (!split_rows && n_all_panels >= T) {
+    parallel_for(T, [&](size_t t) {
+      auto& own = b_buffer<Kern>();
+      reserve_b(own);
+      columns_alone(t * n_all_panels / T * NR, std::min(p.N, (t + 1) * n_all_panels / T * NR), own);
+    });
+    return;
   }
 
   for (size_t jc = 0; jc < p.N; jc += NC) {
