@@ -97,9 +97,13 @@ struct Buffers {
 void self_attention(const SelfAttention& sa, const float* in, size_t rows, const std::vector<size_t>& cu_seqlens,
                     Buffers& b) {
   const size_t H = sa.query->weight.size(0), ld = 3 * H;
-  linear_gemm(in, rows, *sa.query, b.qkv.data(), ld);
-  linear_gemm(in, rows, *sa.key, b.qkv.data() + H, ld);
-  linear_gemm(in, rows, *sa.value, b.qkv.data() + 2 * H, ld);
+  if (const auto qkv = packed_qkv_for(sa)) {  // one GEMM for Q, K and V
+    gemm::sgemm_packed(false, rows, 1.f, in, sa.query->weight.size(1), *qkv, 0.f, b.qkv.data(), ld);
+  } else {
+    linear_gemm(in, rows, *sa.query, b.qkv.data(), ld);
+    linear_gemm(in, rows, *sa.key, b.qkv.data() + H, ld);
+    linear_gemm(in, rows, *sa.value, b.qkv.data() + 2 * H, ld);
+  }
   const size_t hd = H / sa.num_heads;
   const attn::PackedQKV qkv{b.qkv.data(),        b.qkv.data() + H,   b.qkv.data() + 2 * H, ld,
                             param(sa.query->bias), param(sa.key->bias), param(sa.value->bias)};

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "autograd/kernels/gemm.hpp"
@@ -16,30 +18,75 @@ struct Linear::PackedWeight {
   std::shared_ptr<const gemm::PackedB> b;  // op(B) = weight^T, (in, out)
 };
 
+struct SelfAttention::PackedQkvWeight {
+  Tensor query, key, value;  // the weights packed, held as Linear::PackedWeight holds its source
+  MatmulPrecision precision;
+  const InferenceWeights* owner;
+  std::shared_ptr<const gemm::PackedB> b;  // op(B) = [Wq; Wk; Wv]^T, (in, 3 x out)
+};
+
 bool packed_weights_enabled() {
   static EnvSwitch enabled{"XGRAD_PACKED_WEIGHTS", true};
   return enabled.get();
 }
 
+namespace {
+
+// `w` (out, in) as a contiguous float32 matrix, or an error naming it.
+Tensor float_weight(const Tensor& w) {
+  if (w.dtype() != Dtype::Float32)
+    throw std::invalid_argument(fmt::format("[InferenceWeights] a Linear weight is {}, not float32", dtype_name(w.dtype())));
+  return w.contiguous();
+}
+
+// op(B) = w^T for rows (out) x in stored row-major: the GEMM operand of y = x w^T.
+std::shared_ptr<const gemm::PackedB> pack_transposed(const float* w, size_t out, size_t in, MatmulPrecision precision) {
+  return std::make_shared<const gemm::PackedB>(precision == MatmulPrecision::BF16 ? gemm::PackedB::bf16(true, in, out, w, in)
+                                                                                 : gemm::PackedB::fp32(true, in, out, w, in));
+}
+
+bool same_tensor(const Tensor& held, const Tensor& now) {
+  return held.raw_data() == now.raw_data() && held.shape() == now.shape() && held.strides() == now.strides() &&
+         held.dtype() == now.dtype();
+}
+
+}  // namespace
+
 InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
   try {
+    std::set<const Linear*> packed_jointly;
+    m.apply([&](Module& sub) {
+      auto* sa = dynamic_cast<SelfAttention*>(&sub);
+      if (!sa || !sa->query || !sa->key || !sa->value) return;
+      if (sa->packed_qkv) {
+        if (sa->packed_qkv->owner == this) return;  // a shared layer is packed once
+        throw std::logic_error("[InferenceWeights] a SelfAttention is already packed by another InferenceWeights");
+      }
+      const Tensor q = float_weight(sa->query->weight), k = float_weight(sa->key->weight),
+                   v = float_weight(sa->value->weight);
+      if (q.dim() != 2 || k.shape() != q.shape() || v.shape() != q.shape()) return;  // not one GEMM's shape
+      const size_t out = q.size(0), in = q.size(1);
+      std::vector<float> stacked(3 * out * in);  // [Wq; Wk; Wv], (3 x out, in)
+      for (size_t i = 0; i < 3; ++i) {
+        const Tensor& w = i == 0 ? q : i == 1 ? k : v;
+        std::copy(w.data(), w.data() + out * in, stacked.begin() + long(i * out * in));
+      }
+      sa->packed_qkv = std::make_shared<const SelfAttention::PackedQkvWeight>(SelfAttention::PackedQkvWeight{
+          sa->query->weight, sa->key->weight, sa->value->weight, precision, this,
+          pack_transposed(stacked.data(), 3 * out, in, precision)});
+      attentions_.push_back(sa);
+      packed_jointly.insert({sa->query.get(), sa->key.get(), sa->value.get()});
+    });
     m.apply([&](Module& sub) {
       auto* lin = dynamic_cast<Linear*>(&sub);
-      if (!lin) return;
+      if (!lin || packed_jointly.count(lin)) return;
       if (lin->packed_weight) {
         if (lin->packed_weight->owner == this) return;  // a Linear seen twice (shared) is packed once
         throw std::logic_error("[InferenceWeights] a Linear is already packed by another InferenceWeights");
       }
-      const Tensor w = lin->weight.contiguous();
-      if (w.dtype() != Dtype::Float32)
-        throw std::invalid_argument(fmt::format("[InferenceWeights] a Linear weight is {}, not float32",
-                                                dtype_name(w.dtype())));
-      const size_t out = w.size(0), in = w.size(1);
-      auto b = std::make_shared<const gemm::PackedB>(precision == MatmulPrecision::BF16
-                                                         ? gemm::PackedB::bf16(true, in, out, w.data(), in)
-                                                         : gemm::PackedB::fp32(true, in, out, w.data(), in));
+      const Tensor w = float_weight(lin->weight);
       lin->packed_weight = std::make_shared<const Linear::PackedWeight>(
-          Linear::PackedWeight{lin->weight, precision, this, std::move(b)});
+          Linear::PackedWeight{lin->weight, precision, this, pack_transposed(w.data(), w.size(0), w.size(1), precision)});
       linears_.push_back(lin);
     });
   } catch (...) {
@@ -52,14 +99,21 @@ InferenceWeights::~InferenceWeights() { release(); }
 
 void InferenceWeights::release() {
   for (Linear* lin : linears_) lin->packed_weight.reset();
+  for (SelfAttention* sa : attentions_) sa->packed_qkv.reset();
   linears_.clear();
+  attentions_.clear();
 }
 
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin) {
   const std::shared_ptr<const Linear::PackedWeight> p = lin.packed_weight;
-  const Tensor& w = lin.weight;
-  if (!p || p->precision != matmul_precision() || p->source.raw_data() != w.raw_data() ||
-      p->source.shape() != w.shape() || p->source.strides() != w.strides() || p->source.dtype() != w.dtype())
+  if (!p || p->precision != matmul_precision() || !same_tensor(p->source, lin.weight)) return nullptr;
+  return p->b;
+}
+
+std::shared_ptr<const gemm::PackedB> packed_qkv_for(const SelfAttention& sa) {
+  const std::shared_ptr<const SelfAttention::PackedQkvWeight> p = sa.packed_qkv;
+  if (!p || p->precision != matmul_precision() || !same_tensor(p->query, sa.query->weight) ||
+      !same_tensor(p->key, sa.key->weight) || !same_tensor(p->value, sa.value->weight))
     return nullptr;
   return p->b;
 }

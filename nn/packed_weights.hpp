@@ -10,6 +10,7 @@
 
 #include "autograd/precision.hpp"
 #include "nn/layers.hpp"
+#include "nn/transformer.hpp"
 
 namespace xg::gemm {
 class PackedB;
@@ -25,6 +26,9 @@ namespace xg::nn {
 // bf16 kernel selected when packing (gemm::bf16_kernel). It must not outlive `m`, and a Linear is
 // packed by one InferenceWeights at a time (a second throws). Not thread-safe against forward
 // passes running while it is made or dropped.
+// A SelfAttention's query, key and value are packed together, as one (in, 3 x out) operand, so
+// the fused path projects Q, K and V with one GEMM (packed_qkv_for); they are not also packed
+// one by one, and Linear::forward on one of them packs its weight per call as without this.
 // Memory: one more copy of the Linear weights at fp32; at bf16 half a copy (a full one where the
 // CPU lacks AVX512-BF16 and the panels hold the rounded values as fp32). Dropping it frees it.
 class InferenceWeights {
@@ -37,6 +41,7 @@ class InferenceWeights {
  private:
   void release();
   std::vector<Linear*> linears_;
+  std::vector<SelfAttention*> attentions_;
 };
 
 // Whether programs that serve a model pack its weights (bert_infer, bert_infer bench): on unless
@@ -46,5 +51,10 @@ bool packed_weights_enabled();
 // lin's packed weight when one is held for the current matmul precision and still belongs to
 // lin.weight (same storage and shape); else null. A shared copy: the holder may drop its own.
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin);
+
+// sa's query, key and value weights packed as one op(B) of (in, 3 x out): columns [0, out) the
+// query's, then the key's, then the value's. Null unless held for the current matmul precision
+// and all three weights are still the ones packed (same storage and shape).
+std::shared_ptr<const gemm::PackedB> packed_qkv_for(const SelfAttention& sa);
 
 }  // namespace xg::nn

@@ -88,6 +88,10 @@ class SelfAttention : public Module {
   std::shared_ptr<Linear> query, key, value;
   size_t num_heads;
   float attention_dropout;
+  // query, key and value packed as one (in, 3 x out) GEMM operand while an InferenceWeights holds
+  // them (nn/packed_weights.hpp).
+  struct PackedQkvWeight;
+  std::shared_ptr<const PackedQkvWeight> packed_qkv;
 };
 
 // dense + dropout (+ residual and LayerNorm in post-LN): BERT's SelfOutput and Output modules.

@@ -204,6 +204,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   CHECK(bf16_diff > 0.f);
   CHECK(bf16_diff < 0.1f);
   nn::Linear& up0 = *model.encoder->layer->operator[](0).intermediate->dense;
+  nn::SelfAttention& self0 = *model.encoder->layer->operator[](0).attention->self;
   // weights packed (and rounded) once give what packing them on every GEMM gives, on the fused
   // path and through Linear::forward (the recorded path); dropping them restores fp32
   {
@@ -211,15 +212,23 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     nn::InferenceWeights packed(model, MatmulPrecision::BF16);
     CHECK(up0.packed_weight != nullptr);
     CHECK(nn::packed_weight_for(up0) != nullptr);
+    CHECK(nn::packed_qkv_for(self0) != nullptr);
     CHECK(max_diff_attended(hidden(true), low, mask01) < 1e-6f);
     MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
     CHECK(nn::packed_weight_for(up0) == nullptr);  // packed for bf16: not read at fp32
+    CHECK(nn::packed_qkv_for(self0) == nullptr);
     CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
   }
   CHECK(up0.packed_weight == nullptr);
+  CHECK(self0.packed_qkv == nullptr);
   CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
   {
     nn::InferenceWeights packed(model, MatmulPrecision::FP32);
+    // Q, K and V as one GEMM on their joint packing, not packed one by one; the same bits as
+    // three GEMMs (checked below against the unpacked fused run)
+    CHECK(nn::packed_qkv_for(self0) != nullptr);
+    CHECK(self0.query->packed_weight == nullptr);
+    CHECK(nn::packed_weight_for(*self0.value) == nullptr);
     CHECK_THROWS_WITH(nn::InferenceWeights(model, MatmulPrecision::FP32), Catch::Contains("already packed"));
     CHECK(up0.packed_weight != nullptr);  // the failed second one left the first one's packing
     CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
@@ -248,6 +257,13 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     const Tensor replaced = hidden(true);
     up.weight = original;
     CHECK(max_diff_attended(replaced, before, mask01) > 1e-3f);  // the zero weight was used
+    nn::Linear& key = *model.encoder->layer->operator[](1).attention->self->key;  // and one of Q, K, V
+    const Tensor original_key = key.weight;
+    key.weight = Tensor::zeros(original_key.shape());
+    CHECK(nn::packed_qkv_for(*model.encoder->layer->operator[](1).attention->self) == nullptr);
+    const Tensor key_replaced = hidden(true);
+    key.weight = original_key;
+    CHECK(max_diff_attended(key_replaced, before, mask01) > 1e-3f);
   }
 }
 
