@@ -1,15 +1,20 @@
-// Blocked self-attention with an online softmax (see attention.hpp). A task is one sequence, one
-// head and up to kQueryBlock queries; it copies its queries (bias added, pre-scaled, zero-padded
-// to whole SIMD vectors) once, then for every block of kKeyBlock keys: transposes the keys so the
-// scores need no horizontal sums, updates the running max and sum, rescales the output rows and
-// adds probabilities times values. Register tiles are 4 queries x 4 vectors.
+// Blocked self-attention with an online softmax (see attention.hpp). First every (sequence, head)
+// gets its keys transposed and its values copied, biases added and zero-padded to whole key
+// blocks, once: the query blocks of a long sequence all read them. Then a task is one sequence,
+// one head and up to kQueryBlock queries; it copies its queries (bias added, pre-scaled,
+// zero-padded to whole SIMD vectors), then for every block of kKeyBlock keys computes the scores
+// (no horizontal sums: the keys are transposed), updates the running max and sum, rescales the
+// output rows and adds probabilities times values. Register tiles are 4 queries x 4 vectors.
 #include "autograd/kernels/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "autograd/kernels/online_softmax.hpp"
+#include "autograd/kernels/transpose16.hpp"
+#include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -22,13 +27,12 @@ constexpr size_t kKeyBlock = 4 * W;     // keys per block: one register tile of 
 constexpr size_t kQueryBlock = 64;      // queries per task
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
+inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 struct Scratch {
-  std::vector<float> q, kt, v, p, o, m, l;
-  void size_for(size_t hdp, size_t hd) {
+  std::vector<float> q, p, o, m, l;
+  void size_for(size_t hdp) {
     q.assign(kQueryBlock * hdp, 0.f);
-    kt.resize(hd * kKeyBlock);
-    v.assign(kKeyBlock * hdp, 0.f);
     p.resize(kQueryBlock * kKeyBlock);
     o.resize(kQueryBlock * hdp);
     m.resize(kQueryBlock);
@@ -36,13 +40,77 @@ struct Scratch {
   }
 };
 
-// s[r][0..kKeyBlock) = q[r] . kt[:, j] for kRows rows starting at q.
-void score_tile(const float* q, size_t hdp, const float* kt, size_t hd, float* s) {
+// Every head's keys and values with their biases, laid out for the block products. Sequence s
+// owns key slots [start[s], start[s + 1]): its length rounded up to whole key blocks, the rest
+// zero. Head h of sequence s has its keys transposed, (head_dim, its slots), and its values
+// (its slots, hdp), zero past head_dim; each block is contiguous.
+struct PreparedKV {
+  std::vector<size_t> start;
+  size_t slots = 0, hd = 0, hdp = 0;
+  std::unique_ptr<float[]> kt, v;  // not zeroed on allocation: every slot is written
+  size_t key_stride(size_t s) const { return start[s + 1] - start[s]; }
+  float* keys(size_t h, size_t s) const { return kt.get() + (h * slots + start[s]) * hd; }
+  float* values(size_t h, size_t s) const { return v.get() + (h * slots + start[s]) * hdp; }
+};
+
+// kt[d * ldk + j] = k[j * ld + d] + bias[d] for j < len, 0 for len <= j < ldk (a multiple of
+// kKeyBlock). With AVX-512 and whole 16-float head slices, 16 x 16 blocks go through registers.
+void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, size_t hd, float* kt, size_t ldk) {
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (size_t j0 = 0; j0 < ldk; j0 += 16)
+      for (size_t d0 = 0; d0 < hd; d0 += 16) {
+        const __m512 b = bias ? _mm512_loadu_ps(bias + d0) : _mm512_setzero_ps();
+        __m512 r[16];
+        for (size_t i = 0; i < 16; ++i)
+          r[i] = j0 + i < len ? _mm512_add_ps(_mm512_loadu_ps(k + (j0 + i) * ld + d0), b) : _mm512_setzero_ps();
+        gemm::detail::transpose16x16(r);
+        for (size_t i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (d0 + i) * ldk + j0, r[i]);
+      }
+    return;
+  }
+#endif
+  for (size_t j0 = 0; j0 < ldk; j0 += kKeyBlock)  // a key block at a time: its transpose stays in L1
+    for (size_t j = j0; j < j0 + kKeyBlock; ++j)
+      for (size_t d = 0; d < hd; ++d) kt[d * ldk + j] = j < len ? k[j * ld + d] + (bias ? bias[d] : 0.f) : 0.f;
+}
+
+void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, size_t num_heads, size_t hd,
+                PreparedKV& kv) {
+  kv.hd = hd;
+  kv.hdp = round_up(hd, W);
+  kv.start.assign(num_seqs + 1, 0);
+  for (size_t s = 0; s < num_seqs; ++s)
+    kv.start[s + 1] = kv.start[s] + round_up(cu_seqlens[s + 1] - cu_seqlens[s], kKeyBlock);
+  kv.slots = kv.start[num_seqs];
+  kv.kt.reset(new float[num_heads * kv.slots * hd]);
+  kv.v.reset(new float[num_heads * kv.slots * kv.hdp]);
+  parallel_for(num_seqs * num_heads, [&](size_t task) {
+    const size_t s = task / num_heads, h = task % num_heads, col = h * hd;
+    const size_t begin = cu_seqlens[s], len = cu_seqlens[s + 1] - begin, ldk = kv.key_stride(s);
+    const float* k = x.k + begin * x.ld + col;
+    const float* k_bias = x.k_bias ? x.k_bias + col : nullptr;
+    transpose_keys(k, x.ld, k_bias, len, hd, kv.keys(h, s), ldk);
+    float* v = kv.values(h, s);
+    for (size_t j = 0; j < ldk; ++j) {
+      float* vd = v + j * kv.hdp;
+      if (j < len) {
+        const float* vs = x.v + (begin + j) * x.ld + col;
+        if (x.v_bias) vec::add(vs, x.v_bias + col, vd, hd);
+        else std::copy(vs, vs + hd, vd);
+      }
+      std::fill(vd + (j < len ? hd : 0), vd + kv.hdp, 0.f);
+    }
+  });
+}
+
+// s[r][0..kKeyBlock) = q[r] . kt[:, j] for kRows rows starting at q; kt's rows are ldk apart.
+void score_tile(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, float* s) {
   fbatch acc[kRows][4];
   for (auto& row : acc)
     for (auto& a : row) a = fbatch(0.f);
   for (size_t d = 0; d < hd; ++d) {
-    const float* k = kt + d * kKeyBlock;
+    const float* k = kt + d * ldk;
     fbatch k0 = load(k), k1 = load(k + W), k2 = load(k + 2 * W), k3 = load(k + 3 * W);
     keep_in_register(k0, k1, k2, k3);
     for (size_t r = 0; r < kRows; ++r) {
@@ -90,9 +158,9 @@ void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o
   }
 }
 
-void attend_block(const PackedQKV& x, float* out, size_t ld_out, size_t q_begin, size_t nq, size_t seq_begin,
-                  size_t seq_end, size_t head, size_t hd, float scale, Scratch& sc) {
-  const size_t hdp = (hd + W - 1) / W * W;
+void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t ld_out, size_t q_begin, size_t nq,
+                  size_t seq, size_t seq_begin, size_t seq_end, size_t head, float scale, Scratch& sc) {
+  const size_t hd = kv.hd, hdp = kv.hdp;
   const size_t col = head * hd;
   const size_t rows_padded = (nq + kRows - 1) / kRows * kRows;
   // Queries: bias added, scaled, zero-padded (unused rows stay zero from size_for).
@@ -104,27 +172,19 @@ void attend_block(const PackedQKV& x, float* out, size_t ld_out, size_t q_begin,
   std::fill(sc.o.begin(), sc.o.begin() + rows_padded * hdp, 0.f);
   std::fill(sc.m.begin(), sc.m.end(), -INFINITY);
   std::fill(sc.l.begin(), sc.l.end(), 0.f);
-  for (size_t k0 = seq_begin; k0 < seq_end; k0 += kKeyBlock) {
-    const size_t nk = std::min(kKeyBlock, seq_end - k0);
-    if (nk < kKeyBlock) std::fill(sc.kt.begin(), sc.kt.end(), 0.f);
-    for (size_t j = 0; j < nk; ++j) {
-      const float* k = x.k + (k0 + j) * x.ld + col;
-      const float* v = x.v + (k0 + j) * x.ld + col;
-      float* vd = sc.v.data() + j * hdp;
-      for (size_t d = 0; d < hd; ++d) {
-        sc.kt[d * kKeyBlock + j] = k[d] + (x.k_bias ? x.k_bias[col + d] : 0.f);
-        vd[d] = v[d] + (x.v_bias ? x.v_bias[col + d] : 0.f);
-      }
-    }
+  const float* keys = kv.keys(head, seq);
+  const float* values = kv.values(head, seq);
+  for (size_t k0 = 0; k0 < seq_end - seq_begin; k0 += kKeyBlock) {
+    const size_t nk = std::min(kKeyBlock, seq_end - seq_begin - k0);
     for (size_t r = 0; r < rows_padded; r += kRows) {
       float* s = sc.p.data() + r * kKeyBlock;
-      score_tile(sc.q.data() + r * hdp, hdp, sc.kt.data(), hd, s);
+      score_tile(sc.q.data() + r * hdp, hdp, keys + k0, kv.key_stride(seq), hd, s);
       for (size_t i = r; i < r + kRows; ++i) {
         float* row = sc.p.data() + i * kKeyBlock;
         for (size_t j = nk; j < kKeyBlock; ++j) row[j] = -INFINITY;  // keys past the sequence: weight exactly 0
         online_softmax_block(row, kKeyBlock, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp);
       }
-      value_tiles(s, sc.v.data(), hdp, nk, sc.o.data() + r * hdp);
+      value_tiles(s, values + k0 * hdp, hdp, nk, sc.o.data() + r * hdp);
     }
   }
   for (size_t i = 0; i < nq; ++i) {
@@ -139,19 +199,20 @@ void attend_block(const PackedQKV& x, float* out, size_t ld_out, size_t q_begin,
 
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale) {
+  PreparedKV kv;
+  prepare_kv(qkv, cu_seqlens, num_seqs, num_heads, head_dim, kv);
   struct Task { size_t seq, head, q_begin; };
   std::vector<Task> tasks;
   for (size_t s = 0; s < num_seqs; ++s)
     for (size_t h = 0; h < num_heads; ++h)
       for (size_t q = cu_seqlens[s]; q < cu_seqlens[s + 1]; q += kQueryBlock) tasks.push_back({s, h, q});
-  const size_t hdp = (head_dim + W - 1) / W * W;
   parallel_for(tasks.size(), [&](size_t t) {
     thread_local Scratch scratch;
-    scratch.size_for(hdp, head_dim);
+    scratch.size_for(kv.hdp);
     const Task& task = tasks[t];
     const size_t end = cu_seqlens[task.seq + 1];
-    attend_block(qkv, out, ld_out, task.q_begin, std::min(kQueryBlock, end - task.q_begin), cu_seqlens[task.seq], end,
-                 task.head, head_dim, scale, scratch);
+    attend_block(qkv, kv, out, ld_out, task.q_begin, std::min(kQueryBlock, end - task.q_begin), task.seq,
+                 cu_seqlens[task.seq], end, task.head, scale, scratch);
   });
 }
 

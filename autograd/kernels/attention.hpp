@@ -2,8 +2,10 @@
 // Self-attention over packed (padding-free) sequences that never materialises a sequence's
 // (T, T) score matrix: each task takes a block of queries of one sequence and one head, walks
 // that sequence's keys a block at a time and keeps a running (online) softmax, as
-// FlashAttention does (Dao et al. 2022). Scratch is a few blocks per thread, so memory is
-// linear in the sequence length.
+// FlashAttention does (Dao et al. 2022). Each head's keys (transposed) and values are laid out
+// once per call, biases added, for all of its query blocks: two (tokens, hidden) copies, padded
+// to whole key blocks per sequence. With a few blocks of scratch per thread, memory is linear in
+// the sequence length.
 #include <cstddef>
 
 namespace xg::attn {
