@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -91,49 +92,49 @@ void layer_norm_rows(const float* x, const LayerNorm& norm, float* out, size_t r
 // it is read (zeroing them was 38 MB of stores per 8 x 128 base pass).
 struct Buffers {
   Buffers(size_t rows, size_t hidden, size_t intermediate)
-      : x(Tensor::empty({rows * hidden})), x1(Tensor::empty({rows * hidden})), normed(Tensor::empty({rows * hidden})),
-        ctx(Tensor::empty({rows * hidden})), qkv(Tensor::empty({rows * 3 * hidden})),
-        inter(Tensor::empty({rows * intermediate})) {}
-  Tensor x, x1, normed, ctx, qkv, inter;
+      : x(new float[rows * hidden]), x1(new float[rows * hidden]), normed(new float[rows * hidden]),
+        ctx(new float[rows * hidden]), qkv(new float[rows * 3 * hidden]), inter(new float[rows * intermediate]) {}
+  std::unique_ptr<float[]> x, x1, normed, ctx, qkv, inter;
+  attn::AttentionWorkspace attention;  // allocated by the first layer, reused by the others
 };
 
 void self_attention(const SelfAttention& sa, const float* in, size_t rows, const std::vector<size_t>& cu_seqlens,
                     Buffers& b) {
   const size_t H = sa.query->weight.size(0), ld = 3 * H;
   if (const auto qkv = packed_qkv_for(sa)) {  // one GEMM for Q, K and V
-    gemm::sgemm_packed(false, rows, 1.f, in, sa.query->weight.size(1), *qkv, 0.f, b.qkv.data(), ld);
+    gemm::sgemm_packed(false, rows, 1.f, in, sa.query->weight.size(1), *qkv, 0.f, b.qkv.get(), ld);
   } else {
-    linear_gemm(in, rows, *sa.query, b.qkv.data(), ld);
-    linear_gemm(in, rows, *sa.key, b.qkv.data() + H, ld);
-    linear_gemm(in, rows, *sa.value, b.qkv.data() + 2 * H, ld);
+    linear_gemm(in, rows, *sa.query, b.qkv.get(), ld);
+    linear_gemm(in, rows, *sa.key, b.qkv.get() + H, ld);
+    linear_gemm(in, rows, *sa.value, b.qkv.get() + 2 * H, ld);
   }
   const size_t hd = H / sa.num_heads;
-  const attn::PackedQKV qkv{b.qkv.data(),        b.qkv.data() + H,   b.qkv.data() + 2 * H, ld,
+  const attn::PackedQKV qkv{b.qkv.get(),        b.qkv.get() + H,   b.qkv.get() + 2 * H, ld,
                             param(sa.query->bias), param(sa.key->bias), param(sa.value->bias)};
-  attn::packed_self_attention(qkv, b.ctx.data(), H, cu_seqlens.data(), cu_seqlens.size() - 1, sa.num_heads, hd,
-                              1.f / std::sqrt(float(hd)));
+  attn::packed_self_attention(qkv, b.ctx.get(), H, cu_seqlens.data(), cu_seqlens.size() - 1, sa.num_heads, hd,
+                              1.f / std::sqrt(float(hd)), b.attention);
 }
 
 // One layer on b.x, leaving its output in b.x.
 void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
   const size_t H = v.attention->query->weight.size(0), I = v.up->weight.size(0);
-  float* y = b.normed.data();  // GEMM outputs before their residual pass
+  float* y = b.normed.get();  // GEMM outputs before their residual pass
   if (v.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
-    layer_norm_rows(b.x.data(), *v.attention_norm, b.normed.data(), rows, H);
-    self_attention(*v.attention, b.normed.data(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.data(), rows, *v.attention_out, y, H);
-    bias_residual_norm(y, param(v.attention_out->bias), b.x.data(), nullptr, b.x1.data(), rows, H);
-    layer_norm_rows(b.x1.data(), *v.output_norm, b.normed.data(), rows, H);
-    linear_gemm(b.normed.data(), rows, *v.up, b.inter.data(), I);
+    layer_norm_rows(b.x.get(), *v.attention_norm, b.normed.get(), rows, H);
+    self_attention(*v.attention, b.normed.get(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, y, H);
+    bias_residual_norm(y, param(v.attention_out->bias), b.x.get(), nullptr, b.x1.get(), rows, H);
+    layer_norm_rows(b.x1.get(), *v.output_norm, b.normed.get(), rows, H);
+    linear_gemm(b.normed.get(), rows, *v.up, b.inter.get(), I);
   } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
-    self_attention(*v.attention, b.x.data(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.data(), rows, *v.attention_out, y, H);
-    bias_residual_norm(y, param(v.attention_out->bias), b.x.data(), v.attention_norm, b.x1.data(), rows, H);
-    linear_gemm(b.x1.data(), rows, *v.up, b.inter.data(), I);
+    self_attention(*v.attention, b.x.get(), rows, cu_seqlens, b);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, y, H);
+    bias_residual_norm(y, param(v.attention_out->bias), b.x.get(), v.attention_norm, b.x1.get(), rows, H);
+    linear_gemm(b.x1.get(), rows, *v.up, b.inter.get(), I);
   }
-  bias_activation(b.inter.data(), rows, I, param(v.up->bias), v.act);
-  linear_gemm(b.inter.data(), rows, *v.down, y, H);
-  bias_residual_norm(y, param(v.down->bias), b.x1.data(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.data(), rows, H);
+  bias_activation(b.inter.get(), rows, I, param(v.up->bias), v.act);
+  linear_gemm(b.inter.get(), rows, *v.down, y, H);
+  bias_residual_norm(y, param(v.down->bias), b.x1.get(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.get(), rows, H);
 }
 
 }  // namespace
@@ -197,14 +198,14 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
   size_t I = 0;
   for (const auto& l : layers) I = std::max(I, l.up->weight.size(0));
   Buffers buf(rows, H, I);
-  for (size_t r = 0; r < rows; ++r) std::memcpy(buf.x.data() + r * H, x.data() + positions[r] * H, H * sizeof(float));
+  for (size_t r = 0; r < rows; ++r) std::memcpy(buf.x.get() + r * H, x.data() + positions[r] * H, H * sizeof(float));
   for (const auto& l : layers) encoder_layer(l, rows, cu_seqlens, buf);
   if (final_norm) {
-    layer_norm_rows(buf.x.data(), *final_norm, buf.x1.data(), rows, H);
+    layer_norm_rows(buf.x.get(), *final_norm, buf.x1.get(), rows, H);
     std::swap(buf.x, buf.x1);
   }
   Tensor out = Tensor::zeros({B, T, H});
-  for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + positions[r] * H, buf.x.data() + r * H, H * sizeof(float));
+  for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + positions[r] * H, buf.x.get() + r * H, H * sizeof(float));
   return out;
 }
 

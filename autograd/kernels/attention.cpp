@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
 #include "autograd/kernels/online_softmax.hpp"
@@ -47,10 +46,10 @@ struct Scratch {
 struct PreparedKV {
   std::vector<size_t> start;
   size_t slots = 0, hd = 0, hdp = 0;
-  std::unique_ptr<float[]> kt, v;  // not zeroed on allocation: every slot is written
+  float *kt = nullptr, *v = nullptr;  // in an AttentionWorkspace; every slot is written
   size_t key_stride(size_t s) const { return start[s + 1] - start[s]; }
-  float* keys(size_t h, size_t s) const { return kt.get() + (h * slots + start[s]) * hd; }
-  float* values(size_t h, size_t s) const { return v.get() + (h * slots + start[s]) * hdp; }
+  float* keys(size_t h, size_t s) const { return kt + (h * slots + start[s]) * hd; }
+  float* values(size_t h, size_t s) const { return v + (h * slots + start[s]) * hdp; }
 };
 
 // kt[d * ldk + j] = k[j * ld + d] + bias[d] for j < len, 0 for len <= j < ldk (a multiple of
@@ -76,15 +75,17 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
 }
 
 void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, size_t num_heads, size_t hd,
-                PreparedKV& kv) {
+                AttentionWorkspace& ws, PreparedKV& kv) {
   kv.hd = hd;
   kv.hdp = round_up(hd, W);
   kv.start.assign(num_seqs + 1, 0);
   for (size_t s = 0; s < num_seqs; ++s)
     kv.start[s + 1] = kv.start[s] + round_up(cu_seqlens[s + 1] - cu_seqlens[s], kKeyBlock);
   kv.slots = kv.start[num_seqs];
-  kv.kt.reset(new float[num_heads * kv.slots * hd]);
-  kv.v.reset(new float[num_heads * kv.slots * kv.hdp]);
+  ws.keys.resize(std::max(ws.keys.size(), num_heads * kv.slots * hd));
+  ws.values.resize(std::max(ws.values.size(), num_heads * kv.slots * kv.hdp));
+  kv.kt = ws.keys.data();
+  kv.v = ws.values.data();
   parallel_for(num_seqs * num_heads, [&](size_t task) {
     const size_t s = task / num_heads, h = task % num_heads, col = h * hd;
     const size_t begin = cu_seqlens[s], len = cu_seqlens[s + 1] - begin, ldk = kv.key_stride(s);
@@ -199,8 +200,15 @@ void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t l
 
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale) {
+  AttentionWorkspace workspace;
+  packed_self_attention(qkv, out, ld_out, cu_seqlens, num_seqs, num_heads, head_dim, scale, workspace);
+}
+
+void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
+                           size_t num_seqs, size_t num_heads, size_t head_dim, float scale,
+                           AttentionWorkspace& workspace) {
   PreparedKV kv;
-  prepare_kv(qkv, cu_seqlens, num_seqs, num_heads, head_dim, kv);
+  prepare_kv(qkv, cu_seqlens, num_seqs, num_heads, head_dim, workspace, kv);
   struct Task { size_t seq, head, q_begin; };
   std::vector<Task> tasks;
   for (size_t s = 0; s < num_seqs; ++s)

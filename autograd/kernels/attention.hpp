@@ -7,6 +7,7 @@
 // to whole key blocks per sequence. With a few blocks of scratch per thread, memory is linear in
 // the sequence length.
 #include <cstddef>
+#include <vector>
 
 namespace xg::attn {
 
@@ -19,9 +20,19 @@ struct PackedQKV {
   const float *q_bias, *k_bias, *v_bias;         // (num_heads * head_dim) each, or null
 };
 
+// Room for the keys and values laid out per head. One kept across calls (an encoder's layers)
+// is allocated once; it grows as needed and is freed with it.
+struct AttentionWorkspace {
+  std::vector<float> keys, values;
+};
+
 // out[r, h*head_dim + d] = sum_j softmax_j(scale * (q_r + bq) . (k_j + bk)) (v_j + bv)[d] over
 // the keys j of r's sequence, for every head. out has row stride ld_out. Sequences of length 0
 // are allowed (nothing is written for them). Runs on the thread pool.
+void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
+                           size_t num_seqs, size_t num_heads, size_t head_dim, float scale,
+                           AttentionWorkspace& workspace);
+// The same with a workspace of its own.
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale);
 
