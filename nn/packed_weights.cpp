@@ -62,6 +62,9 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
         if (sa->packed_qkv->owner == this) return;  // a shared layer is packed once
         throw std::logic_error("[InferenceWeights] a SelfAttention is already packed by another InferenceWeights");
       }
+      for (const Linear* lin : {sa->query.get(), sa->key.get(), sa->value.get()})
+        if (lin->packed_weight && lin->packed_weight->owner != this)
+          throw std::logic_error("[InferenceWeights] a Linear is already packed by another InferenceWeights");
       const Tensor q = float_weight(sa->query->weight), k = float_weight(sa->key->weight),
                    v = float_weight(sa->value->weight);
       if (q.dim() != 2 || k.shape() != q.shape() || v.shape() != q.shape()) return;  // not one GEMM's shape
@@ -71,10 +74,11 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
         const Tensor& w = i == 0 ? q : i == 1 ? k : v;
         std::copy(w.data(), w.data() + out * in, stacked.begin() + long(i * out * in));
       }
-      sa->packed_qkv = std::make_shared<const SelfAttention::PackedQkvWeight>(SelfAttention::PackedQkvWeight{
+      auto packed = std::make_shared<const SelfAttention::PackedQkvWeight>(SelfAttention::PackedQkvWeight{
           sa->query->weight, sa->key->weight, sa->value->weight, precision, this,
           pack_transposed(stacked.data(), 3 * out, in, precision)});
-      attentions_.push_back(sa);
+      attentions_.push_back(sa);  // first: release() then resets whatever was set
+      sa->packed_qkv = std::move(packed);
       packed_jointly.insert({sa->query.get(), sa->key.get(), sa->value.get()});
     });
     m.apply([&](Module& sub) {
@@ -85,9 +89,10 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
         throw std::logic_error("[InferenceWeights] a Linear is already packed by another InferenceWeights");
       }
       const Tensor w = float_weight(lin->weight);
-      lin->packed_weight = std::make_shared<const Linear::PackedWeight>(
+      auto packed = std::make_shared<const Linear::PackedWeight>(
           Linear::PackedWeight{lin->weight, precision, this, pack_transposed(w.data(), w.size(0), w.size(1), precision)});
-      linears_.push_back(lin);
+      linears_.push_back(lin);  // first: release() then resets whatever was set
+      lin->packed_weight = std::move(packed);
     });
   } catch (...) {
     release();

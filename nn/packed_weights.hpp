@@ -27,8 +27,9 @@ namespace xg::nn {
 // packed by one InferenceWeights at a time (a second throws). Not thread-safe against forward
 // passes running while it is made or dropped.
 // A SelfAttention's query, key and value are packed together, as one (in, 3 x out) operand, so
-// the fused path projects Q, K and V with one GEMM (packed_qkv_for); they are not also packed
-// one by one, and Linear::forward on one of them packs its weight per call as without this.
+// the fused path and SelfAttention::forward (gradients off) project Q, K and V with one GEMM
+// (packed_qkv_for); they are not also packed one by one, so Linear::forward called on one of them
+// alone packs its weight per call, as without an InferenceWeights.
 // Memory: one more copy of the Linear weights at fp32; at bf16 half a copy (a full one where the
 // CPU lacks AVX512-BF16 and the panels hold the rounded values as fp32). Dropping it frees it.
 class InferenceWeights {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 
 #include "nn/fused_encoder.hpp"
+#include "nn/packed_weights.hpp"
 
 namespace xg::nn {
 
@@ -53,20 +55,41 @@ SelfAttention::SelfAttention(const TransformerOptions& opt)
   value = register_module("value", std::make_shared<Linear>(H, H));
 }
 
+namespace {
+// q, k, v = x's three projections: with gradients off and the three packed together
+// (InferenceWeights), one GEMM on the joint packing, each slice plus its own bias (as linear adds
+// it); else one Linear each.
+std::array<Tensor, 3> project_qkv(const SelfAttention& sa, const Tensor& x) {
+  if (!grad_enabled())
+    if (const auto packed = packed_qkv_for(sa)) {
+      const Tensor qkv = linear(x, *packed, Tensor());
+      const long H = long(sa.query->weight.size(0));
+      std::array<Tensor, 3> out;
+      const Linear* layers[] = {sa.query.get(), sa.key.get(), sa.value.get()};
+      for (long i = 0; i < 3; ++i) {
+        const Tensor part = slice(qkv, -1, i * H, (i + 1) * H);
+        out[size_t(i)] = layers[i]->bias.defined() ? add(part, layers[i]->bias) : part.contiguous();
+      }
+      return out;
+    }
+  return {sa.query->forward(x), sa.key->forward(x), sa.value->forward(x)};
+}
+}  // namespace
+
 Tensor SelfAttention::forward(const Tensor& x, const AttentionMask& attention_mask) {
   if (attention_mask.packed) {
     if (x.dim() != 2 || x.size(1) != query->weight.size(1) || x.size(0) != attention_mask.packed->rows.size())
       throw std::invalid_argument(fmt::format("[SelfAttention] packed input must be ({}, {}), got {}",
                                               attention_mask.packed->rows.size(), query->weight.size(1),
                                               shape_str(x.shape())));
-    return multi_head_attention(query->forward(x), key->forward(x), value->forward(x),
-                                attention_mask.packed->cu_seqlens, num_heads, attention_dropout, is_training());
+    const auto [q, k, v] = project_qkv(*this, x);
+    return multi_head_attention(q, k, v, attention_mask.packed->cu_seqlens, num_heads, attention_dropout, is_training());
   }
   if (x.dim() != 3 || x.size(2) != query->weight.size(1))
     throw std::invalid_argument(fmt::format("[SelfAttention] input must be (B, T, {}), got {}",
                                             query->weight.size(1), shape_str(x.shape())));
   const Tensor& mask = attention_mask.additive;
-  const Tensor q = query->forward(x), k = key->forward(x), v = value->forward(x);
+  const auto [q, k, v] = project_qkv(*this, x);
   if (flash_attention_enabled())
     return multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
   return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());

@@ -222,6 +222,12 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   CHECK(up0.packed_weight == nullptr);
   CHECK(self0.packed_qkv == nullptr);
   CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
+  {  // a query packed alone by one InferenceWeights is not packed again with its key and value
+    nn::InferenceWeights query_alone(*self0.query, MatmulPrecision::FP32);
+    CHECK_THROWS_WITH(nn::InferenceWeights(model, MatmulPrecision::FP32), Catch::Contains("already packed"));
+    CHECK(self0.packed_qkv == nullptr);  // the failed one left nothing behind
+    CHECK(self0.query->packed_weight != nullptr);
+  }
   {
     nn::InferenceWeights packed(model, MatmulPrecision::FP32);
     // Q, K and V as one GEMM on their joint packing, not packed one by one; the same bits as

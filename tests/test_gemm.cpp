@@ -64,19 +64,22 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   set_num_threads(before);
 }
 
-// Few rows: each thread takes a range of column panels (or whole packed column blocks) and packs
-// its own B. Every element is summed in the same order, so two threads give one thread's bits.
+// Few rows: each thread takes a range of column panels (of a packed B too, starting inside its
+// blocks) and packs its own B. Every element is summed in the same order, so 2 or 3 threads
+// (ranges of unequal size) give one thread's bits.
 TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one thread", "[gemm]") {
   const int before = num_threads();
+  set_num_threads(2);
   check_gemm(40, 9000, 300, false, true, 1.f, 0.f, 0);  // an MLM decoder's shape, scaled down
-  for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{40, 9000, 300}, {150, 257, 1600}, {20, 64, 30}})
+  // M below 16 row panels on AVX-512 (MR 14) and AVX2 (MR 6); M * N * K above the threading floor
+  for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{40, 9000, 300}, {60, 257, 1600}, {20, 200, 100}})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         const size_t lda = ta ? M : K, ldb = tb ? K : N;
         const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
         const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
-        std::vector<float> by_thread[2], packed_by_thread[2];
-        for (int threads : {1, 2}) {
+        std::vector<float> by_thread[3], packed_by_thread[3];
+        for (int threads : {1, 2, 3}) {
           set_num_threads(threads);
           auto& C = by_thread[threads - 1];
           auto& P = packed_by_thread[threads - 1];
@@ -87,7 +90,9 @@ TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one th
         }
         INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
         REQUIRE(by_thread[0] == by_thread[1]);
+        REQUIRE(by_thread[0] == by_thread[2]);
         REQUIRE(packed_by_thread[0] == packed_by_thread[1]);
+        REQUIRE(packed_by_thread[0] == packed_by_thread[2]);
         REQUIRE(packed_by_thread[0] == by_thread[0]);
       }
   set_num_threads(before);

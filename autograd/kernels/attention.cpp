@@ -40,13 +40,14 @@ struct Scratch {
 };
 
 // Every head's keys and values with their biases, laid out for the block products. Sequence s
-// owns key slots [start[s], start[s + 1]): its length rounded up to whole key blocks, the rest
-// zero. Head h of sequence s has its keys transposed, (head_dim, its slots), and its values
-// (its slots, hdp), zero past head_dim; each block is contiguous.
+// owns key slots [start[s], start[s + 1]): its length rounded up to whole key blocks. Head h of
+// sequence s has its keys transposed, (head_dim, its slots), zero past its length (a score tile
+// reads whole blocks), and its values (its slots, hdp), zero past head_dim (the rows past its
+// length are never read); each block is contiguous.
 struct PreparedKV {
   std::vector<size_t> start;
   size_t slots = 0, hd = 0, hdp = 0;
-  float *kt = nullptr, *v = nullptr;  // in an AttentionWorkspace; every slot is written
+  float *kt = nullptr, *v = nullptr;  // in an AttentionWorkspace
   size_t key_stride(size_t s) const { return start[s + 1] - start[s]; }
   float* keys(size_t h, size_t s) const { return kt + (h * slots + start[s]) * hd; }
   float* values(size_t h, size_t s) const { return v + (h * slots + start[s]) * hdp; }
@@ -82,10 +83,8 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
   for (size_t s = 0; s < num_seqs; ++s)
     kv.start[s + 1] = kv.start[s] + round_up(cu_seqlens[s + 1] - cu_seqlens[s], kKeyBlock);
   kv.slots = kv.start[num_seqs];
-  ws.keys.resize(std::max(ws.keys.size(), num_heads * kv.slots * hd));
-  ws.values.resize(std::max(ws.values.size(), num_heads * kv.slots * kv.hdp));
-  kv.kt = ws.keys.data();
-  kv.v = ws.values.data();
+  kv.kt = ws.keys(num_heads * kv.slots * hd);
+  kv.v = ws.values(num_heads * kv.slots * kv.hdp);
   parallel_for(num_seqs * num_heads, [&](size_t task) {
     const size_t s = task / num_heads, h = task % num_heads, col = h * hd;
     const size_t begin = cu_seqlens[s], len = cu_seqlens[s + 1] - begin, ldk = kv.key_stride(s);
@@ -93,14 +92,12 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
     const float* k_bias = x.k_bias ? x.k_bias + col : nullptr;
     transpose_keys(k, x.ld, k_bias, len, hd, kv.keys(h, s), ldk);
     float* v = kv.values(h, s);
-    for (size_t j = 0; j < ldk; ++j) {
+    for (size_t j = 0; j < len; ++j) {  // value rows past the sequence are never read
       float* vd = v + j * kv.hdp;
-      if (j < len) {
-        const float* vs = x.v + (begin + j) * x.ld + col;
-        if (x.v_bias) vec::add(vs, x.v_bias + col, vd, hd);
-        else std::copy(vs, vs + hd, vd);
-      }
-      std::fill(vd + (j < len ? hd : 0), vd + kv.hdp, 0.f);
+      const float* vs = x.v + (begin + j) * x.ld + col;
+      if (x.v_bias) vec::add(vs, x.v_bias + col, vd, hd);
+      else std::copy(vs, vs + hd, vd);
+      std::fill(vd + hd, vd + kv.hdp, 0.f);
     }
   });
 }

@@ -7,7 +7,7 @@
 // to whole key blocks per sequence. With a few blocks of scratch per thread, memory is linear in
 // the sequence length.
 #include <cstddef>
-#include <vector>
+#include <memory>
 
 namespace xg::attn {
 
@@ -21,9 +21,23 @@ struct PackedQKV {
 };
 
 // Room for the keys and values laid out per head. One kept across calls (an encoder's layers)
-// is allocated once; it grows as needed and is freed with it.
-struct AttentionWorkspace {
-  std::vector<float> keys, values;
+// is allocated once; it grows as needed (never zeroed: what is read is written first) and is
+// freed with it.
+class AttentionWorkspace {
+ public:
+  float* keys(size_t n) { return grown(keys_, key_capacity_, n); }
+  float* values(size_t n) { return grown(values_, value_capacity_, n); }
+
+ private:
+  static float* grown(std::unique_ptr<float[]>& p, size_t& capacity, size_t n) {
+    if (n > capacity) {
+      p.reset(new float[n]);
+      capacity = n;
+    }
+    return p.get();
+  }
+  std::unique_ptr<float[]> keys_, values_;
+  size_t key_capacity_ = 0, value_capacity_ = 0;
 };
 
 // out[r, h*head_dim + d] = sum_j softmax_j(scale * (q_r + bq) . (k_j + bk)) (v_j + bv)[d] over

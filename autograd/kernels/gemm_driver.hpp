@@ -1,7 +1,8 @@
 #pragma once
 // The Goto/BLIS loop nest shared by the fp32 and bf16 GEMMs (internal to autograd/kernels).
 // Loop nest, outermost first:
-//   jc: NC columns of C   pc: KC of the inner dimension -> pack B block (KC x NC, shared)
+//   jc: NC columns of C   pc: KC of the inner dimension -> pack B block (KC x NC, shared by the
+//   threads; with few rows, each thread packs the columns it computes)
 //   ic: MC rows of C -> pack A block (MC x KC, per task)   jr: NR columns   ir: MR rows -> kernel
 // A kernel set `Kern` supplies the element type of its packed panels (Packed), the blocking
 // (MR, NR, KC, MC_MAX, NC), depth(kc) (packed elements per panel row/column: kc, or kc/2
@@ -52,7 +53,8 @@ PackBuffer<typename Kern::Packed>& a_buffer() {
   thread_local PackBuffer<typename Kern::Packed> buffer;
   return buffer;
 }
-// This thread's B block; workers read it during a threaded call.
+// This thread's B block: the caller's, which workers read during a threaded call, or (few rows)
+// each thread's own. Kept for the thread's life: KC x NC floats (3 MB at fp32) per pool thread.
 template <class Kern>
 PackBuffer<typename Kern::Packed>& b_buffer() {
   thread_local PackBuffer<typename Kern::Packed> buffer;
@@ -105,8 +107,8 @@ void pack_whole_b(bool tb, const BElem* B, size_t ldb, size_t K, size_t N, typen
 }
 
 // One GEMM. With threads > 1 the B block is packed cooperatively and the (ic, column group)
-// tasks of each block are shared out (or, with few rows, whole column blocks); with threads == 1
-// everything runs on this thread.
+// tasks of each block are shared out, or, with few rows, each thread takes a range of column
+// panels; with threads == 1 everything runs on this thread.
 // `packed_b` (from pack_whole_b) replaces p.B and its packing.
 template <class Kern, class BElem>
 void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* packed_b = nullptr) {
@@ -123,7 +125,8 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   const bool split_rows = m_panels >= 8 * T;
   size_t m_blocks = (m_panels + MC_MAX / MR - 1) / (MC_MAX / MR);
   if (T > 1 && split_rows) m_blocks = round_up(std::max(m_blocks, T), T);
-  // With too few column panels for every thread (a narrow N), more row blocks fill the rest.
+  // With too few column panels for every thread (a narrow N, which takes the shared path below),
+  // more row blocks fill the rest.
   const size_t min_panels = (std::min(NC, p.N) + NR - 1) / NR;
   if (!split_rows) m_blocks = std::max(m_blocks, std::min(m_panels, (T + min_panels - 1) / min_panels));
   auto block_rows = [&](size_t ib) {  // [first row, row count) of row block ib
