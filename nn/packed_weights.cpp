@@ -15,7 +15,7 @@ struct Linear::PackedWeight {
   Tensor source;  // the weight packed; holding it keeps its storage's address from being reused
   MatmulPrecision precision;
   const InferenceWeights* owner;
-  std::shared_ptr<const gemm::PackedB> b;  // op(B) = weight^T, (in, out)
+  std::shared_ptr<const gemm::PackedB> b;  // op(B) = weight^T, (in, out); null: packed with its SelfAttention's others
 };
 
 struct SelfAttention::PackedQkvWeight {
@@ -79,6 +79,13 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
           pack_transposed(stacked.data(), 3 * out, in, precision)});
       attentions_.push_back(sa);  // first: release() then resets whatever was set
       sa->packed_qkv = std::move(packed);
+      // The three Linears are marked as held by this one (no packing of their own: they read
+      // none), so another InferenceWeights on one of them alone is refused too.
+      for (Linear* lin : {sa->query.get(), sa->key.get(), sa->value.get()}) {
+        if (lin->packed_weight) continue;  // a shared Linear already marked
+        linears_.push_back(lin);
+        lin->packed_weight = std::make_shared<const Linear::PackedWeight>(Linear::PackedWeight{lin->weight, precision, this, nullptr});
+      }
       packed_jointly.insert({sa->query.get(), sa->key.get(), sa->value.get()});
     });
     m.apply([&](Module& sub) {

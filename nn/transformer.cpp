@@ -57,22 +57,20 @@ SelfAttention::SelfAttention(const TransformerOptions& opt)
 
 namespace {
 // q, k, v = x's three projections: with gradients off and the three packed together
-// (InferenceWeights), one GEMM on the joint packing, each slice plus its own bias (as linear adds
-// it); else one Linear each.
+// (InferenceWeights), one GEMM on the joint packing with the three biases as one (added as each
+// Linear adds its own), sliced; else one Linear each.
 std::array<Tensor, 3> project_qkv(const SelfAttention& sa, const Tensor& x) {
-  if (!grad_enabled())
+  Linear* const layers[] = {sa.query.get(), sa.key.get(), sa.value.get()};
+  const bool all_biased = layers[0]->bias.defined() && layers[1]->bias.defined() && layers[2]->bias.defined();
+  const bool none_biased = !layers[0]->bias.defined() && !layers[1]->bias.defined() && !layers[2]->bias.defined();
+  if (!grad_enabled() && (all_biased || none_biased))
     if (const auto packed = packed_qkv_for(sa)) {
-      const Tensor qkv = linear(x, *packed, Tensor());
+      const Tensor bias = all_biased ? concat({layers[0]->bias, layers[1]->bias, layers[2]->bias}, 0) : Tensor();
+      const Tensor qkv = linear(x, *packed, bias);
       const long H = long(sa.query->weight.size(0));
-      std::array<Tensor, 3> out;
-      const Linear* layers[] = {sa.query.get(), sa.key.get(), sa.value.get()};
-      for (long i = 0; i < 3; ++i) {
-        const Tensor part = slice(qkv, -1, i * H, (i + 1) * H);
-        out[size_t(i)] = layers[i]->bias.defined() ? add(part, layers[i]->bias) : part.contiguous();
-      }
-      return out;
+      return {slice(qkv, -1, 0, H), slice(qkv, -1, H, 2 * H), slice(qkv, -1, 2 * H, 3 * H)};
     }
-  return {sa.query->forward(x), sa.key->forward(x), sa.value->forward(x)};
+  return {layers[0]->forward(x), layers[1]->forward(x), layers[2]->forward(x)};
 }
 }  // namespace
 

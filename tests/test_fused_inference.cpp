@@ -194,10 +194,11 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   };
   const Tensor recorded = hidden(false), fused = hidden(true);
   CHECK(max_diff_attended(fused, recorded, mask01) < 1e-4f);
-  Tensor low;
+  Tensor low, low_recorded;
   {
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
     low = hidden(true);
+    low_recorded = hidden(false);
   }
   // bf16 GEMM inputs (8-bit mantissa) through two layers of LayerNormed activations of unit size
   const float bf16_diff = max_diff_attended(low, recorded, mask01);
@@ -214,6 +215,13 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     CHECK(nn::packed_weight_for(up0) != nullptr);
     CHECK(nn::packed_qkv_for(self0) != nullptr);
     CHECK(max_diff_attended(hidden(true), low, mask01) < 1e-6f);
+    {  // the recorded path reads it too (every row: the recorded path computes the padded ones)
+      const Tensor packed_recorded = hidden(false);
+      float worst = 0.f;
+      for (size_t i = 0; i < packed_recorded.numel(); ++i)
+        worst = std::max(worst, std::fabs(packed_recorded.data()[i] - low_recorded.data()[i]));
+      CHECK(worst < 1e-6f);
+    }
     MatmulPrecisionGuard fp32(MatmulPrecision::FP32);
     CHECK(nn::packed_weight_for(up0) == nullptr);  // packed for bf16: not read at fp32
     CHECK(nn::packed_qkv_for(self0) == nullptr);
@@ -228,12 +236,19 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     CHECK(self0.packed_qkv == nullptr);  // the failed one left nothing behind
     CHECK(self0.query->packed_weight != nullptr);
   }
+  {  // and the other way round: the model first, then its query alone
+    nn::InferenceWeights whole(model, MatmulPrecision::FP32);
+    CHECK_THROWS_WITH(nn::InferenceWeights(*self0.query, MatmulPrecision::FP32), Catch::Contains("already packed"));
+    CHECK(nn::packed_qkv_for(self0) != nullptr);
+    CHECK(nn::packed_weight_for(*self0.query) == nullptr);  // held jointly, no packing of its own
+  }
+  CHECK(self0.query->packed_weight == nullptr);
   {
     nn::InferenceWeights packed(model, MatmulPrecision::FP32);
     // Q, K and V as one GEMM on their joint packing, not packed one by one; the same bits as
     // three GEMMs (checked below against the unpacked fused run)
     CHECK(nn::packed_qkv_for(self0) != nullptr);
-    CHECK(self0.query->packed_weight == nullptr);
+    CHECK(nn::packed_weight_for(*self0.query) == nullptr);
     CHECK(nn::packed_weight_for(*self0.value) == nullptr);
     CHECK_THROWS_WITH(nn::InferenceWeights(model, MatmulPrecision::FP32), Catch::Contains("already packed"));
     CHECK(up0.packed_weight != nullptr);  // the failed second one left the first one's packing

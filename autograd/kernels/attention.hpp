@@ -25,6 +25,9 @@ struct PackedQKV {
 // freed with it.
 class AttentionWorkspace {
  public:
+  AttentionWorkspace() = default;
+  AttentionWorkspace(const AttentionWorkspace&) = delete;
+  AttentionWorkspace& operator=(const AttentionWorkspace&) = delete;
   float* keys(size_t n) { return grown(keys_, key_capacity_, n); }
   float* values(size_t n) { return grown(values_, value_capacity_, n); }
 
