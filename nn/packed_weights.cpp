@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <set>
 #include <stdexcept>
 
+#include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/ops.hpp"
 #include "nn/switch.hpp"
 
 namespace xg::nn {
@@ -54,7 +54,6 @@ bool same_tensor(const Tensor& held, const Tensor& now) {
 
 InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
   try {
-    std::set<const Linear*> packed_jointly;
     m.apply([&](Module& sub) {
       auto* sa = dynamic_cast<SelfAttention*>(&sub);
       if (!sa || !sa->query || !sa->key || !sa->value) return;
@@ -68,31 +67,26 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
       const Tensor q = float_weight(sa->query->weight), k = float_weight(sa->key->weight),
                    v = float_weight(sa->value->weight);
       if (q.dim() != 2 || k.shape() != q.shape() || v.shape() != q.shape()) return;  // not one GEMM's shape
-      const size_t out = q.size(0), in = q.size(1);
-      std::vector<float> stacked(3 * out * in);  // [Wq; Wk; Wv], (3 x out, in)
-      for (size_t i = 0; i < 3; ++i) {
-        const Tensor& w = i == 0 ? q : i == 1 ? k : v;
-        std::copy(w.data(), w.data() + out * in, stacked.begin() + long(i * out * in));
-      }
+      NoGradGuard no_grad;
+      const Tensor stacked = concat({q, k, v}, 0);  // [Wq; Wk; Wv], (3 x out, in)
       auto packed = std::make_shared<const SelfAttention::PackedQkvWeight>(SelfAttention::PackedQkvWeight{
           sa->query->weight, sa->key->weight, sa->value->weight, precision, this,
-          pack_transposed(stacked.data(), 3 * out, in, precision)});
+          pack_transposed(stacked.data(), stacked.size(0), stacked.size(1), precision)});
       attentions_.push_back(sa);  // first: release() then resets whatever was set
       sa->packed_qkv = std::move(packed);
       // The three Linears are marked as held by this one (no packing of their own: they read
-      // none), so another InferenceWeights on one of them alone is refused too.
+      // none), so the pass below skips them and another InferenceWeights on one alone is refused.
       for (Linear* lin : {sa->query.get(), sa->key.get(), sa->value.get()}) {
         if (lin->packed_weight) continue;  // a shared Linear already marked
         linears_.push_back(lin);
         lin->packed_weight = std::make_shared<const Linear::PackedWeight>(Linear::PackedWeight{lin->weight, precision, this, nullptr});
       }
-      packed_jointly.insert({sa->query.get(), sa->key.get(), sa->value.get()});
     });
     m.apply([&](Module& sub) {
       auto* lin = dynamic_cast<Linear*>(&sub);
-      if (!lin || packed_jointly.count(lin)) return;
+      if (!lin) return;
       if (lin->packed_weight) {
-        if (lin->packed_weight->owner == this) return;  // a Linear seen twice (shared) is packed once
+        if (lin->packed_weight->owner == this) return;  // seen twice (shared), or packed with its Q, K, V
         throw std::logic_error("[InferenceWeights] a Linear is already packed by another InferenceWeights");
       }
       const Tensor w = float_weight(lin->weight);

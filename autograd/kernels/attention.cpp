@@ -157,7 +157,7 @@ void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o
 }
 
 void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t ld_out, size_t q_begin, size_t nq,
-                  size_t seq, size_t seq_begin, size_t seq_end, size_t head, float scale, Scratch& sc) {
+                  size_t seq, size_t seq_len, size_t head, float scale, Scratch& sc) {
   const size_t hd = kv.hd, hdp = kv.hdp;
   const size_t col = head * hd;
   const size_t rows_padded = (nq + kRows - 1) / kRows * kRows;
@@ -172,8 +172,8 @@ void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t l
   std::fill(sc.l.begin(), sc.l.end(), 0.f);
   const float* keys = kv.keys(head, seq);
   const float* values = kv.values(head, seq);
-  for (size_t k0 = 0; k0 < seq_end - seq_begin; k0 += kKeyBlock) {
-    const size_t nk = std::min(kKeyBlock, seq_end - seq_begin - k0);
+  for (size_t k0 = 0; k0 < seq_len; k0 += kKeyBlock) {
+    const size_t nk = std::min(kKeyBlock, seq_len - k0);
     for (size_t r = 0; r < rows_padded; r += kRows) {
       float* s = sc.p.data() + r * kKeyBlock;
       score_tile(sc.q.data() + r * hdp, hdp, keys + k0, kv.key_stride(seq), hd, s);
@@ -217,7 +217,7 @@ void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, cons
     const Task& task = tasks[t];
     const size_t end = cu_seqlens[task.seq + 1];
     attend_block(qkv, kv, out, ld_out, task.q_begin, std::min(kQueryBlock, end - task.q_begin), task.seq,
-                 cu_seqlens[task.seq], end, task.head, scale, scratch);
+                 end - cu_seqlens[task.seq], task.head, scale, scratch);
   });
 }
 
