@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
 
@@ -36,8 +37,13 @@ size_t count_correct(const Tensor& logits, const Tensor& label_tensor) {
   parallel_rows(label_tensor.numel(), C, [&](size_t r0, size_t r1) {  // mini's MLM logits: 160 x 30522
     size_t here = 0;
     for (size_t i = r0; i < r1; ++i) {
+      // Right when the label's logit is the row's maximum and no earlier one equals it (argmax
+      // takes the first): one SIMD pass, and a scan of the prefix only for right answers.
       const float* row = logits.data() + i * C;
-      here += int64_t(std::max_element(row, row + C) - row) == labels[i];
+      const int64_t label = labels[i];
+      if (label < 0 || size_t(label) >= C) continue;  // ignore_index
+      const float best = vec::max(row, C);
+      here += row[label] == best && std::find(row, row + label, best) == row + label;
     }
     correct += here;
   });

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "autograd/parallel.hpp"
 #include "tests/gradcheck.hpp"
+#include "util/random.hpp"
 
 using namespace xg;
 using xg::test::check_gradients;
@@ -38,6 +40,42 @@ TEST_CASE("grad: dropout with a fixed mask, identity in eval", "[grad][nn]") {
   Generator g(7);
   Tensor y = dropout(x, 0.3f, /*training=*/false, g);
   CHECK(y.same_storage(x));
+}
+
+TEST_CASE("dropout: the mask follows its documented draws, for any thread count", "[nn]") {
+  // Chunks of 16384 elements, chunk c drawn from Generator(seed + 0x9e3779b97f4a7c15 * (c + 1)),
+  // elements 2j and 2j + 1 from the low and high halves of draw j. Checkpoints' resume and the
+  // recomputed backward rely on the masks staying what they were; this pins them.
+  const size_t n = 2 * 16384 + 1001;  // three chunks, the last odd
+  const Tensor x = randn({int64_t(n)}, 68);
+  const float p = 0.3f, scale = 1.f / (1.f - p);
+  const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
+  Generator seeds(11);
+  const uint64_t seed = seeds.next_u64();
+  std::vector<float> expected(n);
+  for (size_t c = 0; c * 16384 < n; ++c) {
+    Generator g(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
+    uint64_t draw = 0;
+    for (size_t i = c * 16384; i < std::min(n, (c + 1) * 16384); ++i) {
+      if ((i - c * 16384) % 2 == 0) draw = g.next_u64();
+      const uint64_t bits = (i - c * 16384) % 2 == 0 ? draw & 0xffffffffu : draw >> 32;
+      expected[i] = bits >= threshold ? x.data()[i] * scale : 0.f;
+    }
+  }
+  const int threads = num_threads();
+  for (int t : {1, 2, 3}) {
+    set_num_threads(t);
+    Generator g(11);
+    const Tensor y = dropout(x, p, /*training=*/true, g);
+    for (size_t i = 0; i < n; ++i) {
+      INFO("threads " << t << " element " << i);
+      REQUIRE(y.data()[i] == expected[i]);
+    }
+  }
+  set_num_threads(threads);
+  Generator g(11);
+  const Tensor all = dropout(x, 1.f, /*training=*/true, g);
+  for (size_t i = 0; i < n; ++i) REQUIRE(all.data()[i] == 0.f);
 }
 
 TEST_CASE("grad: cross_entropy with ignore_index, every reduction", "[grad][loss]") {

@@ -41,6 +41,37 @@ TEST_CASE("simd binary kernels match scalar, all stride patterns", "[kernels]") 
   }
 }
 
+TEST_CASE("simd dropout_apply matches scalar at every threshold, and fill_u32 is next_u64's halves", "[kernels]") {
+  for (size_t n : kSizes) {
+    const auto x = random_vec(n, 3, -3.f, 3.f);
+    std::vector<uint32_t> bits(n);
+    Generator g(5);
+    for (auto& b : bits) b = uint32_t(g.next_u64() >> 17);
+    bits[0] = 0xffffffffu;  // the extremes, against each threshold
+    if (n > 1) bits[1] = 0;
+    if (n > 2) bits[2] = 0x80000000u;
+    for (uint32_t threshold : {0u, 1u, 0x7fffffffu, 0x80000000u, 0x80000001u, 0xffffffffu}) {
+      std::vector<float> o1(n), o2(n);
+      vec::dropout_apply(bits.data(), threshold, x.data(), 1.25f, o1.data(), n);
+      vec::scalar::dropout_apply(bits.data(), threshold, x.data(), 1.25f, o2.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        INFO("n=" << n << " threshold=" << threshold << " i=" << i);
+        REQUIRE(o1[i] == o2[i]);
+        REQUIRE(o1[i] == (bits[i] >= threshold ? x[i] * 1.25f : 0.f));
+      }
+    }
+    Generator a(9), b(9);
+    std::vector<uint32_t> words(n);
+    a.fill_u32(words.data(), n);
+    for (size_t i = 0; i < n; i += 2) {
+      const uint64_t r = b.next_u64();
+      REQUIRE(words[i] == uint32_t(r));
+      if (i + 1 < n) REQUIRE(words[i + 1] == uint32_t(r >> 32));
+    }
+    REQUIRE(a.next_u64() == b.next_u64());  // both left at the same place
+  }
+}
+
 TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
   using U = vec::Unary;
   for (size_t n : kSizes) {

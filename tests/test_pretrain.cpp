@@ -8,6 +8,7 @@
 
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
+#include "models/pretraining.hpp"
 #include "nn/safetensors.hpp"
 #include "nn/transformer.hpp"
 #include "optim/schedule.hpp"
@@ -293,6 +294,21 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
   CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) < 1e-6);
   CHECK(read_json(out / "checkpoint-000006" / "training_state.json")["format"] == 2);
   fs::remove_all(out);
+}
+
+TEST_CASE("count_correct is argmax == label: the first of tied maxima, ignored labels never right", "[pretrain]") {
+  // 5 rows of 37 logits (the maximum past the SIMD width's multiple in row 0)
+  std::vector<float> v(5 * 37, 0.f);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 7) * 0.1f - 1.f;
+  v[0 * 37 + 36] = 5.f;                      // row 0: argmax 36, label 36 -> right
+  v[1 * 37 + 3] = 5.f, v[1 * 37 + 20] = 5.f;  // row 1: tie, argmax 3, label 20 -> wrong
+  v[2 * 37 + 3] = 5.f, v[2 * 37 + 20] = 5.f;  // row 2: the same tie, label 3 -> right
+  v[3 * 37 + 10] = 5.f;                      // row 3: label -100 (ignored) -> not counted
+  v[4 * 37 + 0] = 5.f;                       // row 4: argmax 0, label 1 -> wrong
+  const Tensor logits = Tensor::from_vector(v, {5, 37});
+  const Tensor labels = Tensor::from_ints({36, 20, 3, -100, 1}, {5});
+  CHECK(models::count_correct(logits, labels) == 2);
+  CHECK(models::count_correct(logits, Tensor::from_ints({36, 3, 3, 10, 0}, {5})) == 5);
 }
 
 TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][errors]") {

@@ -31,6 +31,23 @@ uint64_t Generator::next_u64() {
   return result;
 }
 
+void Generator::fill_u32(uint32_t* out, size_t n) {
+  uint64_t s0 = s_[0], s1 = s_[1], s2 = s_[2], s3 = s_[3];  // in registers, as next_u64's steps
+  for (size_t i = 0; i < n; i += 2) {
+    const uint64_t result = rotl(s1 * 5, 7) * 9;
+    const uint64_t t = s1 << 17;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 45);
+    out[i] = uint32_t(result);
+    if (i + 1 < n) out[i + 1] = uint32_t(result >> 32);
+  }
+  s_[0] = s0, s_[1] = s1, s_[2] = s2, s_[3] = s3;
+}
+
 float Generator::uniform() { return float(next_u64() >> 40) * (1.0f / 16777216.0f); }
 
 float Generator::normal() {

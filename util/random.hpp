@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace xg {
@@ -10,6 +11,10 @@ class Generator {
   explicit Generator(uint64_t seed = 0x5eed) { seed_(seed); }
   void seed_(uint64_t seed);
   uint64_t next_u64();
+  // n 32-bit words: the low, then the high half of each of (n + 1) / 2 next_u64() draws (an odd n
+  // leaves the last draw's high half unused). The same numbers as those calls, without a call per
+  // draw (dropout's masks are made of them).
+  void fill_u32(uint32_t* out, size_t n);
   // Uniform in [0, 1) with 24 random bits.
   float uniform();
   // Standard normal (Box-Muller; caches the second value).

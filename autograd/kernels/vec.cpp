@@ -3,6 +3,7 @@
 #include "autograd/kernels/vec.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "autograd/kernels/vec_ops.hpp"
 
@@ -123,6 +124,22 @@ void axpy(float alpha, const float* x, float* y, size_t n) {
 
 void scale(const float* x, float alpha, float* out, size_t n) {
   binary_strided(x, 1, &alpha, 0, out, n, MulF{});
+}
+
+void dropout_apply(const uint32_t* bits, uint32_t threshold, const float* x, float scale, float* out,
+                   size_t n) {
+  // Unsigned compare as a signed one with the top bit flipped (xsimd 8 has no unsigned >=); the
+  // kept lanes' mask is all ones, so `and` leaves x * scale there and +0 elsewhere.
+  using ibatch = xsimd::batch<int32_t, fbatch::arch_type>;
+  const ibatch flip(std::numeric_limits<int32_t>::min()), t(int32_t(threshold ^ 0x80000000u));
+  const fbatch vs(scale);
+  const auto* ibits = reinterpret_cast<const int32_t*>(bits);
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    const ibatch keep = xsimd::select((ibatch::load_unaligned(ibits + i) ^ flip) >= t, ibatch(-1), ibatch(0));
+    ((load(x + i) * vs) & xsimd::bitwise_cast<fbatch>(keep)).store_unaligned(out + i);
+  }
+  for (; i < n; ++i) out[i] = bits[i] >= threshold ? x[i] * scale : 0.f;
 }
 
 void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n) {

@@ -3,6 +3,7 @@
 // Each kernel in xg::vec (xsimd batches) has a plain scalar twin of the same signature in
 // xg::vec::scalar; the tests compare the two on awkward sizes. Outputs may alias inputs.
 #include <cstddef>
+#include <cstdint>
 
 namespace xg::vec {
 
@@ -34,6 +35,9 @@ struct LambStep {
   /* y[i] += alpha * x[i] */                                                                    \
   void axpy(float alpha, const float* x, float* y, size_t n);                                   \
   void scale(const float* x, float alpha, float* out, size_t n);                                \
+  /* dropout: out[i] = bits[i] >= threshold ? x[i] * scale : 0 */                               \
+  void dropout_apply(const uint32_t* bits, uint32_t threshold, const float* x, float scale,     \
+                     float* out, size_t n);                                                     \
   void unary(Unary op, const float* x, float* out, size_t n);                                   \
   void pow_scalar(const float* x, float p, float* out, size_t n);                               \
   /* dx = g * f'(x) for relu and the two GELUs (from x); tanh and sigmoid take y = f(x) */      \

@@ -33,6 +33,11 @@ void scale(const float* x, float alpha, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * alpha;
 }
 
+void dropout_apply(const uint32_t* bits, uint32_t threshold, const float* x, float scale, float* out,
+                   size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = bits[i] >= threshold ? x[i] * scale : 0.f;
+}
+
 void adam(const AdamStep& c, float* w, const float* g, float* m, float* v, size_t n) {
   for (size_t i = 0; i < n; ++i) detail::adam_update(c, w[i], g[i], m[i], v[i]);
 }

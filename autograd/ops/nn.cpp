@@ -2,6 +2,10 @@
 // rows split across threads.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "autograd/engine.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
@@ -137,23 +141,25 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
 
 namespace {
 constexpr size_t kDropoutChunk = 1 << 14;
+constexpr size_t kDrawBlock = 1024;  // even: a block never splits a draw's two halves
 
 // out[i] = x[i] * scale where element i is kept, else 0. Element i's draw comes from chunk
 // i / kDropoutChunk's own generator, seeded from `seed`: the mask is the same for any thread
-// count, and the backward regenerates it from the seed alone (nothing stored).
+// count, and the backward regenerates it from the seed alone (nothing stored). Elements 2j and
+// 2j + 1 of a chunk are the low and high halves of its generator's draw j.
 void apply_dropout_mask(uint64_t seed, const float* x, float* out, size_t n, float p, float scale) {
   const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
+  if (threshold > std::numeric_limits<uint32_t>::max()) return fill_in_parallel(out, n, 0.f);  // p == 1
   const size_t chunks = (n + kDropoutChunk - 1) / kDropoutChunk;
   parallel_for(chunks, [&](size_t c) {
     Generator gen(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
     const size_t end = std::min(n, (c + 1) * kDropoutChunk);
-    size_t i = c * kDropoutChunk;
-    for (; i + 1 < end; i += 2) {
-      const uint64_t r = gen.next_u64();
-      out[i] = (r & 0xffffffffu) >= threshold ? x[i] * scale : 0.f;
-      out[i + 1] = (r >> 32) >= threshold ? x[i + 1] * scale : 0.f;
+    uint32_t bits[kDrawBlock];
+    for (size_t i = c * kDropoutChunk; i < end; i += kDrawBlock) {
+      const size_t m = std::min(kDrawBlock, end - i);
+      gen.fill_u32(bits, m);
+      vec::dropout_apply(bits, uint32_t(threshold), x + i, scale, out + i, m);
     }
-    if (i < end) out[i] = (gen.next_u64() & 0xffffffffu) >= threshold ? x[i] * scale : 0.f;
   });
 }
 }  // namespace
