@@ -38,10 +38,11 @@ size_t count_correct(const Tensor& logits, const Tensor& label_tensor) {
     size_t here = 0;
     for (size_t i = r0; i < r1; ++i) {
       // Right when the label's logit is the row's maximum and no earlier one equals it (argmax
-      // takes the first): one SIMD pass, and a scan of the prefix only for right answers.
+      // takes the first): one SIMD pass, and a scan of the prefix only for right answers. A row
+      // with a NaN logit gets no defined answer (the loss is NaN then too).
       const float* row = logits.data() + i * C;
       const int64_t label = labels[i];
-      if (label < 0 || size_t(label) >= C) continue;  // ignore_index
+      if (label < 0 || size_t(label) >= C) continue;  // ignored or out of range: never an argmax
       const float best = vec::max(row, C);
       here += row[label] == best && std::find(row, row + label, best) == row + label;
     }

@@ -50,6 +50,7 @@ TEST_CASE("simd dropout_apply matches scalar at every threshold, and fill_u32 is
     bits[0] = 0xffffffffu;  // the extremes, against each threshold
     if (n > 1) bits[1] = 0;
     if (n > 2) bits[2] = 0x80000000u;
+    if (n > 5) bits[3] = 1, bits[4] = 0x7fffffffu, bits[5] = 0x80000001u;  // equal to a threshold
     for (uint32_t threshold : {0u, 1u, 0x7fffffffu, 0x80000000u, 0x80000001u, 0xffffffffu}) {
       std::vector<float> o1(n), o2(n);
       vec::dropout_apply(bits.data(), threshold, x.data(), 1.25f, o1.data(), n);

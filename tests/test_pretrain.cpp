@@ -309,6 +309,7 @@ TEST_CASE("count_correct is argmax == label: the first of tied maxima, ignored l
   const Tensor labels = Tensor::from_ints({36, 20, 3, -100, 1}, {5});
   CHECK(models::count_correct(logits, labels) == 2);
   CHECK(models::count_correct(logits, Tensor::from_ints({36, 3, 3, 10, 0}, {5})) == 5);
+  CHECK(models::count_correct(logits, Tensor::from_ints({37, 3, 1000, 10, 0}, {5})) == 3);  // past C: never right
 }
 
 TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][errors]") {

@@ -4,7 +4,7 @@
 
 namespace xg {
 
-// Seeded pseudo-random source (xoshiro128+ style state, SplitMix64 seeding). Its own algorithms
+// Seeded pseudo-random source (xoshiro256**, SplitMix64 seeding). Its own algorithms
 // rather than <random> distributions, so a seed gives the same numbers with every standard library.
 class Generator {
  public:

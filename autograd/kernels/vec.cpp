@@ -128,15 +128,16 @@ void scale(const float* x, float alpha, float* out, size_t n) {
 
 void dropout_apply(const uint32_t* bits, uint32_t threshold, const float* x, float scale, float* out,
                    size_t n) {
-  // Unsigned compare as a signed one with the top bit flipped (xsimd 8 has no unsigned >=); the
-  // kept lanes' mask is all ones, so `and` leaves x * scale there and +0 elsewhere.
+  // Unsigned compare as one signed compare with the top bit flipped (xsimd 8's unsigned compare
+  // is two SSE halves on AVX2); the kept lanes' mask is all ones, so `and` leaves x * scale there
+  // and +0 elsewhere.
   using ibatch = xsimd::batch<int32_t, fbatch::arch_type>;
   const ibatch flip(std::numeric_limits<int32_t>::min()), t(int32_t(threshold ^ 0x80000000u));
   const fbatch vs(scale);
   const auto* ibits = reinterpret_cast<const int32_t*>(bits);
   size_t i = 0;
   for (; i + W <= n; i += W) {
-    const ibatch keep = xsimd::select((ibatch::load_unaligned(ibits + i) ^ flip) >= t, ibatch(-1), ibatch(0));
+    const ibatch keep = xsimd::select((ibatch::load_unaligned(ibits + i) ^ flip) < t, ibatch(0), ibatch(-1));
     ((load(x + i) * vs) & xsimd::bitwise_cast<fbatch>(keep)).store_unaligned(out + i);
   }
   for (; i < n; ++i) out[i] = bits[i] >= threshold ? x[i] * scale : 0.f;

@@ -141,7 +141,8 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
 
 namespace {
 constexpr size_t kDropoutChunk = 1 << 14;
-constexpr size_t kDrawBlock = 1024;  // even: a block never splits a draw's two halves
+constexpr size_t kDrawBlock = 1024;
+static_assert(kDrawBlock % 2 == 0, "a block must not split a draw's two halves");
 
 // out[i] = x[i] * scale where element i is kept, else 0. Element i's draw comes from chunk
 // i / kDropoutChunk's own generator, seeded from `seed`: the mask is the same for any thread
