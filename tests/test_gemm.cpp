@@ -98,6 +98,44 @@ TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one th
   set_num_threads(before);
 }
 
+namespace {
+// C (M x N, row stride ldc) += bias on every row: what linear() did after the GEMM before the bias
+// moved into its stores.
+void add_bias_after(std::vector<float>& C, size_t M, size_t N, size_t ldc, const std::vector<float>& bias) {
+  for (size_t i = 0; i < M; ++i)
+    for (size_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+}
+}  // namespace
+
+// The bias goes in with the last K block's stores: the full tiles, the partial ones, past NC,
+// past KC (added once, after every block), the few-row column ranges, a packed B, K == 0.
+TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]") {
+  const int before = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
+             {1, 7, 5}, {15, 1030, 1539}, {40, 9000, 300}, {226, 33, 800}, {240, 1124, 70}, {3, 5, 0}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (float beta : {0.f, 0.5f}) {
+            const size_t pad = 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+            const auto A = random_vec((ta ? K : M) * lda + 1, 31), B = random_vec((tb ? N : K) * ldb + 1, 32);
+            const auto bias = random_vec(N, 33);
+            auto C = random_vec(M * ldc, 34), R = C, P = C;
+            gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, bias.data());
+            gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
+            add_bias_after(R, M, N, ldc, bias);
+            const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
+            gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, bias.data());
+            INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
+                      << " threads=" << threads);
+            REQUIRE(C == R);  // the padding columns too: untouched
+            REQUIRE(P == R);
+          }
+  }
+  set_num_threads(before);
+}
+
 TEST_CASE("gemm with K == 0 scales C by beta, empty M or N is a no-op", "[gemm]") {
   std::vector<float> C = {1, 2, 3, 4};
   gemm::sgemm(false, false, 2, 2, 0, 1.f, nullptr, 1, nullptr, 2, 0.5f, C.data(), 2);

@@ -197,6 +197,37 @@ TEST_CASE("sgemm_packed on a bf16 PackedB equals sgemm_bf16 bit for bit", "[gemm
   }
 }
 
+TEST_CASE("sgemm_bf16 with a bias gives the bits of adding it after the call", "[gemm][bf16]") {
+  Restore restore;
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      // partial tiles; past NC and KC (the bias once, after both blocks); few rows; K == 0
+      for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
+               {29, 70, 97}, {130, 1124, 801}, {40, 9000, 300}, {3, 5, 0}})
+        for (bool ta : {false, true})
+          for (bool tb : {false, true})
+            for (float beta : {0.f, 0.5f}) {
+              const size_t lda = ta ? M : K, ldb = tb ? K : N;
+              const auto A = random_vec((ta ? K : M) * lda + 1, 51), B = random_vec((tb ? N : K) * ldb + 1, 52);
+              const auto bias = random_vec(N, 53);
+              auto C = random_vec(M * N, 54), R = C, P = C;
+              gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, beta, C.data(), N, bias.data());
+              gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, beta, R.data(), N);
+              for (size_t i = 0; i < M; ++i)
+                for (size_t j = 0; j < N; ++j) R[i * N + j] += bias[j];
+              const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
+              gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, beta, P.data(), N, bias.data());
+              INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
+                        << " threads=" << threads << " native=" << (kernel == gemm::Bf16Kernel::Native));
+              REQUIRE(C == R);
+              REQUIRE(P == R);
+            }
+    }
+  }
+}
+
 // bf16 keeps 8 significant bits: each input is within 2^-9 relative of its fp32 value, so each
 // product within 2^-8 (+2^-18), and |bf16 result - fp32 result| <= 2^-8 * sum |a||b| (plus the
 // fp32 summation error). The rounding must show: the results differ somewhere.

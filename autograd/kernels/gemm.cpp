@@ -132,13 +132,14 @@ void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size
   }
 }
 
-// C tile (ROWS x NR at c, row stride ldc) = alpha * (a_panel * b_panel) + beta * C tile.
+// C tile (ROWS x NR at c, row stride ldc) = alpha * (a_panel * b_panel) + beta * C tile, then
+// + bias (NR floats, the tile's columns) when not null.
 // a: kc x MR packed (only the first ROWS of each MR group are used), b: kc x NR packed. Only the
 // first mr x nr entries of the tile are stored. ROWS < MR serves the last, partial row panel
 // without computing padding rows.
 template <size_t ROWS>
 void micro_kernel(size_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                  size_t ldc, size_t mr, size_t nr, float alpha, float beta) {
+                  size_t ldc, size_t mr, size_t nr, float alpha, float beta, const float* bias) {
   fbatch acc0[ROWS], acc1[ROWS];
 #pragma GCC unroll 16
   for (size_t i = 0; i < ROWS; ++i) acc0[i] = acc1[i] = fbatch(0.f);
@@ -162,14 +163,21 @@ void micro_kernel(size_t kc, const float* __restrict a, const float* __restrict 
   }
   const fbatch va(alpha), vb(beta);
   if (mr == ROWS && nr == NR) {
+    const fbatch bias0 = bias ? fbatch::load_unaligned(bias) : fbatch(0.f);
+    const fbatch bias1 = bias ? fbatch::load_unaligned(bias + W) : fbatch(0.f);
 #pragma GCC unroll 16
     for (size_t i = 0; i < ROWS; ++i) {
       float* row = c + i * ldc;
       fbatch r0 = acc0[i] * va, r1 = acc1[i] * va;
+      // alpha * sum rounded on its own: GCC would fuse it into the bias add (or the beta term's
+      // add) as one FMA, with or without a bias by different choices, and the bias would not give
+      // the bits of a pass after the call.
+      keep_in_register(r0, r1);
       if (beta != 0.f) {
         r0 = xsimd::fma(vb, fbatch::load_unaligned(row), r0);
         r1 = xsimd::fma(vb, fbatch::load_unaligned(row + W), r1);
       }
+      if (bias) r0 += bias0, r1 += bias1;
       r0.store_unaligned(row);
       r1.store_unaligned(row + W);
     }
@@ -184,16 +192,17 @@ void micro_kernel(size_t kc, const float* __restrict a, const float* __restrict 
     for (size_t j = 0; j < nr; ++j) {
       float& dst = c[i * ldc + j];
       dst = beta != 0.f ? tile[i * NR + j] + beta * dst : tile[i * NR + j];
+      if (bias) dst += bias[j];
     }
 }
 
 // The smallest kernel that covers mr rows.
 void run_kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr,
-                size_t nr, float alpha, float beta) {
-  if (mr <= 2) return micro_kernel<2>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-  if (mr <= 4) return micro_kernel<4>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-  if (MR > 8 && mr <= 8) return micro_kernel<(MR > 8 ? 8 : MR)>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-  micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta);
+                size_t nr, float alpha, float beta, const float* bias) {
+  if (mr <= 2) return micro_kernel<2>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+  if (mr <= 4) return micro_kernel<4>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+  if (MR > 8 && mr <= 8) return micro_kernel<(MR > 8 ? 8 : MR)>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+  micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
 }
 
 struct Fp32Kernels {
@@ -210,8 +219,8 @@ struct Fp32Kernels {
     gemm::pack_b(tb, B, ldb, p0, kc, j0, nc, jr_begin, jr_end, out);
   }
   static void kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr,
-                     size_t nr, float alpha, float beta) {
-    run_kernel(kc, a, b, c, ldc, mr, nr, alpha, beta);
+                     size_t nr, float alpha, float beta, const float* bias) {
+    run_kernel(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
   }
 };
 
@@ -239,15 +248,15 @@ PackedB PackedB::fp32(bool trans_b, size_t K, size_t N, const float* B, size_t l
 }
 
 void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
-                  float beta, float* C, size_t ldc) {
-  const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc};
+                  float beta, float* C, size_t ldc, const float* bias) {
+  const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc, bias};
   if (B.kind_ == PackedB::Kind::Fp32) return detail::run_fp32_packed(p, B.floats());
   detail::run_bf16_packed(p, B.data_.get(), B.kind_ == PackedB::Kind::Bf16Pairs);
 }
 
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
-           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
-  run(Problem{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc},
+           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc, const float* bias) {
+  run(Problem{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias},
       detail::threads_for(M, N, K));
 }
 

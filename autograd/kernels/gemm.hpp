@@ -3,6 +3,8 @@
 // op(A) is M x K: A is stored M x K (lda >= K), or K x M when trans_a (lda >= M).
 // op(B) is K x N: B is stored K x N (ldb >= N), or N x K when trans_b (ldb >= K).
 // beta == 0 ignores C's old contents (NaN included), as BLAS does.
+// `bias` (N floats, or null) is added to every row of C last, in the GEMM's own stores: the same
+// bits as adding it in a pass after the call, without that pass over C (a linear layer's bias).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,7 +13,8 @@ namespace xg::gemm {
 
 // Packed, cache-blocked xsimd micro-kernel, split across num_threads() threads.
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
-           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc);
+           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc,
+           const float* bias = nullptr);
 
 // `batch` independent GEMMs; matrix b of A starts at A + b * stride_a (stride 0 reuses one
 // matrix for every b), likewise B and C. Batches are spread over the threads.
@@ -38,7 +41,7 @@ void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, f
 // B and runs sgemm (the same math up to summation order).
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
-                size_t ldc);
+                size_t ldc, const float* bias = nullptr);
 // The same with B already in bf16 (raw bit patterns, e.g. weights converted once for inference).
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const uint16_t* B, size_t ldb, float beta, float* C,
@@ -67,7 +70,8 @@ class PackedB {
   };
   PackedB(Kind kind, size_t K, size_t N, size_t words);
   float* floats() const { return reinterpret_cast<float*>(data_.get()); }
-  friend void sgemm_packed(bool, size_t, float, const float*, size_t, const PackedB&, float, float*, size_t);
+  friend void sgemm_packed(bool, size_t, float, const float*, size_t, const PackedB&, float, float*, size_t,
+                           const float*);
 
   Kind kind_;
   size_t K_, N_, words_;                   // words_: 32-bit panel elements (a float or a bf16 pair)
@@ -77,7 +81,7 @@ class PackedB {
 // C (M x N) = alpha * op(A) * B + beta * C for a packed B: sgemm's result for PackedB::fp32,
 // sgemm_bf16's for PackedB::bf16.
 void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
-                  float beta, float* C, size_t ldc);
+                  float beta, float* C, size_t ldc, const float* bias = nullptr);
 
 enum class Bf16Kernel { Native, Fallback };
 // Whether this CPU (and OS) can run the AVX512-BF16 kernel.

@@ -95,7 +95,7 @@ void run_fallback(const detail::Problem<BElem>& p) {
   const auto q = with_rounded_a(p, a);
   const size_t b_rows = p.tb ? p.N : p.K, b_cols = p.tb ? p.K : p.N;
   const auto b = rounded_copy(p.B, b_rows, b_cols, p.ldb);
-  sgemm(q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.A, q.lda, b.data(), b_cols, q.beta, q.C, q.ldc);
+  sgemm(q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.A, q.lda, b.data(), b_cols, q.beta, q.C, q.ldc, q.bias);
 }
 
 #if XG_HAVE_BF16_KERNEL
@@ -215,12 +215,12 @@ void pack_pairs_k_contiguous(const uint16_t* src, size_t ld, size_t rows, size_t
     }
 }
 
-// C tile (ROWS x NR) = alpha * a_panel * b_panel + beta * C tile, as gemm.cpp's micro_kernel:
-// only the first mr x nr entries are stored.
+// C tile (ROWS x NR) = alpha * a_panel * b_panel + beta * C tile (+ bias), as gemm.cpp's
+// micro_kernel: only the first mr x nr entries are stored.
 template <size_t ROWS>
 XG_BF16_TARGET void micro_kernel(size_t kc, const uint32_t* __restrict a,
                                  const uint32_t* __restrict b, float* c, size_t ldc, size_t mr,
-                                 size_t nr, float alpha, float beta) {
+                                 size_t nr, float alpha, float beta, const float* bias) {
   __m512 acc0[ROWS], acc1[ROWS];
 #pragma GCC unroll 16
   for (size_t i = 0; i < ROWS; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
@@ -244,14 +244,18 @@ XG_BF16_TARGET void micro_kernel(size_t kc, const uint32_t* __restrict a,
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   if (mr == ROWS && nr == NR) {
+    const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+    const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (size_t i = 0; i < ROWS; ++i) {
       float* row = c + i * ldc;
       __m512 r0 = _mm512_mul_ps(acc0[i], va), r1 = _mm512_mul_ps(acc1[i], va);
+      asm("" : "+v"(r0), "+v"(r1));  // rounded on its own, as gemm.cpp's keep_in_register there
       if (beta != 0.f) {
         r0 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row), r0);
         r1 = _mm512_fmadd_ps(vb, _mm512_loadu_ps(row + 16), r1);
       }
+      if (bias) r0 = _mm512_add_ps(r0, bias0), r1 = _mm512_add_ps(r1, bias1);
       _mm512_storeu_ps(row, r0);
       _mm512_storeu_ps(row + 16, r1);
     }
@@ -266,6 +270,7 @@ XG_BF16_TARGET void micro_kernel(size_t kc, const uint32_t* __restrict a,
     for (size_t j = 0; j < nr; ++j) {
       float& dst = c[i * ldc + j];
       dst = beta != 0.f ? tile[i * NR + j] + beta * dst : tile[i * NR + j];
+      if (bias) dst += bias[j];
     }
 }
 
@@ -300,11 +305,11 @@ struct Bf16Kernels {
 
   // The smallest kernel that covers mr rows.
   static void kernel(size_t kc, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
-                     size_t mr, size_t nr, float alpha, float beta) {
-    if (mr <= 2) return micro_kernel<2>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-    if (mr <= 4) return micro_kernel<4>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-    if (mr <= 8) return micro_kernel<8>(kc, a, b, c, ldc, mr, nr, alpha, beta);
-    micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta);
+                     size_t mr, size_t nr, float alpha, float beta, const float* bias) {
+    if (mr <= 2) return micro_kernel<2>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+    if (mr <= 4) return micro_kernel<4>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+    if (mr <= 8) return micro_kernel<8>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+    micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
   }
 };
 #endif  // XG_HAVE_BF16_KERNEL
@@ -359,8 +364,8 @@ void set_bf16_kernel(Bf16Kernel k) {
 
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
-                size_t ldc) {
-  run_bf16(detail::Problem<float>{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc});
+                size_t ldc, const float* bias) {
+  run_bf16(detail::Problem<float>{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias});
 }
 
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,

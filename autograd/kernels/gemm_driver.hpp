@@ -36,14 +36,16 @@ struct Problem {
   float beta;
   float* C;
   size_t ldc;
+  const float* bias = nullptr;  // N floats added to every row after the last K block, or null
 };
 
 template <class BElem>
-void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C
+void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C (+ bias)
   for (size_t i = 0; i < p.M; ++i)
     for (size_t j = 0; j < p.N; ++j) {
       float& v = p.C[i * p.ldc + j];
       v = p.beta != 0.f ? p.beta * v : 0.f;
+      if (p.bias) v += p.bias[j];
     }
 }
 
@@ -71,12 +73,14 @@ void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, 
   auto& apack = a_buffer<Kern>();
   apack.resize(std::max(apack.size(), round_up(mc, MR) * depth));
   Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
+  const float* bias = p.bias && pc + kc == p.K ? p.bias + jc : nullptr;  // with the last K block
   for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
     const size_t nr = std::min(NR, nc - jr);
     for (size_t ir = 0; ir < mc; ir += MR) {
       const size_t mr = std::min(MR, mc - ir);
       Kern::kernel(kc, apack.data() + ir * depth, bpack + jr * depth,
-                   p.C + (i0 + ir) * p.ldc + jc + jr, p.ldc, mr, nr, p.alpha, beta);
+                   p.C + (i0 + ir) * p.ldc + jc + jr, p.ldc, mr, nr, p.alpha, beta,
+                   bias ? bias + jr : nullptr);
     }
   }
 }

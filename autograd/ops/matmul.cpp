@@ -53,11 +53,12 @@ std::vector<size_t> batch_offsets(const Tensor& t, const Shape& batch) {
 }
 // The float-B overload of sgemm_bf16, as a plain function with sgemm's type.
 void plain_sgemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A,
-                      size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc) {
-  gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+                      size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc,
+                      const float* bias) {
+  gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 using GemmFn = void (*)(bool, bool, size_t, size_t, size_t, float, const float*, size_t, const float*, size_t, float,
-                        float*, size_t);
+                        float*, size_t, const float*);
 GemmFn gemm_for(bool bf16) { return bf16 ? plain_sgemm_bf16 : gemm::sgemm; }
 
 // matmul() with its single GEMM in bf16 or not; the backward GEMMs are always fp32 (they run with
@@ -88,7 +89,7 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
   const float* pb = static_cast<const float*>(b.impl()->storage->data());
   if (bb.empty() && !ta && a.is_contiguous()) {  // (batch*M, K) @ op(B): one large GEMM
     gemm_for(bf16)(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld, 0.f,
-                   out.data(), N);
+                   out.data(), N, nullptr);
   } else {
     const std::vector<size_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
     std::vector<size_t> oc(nb);
@@ -160,12 +161,6 @@ void add_column_sums(const float* g, size_t rows, size_t cols, float* dst, bool 
   });
 }
 
-// y (rows, cols) += bias, row by row.
-void add_bias_rows(float* y, size_t rows, size_t cols, const float* bias) {
-  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) vec::add(y + r * cols, bias, y + r * cols, cols);
-  });
-}
 }  // namespace
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
@@ -177,8 +172,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   Tensor out = linear_output(x, N);
   const bool bf16 = bf16_linear_now();  // the backward GEMMs follow the forward's choice
   const GemmFn gemm_fn = gemm_for(bf16);
-  gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N);
-  if (bias.defined()) add_bias_rows(out.data(), M, N, bias.data());
+  gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N,
+          bias.defined() ? bias.data() : nullptr);
   const Tensor X = x.detach(), W = weight.detach();
   const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
              need_b = bias_in.defined() && bias_in.requires_grad();
@@ -187,12 +182,13 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     Tensor gx, gw, gb;
     if (need_x) {  // (M, N) @ (N, K)
       gx = Tensor::empty(X.shape());
-      gemm_fn(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K);
+      gemm_fn(false, false, M, K, N, 1.f, g.data(), N, W.data(), K, 0.f, gx.data(), K, nullptr);
     }
     if (need_w) {  // (N, M) @ (M, K), accumulated into the weight's own gradient where it has one
       const GradInto& w = into[1];
       Tensor dst = w.dst.defined() ? w.dst : (gw = Tensor::empty(W.shape()));
-      gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, w.dst.defined() && !w.fresh ? 1.f : 0.f, dst.data(), K);
+      gemm_fn(true, false, N, K, M, 1.f, g.data(), N, X.data(), K, w.dst.defined() && !w.fresh ? 1.f : 0.f, dst.data(), K,
+              nullptr);
     }
     if (need_b) {
       const GradInto& b = into[2];
@@ -211,8 +207,7 @@ Tensor linear(const Tensor& x_in, const gemm::PackedB& weight, const Tensor& bia
   const size_t K = weight.K(), N = weight.N();
   const size_t M = check_linear(x, K, N, bias, fmt::format("[{}, {}] (packed)", N, K));
   Tensor out = linear_output(x, N);
-  gemm::sgemm_packed(false, M, 1.f, x.data(), K, weight, 0.f, out.data(), N);
-  if (bias.defined()) add_bias_rows(out.data(), M, N, bias.data());
+  gemm::sgemm_packed(false, M, 1.f, x.data(), K, weight, 0.f, out.data(), N, bias.defined() ? bias.data() : nullptr);
   return out;
 }
 
