@@ -113,8 +113,10 @@ TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]
   const int before = num_threads();
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
+    // M = 18 and 22 end in 4- and 8-row kernels (MR 14)
     for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
-             {1, 7, 5}, {15, 1030, 1539}, {40, 9000, 300}, {226, 33, 800}, {240, 1124, 70}, {3, 5, 0}})
+             {1, 7, 5}, {15, 1030, 1539}, {18, 70, 97}, {22, 70, 97}, {40, 9000, 300}, {226, 33, 800},
+             {240, 1124, 70}, {3, 5, 0}})
       for (bool ta : {false, true})
         for (bool tb : {false, true})
           for (float beta : {0.f, 0.5f}) {

@@ -203,22 +203,25 @@ TEST_CASE("sgemm_bf16 with a bias gives the bits of adding it after the call", "
     gemm::set_bf16_kernel(kernel);
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
-      // partial tiles; past NC and KC (the bias once, after both blocks); few rows; K == 0
+      // partial tiles (4- and 8-row kernels at M = 18 and 22); past NC and KC (the bias once,
+      // after both blocks); few rows; shared B blocks (226, 240 rows); K == 0. alpha != 1, so a
+      // multiply fused into the bias add would show.
       for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
-               {29, 70, 97}, {130, 1124, 801}, {40, 9000, 300}, {3, 5, 0}})
+               {29, 70, 97}, {18, 70, 97}, {22, 70, 97}, {130, 1124, 801}, {40, 9000, 300},
+               {226, 33, 800}, {240, 1124, 70}, {3, 5, 0}})
         for (bool ta : {false, true})
           for (bool tb : {false, true})
             for (float beta : {0.f, 0.5f}) {
-              const size_t lda = ta ? M : K, ldb = tb ? K : N;
+              const size_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
               const auto A = random_vec((ta ? K : M) * lda + 1, 51), B = random_vec((tb ? N : K) * ldb + 1, 52);
               const auto bias = random_vec(N, 53);
-              auto C = random_vec(M * N, 54), R = C, P = C;
-              gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, beta, C.data(), N, bias.data());
-              gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, beta, R.data(), N);
+              auto C = random_vec(M * ldc, 54), R = C, P = C;
+              gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, bias.data());
+              gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
               for (size_t i = 0; i < M; ++i)
-                for (size_t j = 0; j < N; ++j) R[i * N + j] += bias[j];
+                for (size_t j = 0; j < N; ++j) R[i * ldc + j] += bias[j];
               const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
-              gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, beta, P.data(), N, bias.data());
+              gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, bias.data());
               INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
                         << " threads=" << threads << " native=" << (kernel == gemm::Bf16Kernel::Native));
               REQUIRE(C == R);

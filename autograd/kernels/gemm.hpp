@@ -3,8 +3,9 @@
 // op(A) is M x K: A is stored M x K (lda >= K), or K x M when trans_a (lda >= M).
 // op(B) is K x N: B is stored K x N (ldb >= N), or N x K when trans_b (ldb >= K).
 // beta == 0 ignores C's old contents (NaN included), as BLAS does.
-// `bias` (N floats, or null) is added to every row of C last, in the GEMM's own stores: the same
-// bits as adding it in a pass after the call, without that pass over C (a linear layer's bias).
+// `bias` (N floats, or null; not inside C) is added to every row of C last, in the GEMM's own
+// stores: the same bits as adding it in a pass after the call, without that pass over C (a linear
+// layer's bias).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
