@@ -1,5 +1,6 @@
 #include "util/random.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace xg {
@@ -18,34 +19,29 @@ void Generator::seed_(uint64_t seed) {
   has_spare_ = false;
 }
 
-// xoshiro256** (Blackman & Vigna).
-uint64_t Generator::next_u64() {
-  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
+// One xoshiro256** step (Blackman & Vigna) on state s; returns the draw.
+static inline uint64_t xoshiro_step(uint64_t (&s)[4]) {
+  const uint64_t result = rotl(s[1] * 5, 7) * 9;
+  const uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
   return result;
 }
 
+uint64_t Generator::next_u64() { return xoshiro_step(s_); }
+
 void Generator::fill_u32(uint32_t* out, size_t n) {
-  uint64_t s0 = s_[0], s1 = s_[1], s2 = s_[2], s3 = s_[3];  // in registers, as next_u64's steps
+  uint64_t s[4] = {s_[0], s_[1], s_[2], s_[3]};  // a local copy stays in registers
   for (size_t i = 0; i < n; i += 2) {
-    const uint64_t result = rotl(s1 * 5, 7) * 9;
-    const uint64_t t = s1 << 17;
-    s2 ^= s0;
-    s3 ^= s1;
-    s1 ^= s2;
-    s0 ^= s3;
-    s2 ^= t;
-    s3 = rotl(s3, 45);
-    out[i] = uint32_t(result);
-    if (i + 1 < n) out[i + 1] = uint32_t(result >> 32);
+    const uint64_t r = xoshiro_step(s);
+    out[i] = uint32_t(r);
+    if (i + 1 < n) out[i + 1] = uint32_t(r >> 32);
   }
-  s_[0] = s0, s_[1] = s1, s_[2] = s2, s_[3] = s3;
+  std::copy(s, s + 4, s_);
 }
 
 float Generator::uniform() { return float(next_u64() >> 40) * (1.0f / 16777216.0f); }
