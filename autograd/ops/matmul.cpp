@@ -145,14 +145,15 @@ Tensor linear_output(const Tensor& x, size_t out) {
 
 // dst[c] (+)= sum over rows r of g[r, c] (a bias's gradient; += when `add`), rows summed in order
 // as sum(g, {0}) does. Threads take column blocks: the rows in one thread were the bias
-// gradient's serial share of a mini step. A block is at least 16 columns and, as parallel_rows'
-// tasks, about 16K floats: a fixed 256 kept mini's 256-wide biases (1024 rows) on one thread.
+// gradient's serial share of a mini step. A column is `rows` floats of work, so the blocks are
+// parallel_rows' tasks over the (cols, rows) transpose: a fixed 256 columns kept mini's 256-wide
+// biases (1024 rows) on one thread.
 void add_column_sums(const float* g, size_t rows, size_t cols, float* dst, bool add) {
   if (rows == 0) {
     if (!add) std::fill(dst, dst + cols, 0.f);
     return;
   }
-  parallel_range(cols, std::max<size_t>(16, 16384 / rows), [&](size_t c0, size_t c1) {
+  parallel_rows(cols, rows, [&](size_t c0, size_t c1) {
     std::vector<float> scratch(add ? c1 - c0 : 0);  // the sum apart, then added: as sum() then +=
     float* total = add ? scratch.data() : dst + c0;
     std::copy(g + c0, g + c1, total);
