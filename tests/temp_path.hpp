@@ -1,11 +1,26 @@
 #pragma once
-// Temporary paths of this test process: test runs in other checkouts of the project share /tmp,
-// and one run's clean-up must not remove another's files mid-test.
+// Temporary paths of this test process, all inside one directory of its own
+// (TMPDIR/xgrad_tests.PID): test runs in other checkouts of the project share /tmp, and one run's
+// clean-up must not remove another's files mid-test. The directory goes, with whatever a test
+// left in it (a file kept after a failed check, what a throwing call wrote), when the process exits.
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
+#include <system_error>
 
-inline std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (name + "." + std::to_string(::getpid()))).string();
+inline const std::filesystem::path& test_temp_dir() {
+  struct Dir {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("xgrad_tests." + std::to_string(::getpid()));
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
+
+inline std::string temp_path(const std::string& name) { return (test_temp_dir() / name).string(); }

@@ -14,6 +14,7 @@
 #include "nn/fused_encoder.hpp"
 #include "tests/golden.hpp"
 #include "text/bert_tokenizer.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::models;
@@ -100,7 +101,7 @@ TEST_CASE("BERT matches PyTorch: outputs, losses and all gradients", "[bert][par
 }
 
 TEST_CASE("checkpoints: save_pretrained writes HF names, reloads identically, replaces atomically", "[bert]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "xgrad_bert_ckpt").string();
+  const std::string dir = temp_path("xgrad_bert_ckpt");
   std::filesystem::remove_all(dir);
   LoadedBert a = load_pretrained(dir_of("a"));
   save_pretrained(*a.model, dir);
@@ -122,7 +123,7 @@ TEST_CASE("checkpoints: save_pretrained writes HF names, reloads identically, re
         b.model->forward_full(c.inputs).prediction_logits.to_vector());
   // saving again replaces the directory whole; no temporary directories are left behind
   save_pretrained(*b.model, dir);
-  for (auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+  for (auto& e : std::filesystem::directory_iterator(test_temp_dir()))
     CHECK(e.path().filename().string().find("xgrad_bert_ckpt.") == std::string::npos);
   std::filesystem::remove_all(dir);
 }
@@ -138,7 +139,7 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   CHECK_THROWS_WITH(BertConfig::from_json({{"hidden_act", "swish"}}, "y.json"), Contains("'swish'"));
   CHECK_THROWS_WITH(load_pretrained("/nonexistent_dir"), Contains("not a directory"));
   // a checkpoint with the wrong shape for one tensor
-  const std::string dir = (std::filesystem::temp_directory_path() / "xgrad_bert_bad").string();
+  const std::string dir = temp_path("xgrad_bert_bad");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(dir_of("a") + "/config.json", dir + "/config.json");
@@ -164,7 +165,7 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
 }
 
 TEST_CASE("bert_infer dump: outputs, losses and gradients under the checkpoint's own names", "[bert][cli]") {
-  const std::string out = (std::filesystem::temp_directory_path() / "xgrad_dump.safetensors").string();
+  const std::string out = temp_path("xgrad_dump.safetensors");
   const std::string cmd = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs " + dir_of("b") +
                           "/goldens.safetensors --out " + out + " --grads 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
@@ -198,7 +199,7 @@ struct Run {
 };
 // Runs bert_infer with `args`, capturing its exit code, stdout and stderr.
 Run bert_infer(const std::string& args) {
-  const auto tmp = std::filesystem::temp_directory_path();
+  const auto tmp = test_temp_dir();
   const std::string out = (tmp / "xgrad_cli_out.txt").string(), err = (tmp / "xgrad_cli_err.txt").string();
   const int status = std::system((std::string(XGRAD_BERT_INFER) + " " + args + " > " + out + " 2> " + err).c_str());
   auto slurp = [](const std::string& path) {
@@ -245,7 +246,7 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
 
 TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files, --vocab overrides them", "[bert][cli]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "xgrad_infer_tokenizer";
+  const fs::path dir = temp_path("xgrad_infer_tokenizer");
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(dir_of("a") + "/" + f, dir / f);
@@ -286,7 +287,7 @@ TEST_CASE("bert_infer classify equals transformers on sentences and pairs, batch
   namespace fs = std::filesystem;
   const std::string heads = std::string(XGRAD_TEST_DATA_DIR) + "/heads/";
   const auto goldens = nlohmann::json::parse(std::ifstream(heads + "classify_goldens.json"));
-  const fs::path dir = fs::temp_directory_path() / ("xgrad_classify." + std::to_string(::getpid()));
+  const fs::path dir = temp_path("xgrad_classify");
   fs::create_directories(dir);
   const std::string lines = (dir / "in.txt").string(), jsonl = (dir / "in.jsonl").string();
   {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "nn/nn.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::nn;
@@ -62,7 +63,7 @@ TEST_CASE("train/eval propagate, dropout follows the mode", "[nn][module]") {
 }
 
 TEST_CASE("state_dict round trip through safetensors is exact", "[nn][module][safetensors]") {
-  const auto path = (std::filesystem::temp_directory_path() / "xgrad_state_roundtrip.safetensors").string();
+  const auto path = temp_path("xgrad_state_roundtrip.safetensors");
   Encoder a(tiny(), 2), b(tiny(), 2);
   init::bert_init(a, 0.5f);
   safetensors::save(a, path);

@@ -10,6 +10,7 @@
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
 #include "tests/golden.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::nn;
@@ -135,7 +136,7 @@ TEST_CASE("accumulating 4 micro-batches equals one batch 4x larger", "[optim]") 
 }
 
 TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]") {
-  const auto dir = std::filesystem::temp_directory_path() / "xgrad_optim_state";
+  const auto dir = std::filesystem::path(temp_path("xgrad_optim_state"));
   std::filesystem::create_directories(dir);
   const std::string prefix = (dir / "adamw").string();
   Tiny a, b;

@@ -11,6 +11,7 @@
 
 #include "text/bert_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg::text;
 using Catch::Matchers::Contains;
@@ -28,7 +29,7 @@ const std::vector<Document>& docs() {
   static const std::vector<Document> d = load_documents(kSample, tok());
   return d;
 }
-std::string tmp(const std::string& name) { return (std::filesystem::temp_directory_path() / ("xgrad_pd_" + name)).string(); }
+std::string tmp(const std::string& name) { return temp_path("xgrad_pd_" + name); }
 }  // namespace
 
 TEST_CASE("documents: sentences tokenised, blank lines split documents", "[pretraining]") {

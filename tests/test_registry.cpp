@@ -11,6 +11,7 @@
 
 #include "models/checkpoint.hpp"
 #include "tests/golden.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::models;
@@ -52,7 +53,7 @@ ModelInputs two_rows() {
 
 // Per process: engineers' checkouts run these tests side by side on one machine.
 std::string temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("xgrad_registry_" + std::to_string(::getpid()) + "_" + name);
+  const auto d = std::filesystem::path(temp_path("xgrad_registry_" + name));
   std::filesystem::remove_all(d);
   return d.string();
 }

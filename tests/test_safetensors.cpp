@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "nn/safetensors.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 using namespace xg::nn;
@@ -13,7 +14,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 std::string tmp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("xgrad_st_" + name)).string();
+  return temp_path("xgrad_st_" + name);
 }
 
 // A file from a raw header string and data bytes.
@@ -73,7 +74,7 @@ TEST_CASE("safetensors write is atomic and round-trips floats and ints", "[safet
   const std::string path = tmp_path("write.safetensors");
   StateDict sd = {{"a", Tensor::arange(6).reshape({2, 3})}, {"b", Tensor::scalar(-1.5f)}};
   safetensors::write(path, sd, {{"ids", {{2}, {5, -9}}}}, {{"k", "v"}});
-  for (auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+  for (auto& e : std::filesystem::directory_iterator(test_temp_dir()))
     CHECK(e.path().string().find("write.safetensors.tmp") == std::string::npos);
   const auto f = safetensors::read(path);
   CHECK(safetensors::to_float(f.tensors.at("a"), "a").to_vector() == sd["a"].to_vector());

@@ -13,6 +13,7 @@
 
 #include "util/crc32c.hpp"
 #include "util/tensorboard.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg;
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("xgrad_tb_" + name + "_" + std::to_string(getpid()));
+  const fs::path dir = fs::path(temp_path("xgrad_tb_" + name));
   fs::remove_all(dir);
   return dir;
 }

@@ -10,6 +10,7 @@
 #include "text/hf_tokenizer_files.hpp"
 #include "text/load_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg::text;
 using Catch::Matchers::Contains;
@@ -24,7 +25,7 @@ const Tokenizer& bert() {
 }
 
 std::string fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("xgrad_tokiface_" + name);
+  const fs::path d = fs::path(temp_path("xgrad_tokiface_" + name));
   fs::remove_all(d);
   fs::create_directories(d);
   return d.string();
