@@ -62,6 +62,9 @@ class Pool {
     }
     wake_.notify_all();
     work();
+    // A worker may still be on its last task. It usually ends within microseconds, and a futex
+    // sleep and wake-up costs tens of them: spin first, as the workers do.
+    for (int spin = 0; spin < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++spin) cpu_relax();
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return pending_.load() == 0; });
     job_ = nullptr;

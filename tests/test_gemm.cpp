@@ -64,38 +64,55 @@ TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
   set_num_threads(before);
 }
 
+namespace {
+// sgemm and sgemm_packed at 1, 2 and 3 threads, every transpose: each element of C is summed in
+// the same order however the work is shared out, so all give one thread's bits.
+void check_same_bits_across_threads(size_t M, size_t N, size_t K) {
+  const int before = num_threads();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const size_t lda = ta ? M : K, ldb = tb ? K : N;
+      const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
+      const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
+      std::vector<float> by_thread[3], packed_by_thread[3];
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        auto& C = by_thread[threads - 1];
+        auto& P = packed_by_thread[threads - 1];
+        C = random_vec(M * N, 23);
+        P = C;
+        gemm::sgemm(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.5f, C.data(), N);
+        gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, 0.5f, P.data(), N);
+      }
+      INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
+      REQUIRE(by_thread[0] == by_thread[1]);
+      REQUIRE(by_thread[0] == by_thread[2]);
+      REQUIRE(packed_by_thread[0] == packed_by_thread[1]);
+      REQUIRE(packed_by_thread[0] == packed_by_thread[2]);
+      REQUIRE(packed_by_thread[0] == by_thread[0]);
+    }
+  set_num_threads(before);
+}
+}  // namespace
+
 // Few rows: each thread takes a range of column panels (of a packed B too, starting inside its
-// blocks) and packs its own B. Every element is summed in the same order, so 2 or 3 threads
-// (ranges of unequal size) give one thread's bits.
+// blocks) and packs its own B; 2 or 3 threads give ranges of unequal size.
 TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one thread", "[gemm]") {
   const int before = num_threads();
   set_num_threads(2);
   check_gemm(40, 9000, 300, false, true, 1.f, 0.f, 0);  // an MLM decoder's shape, scaled down
+  set_num_threads(before);
   // M below 16 row panels on AVX-512 (MR 14) and AVX2 (MR 6); M * N * K above the threading floor
   for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{40, 9000, 300}, {60, 257, 1600}, {20, 200, 100}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        const size_t lda = ta ? M : K, ldb = tb ? K : N;
-        const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
-        const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
-        std::vector<float> by_thread[3], packed_by_thread[3];
-        for (int threads : {1, 2, 3}) {
-          set_num_threads(threads);
-          auto& C = by_thread[threads - 1];
-          auto& P = packed_by_thread[threads - 1];
-          C = random_vec(M * N, 23);
-          P = C;
-          gemm::sgemm(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.5f, C.data(), N);
-          gemm::sgemm_packed(ta, M, 1.f, A.data(), lda, packed, 0.5f, P.data(), N);
-        }
-        INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
-        REQUIRE(by_thread[0] == by_thread[1]);
-        REQUIRE(by_thread[0] == by_thread[2]);
-        REQUIRE(packed_by_thread[0] == packed_by_thread[1]);
-        REQUIRE(packed_by_thread[0] == packed_by_thread[2]);
-        REQUIRE(packed_by_thread[0] == by_thread[0]);
-      }
-  set_num_threads(before);
+    check_same_bits_across_threads(M, N, K);
+}
+
+// Many rows: the threads take row blocks, and the last ones a row panel at a time, as they free
+// up. 350 rows are 25 panels of 14 (row blocks at 2 and 3 threads), 229 are 17 (row blocks at 2
+// threads, column groups at 3), 1000 cross MC many times; the last panel of each is partial.
+TEST_CASE("gemm with many rows: row blocks and a tail of single panels, the same bits as one thread", "[gemm]") {
+  for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{350, 300, 200}, {229, 70, 90}, {1000, 100, 40}})
+    check_same_bits_across_threads(M, N, K);
 }
 
 namespace {

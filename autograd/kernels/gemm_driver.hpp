@@ -176,6 +176,19 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
     return;
   }
 
+  // Row tasks: the row blocks, the last T of them one MR-row panel at a time. Tasks are handed out
+  // as threads free up, so the thread that runs out first waits for one panel at most, not for a
+  // block: with the last blocks in halves, the two threads of a mini training step still ended
+  // ~85 us apart per call on average (~3.5% of the GEMMs' time), with single panels ~20 us. A's
+  // panels are packed once either way; only the tail's B micro-panels serve fewer A panels.
+  const size_t tail = split_rows ? std::min(T, m_blocks) : 0;
+  const size_t tail_panel0 = tail ? block_rows(m_blocks - tail).first / MR : m_panels;
+  const size_t row_tasks = m_blocks - tail + (m_panels - tail_panel0);
+  auto task_rows = [&](size_t t) {
+    if (t < m_blocks - tail) return block_rows(t);
+    const size_t i0 = (tail_panel0 + t - (m_blocks - tail)) * MR;
+    return std::make_pair(i0, std::min(MR, p.M - i0));
+  };
   for (size_t jc = 0; jc < p.N; jc += NC) {
     const size_t nc = std::min(NC, p.N - jc);
     const size_t n_panels = (nc + NR - 1) / NR;
@@ -192,8 +205,8 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
           auto [b0, b1] = panel_range(t, std::min(T, n_panels));
           Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, b0, b1, bpack.data());
         });
-      parallel_for(m_blocks * n_groups, [&](size_t task) {
-        auto [i0, mc] = block_rows(task / n_groups);
+      parallel_for(row_tasks * n_groups, [&](size_t task) {
+        auto [i0, mc] = task_rows(task / n_groups);
         auto [j0, j1] = panel_range(task % n_groups, n_groups);
         if (j0 < j1) compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, j0, j1, beta);
       });
