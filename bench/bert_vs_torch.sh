@@ -16,6 +16,10 @@
 # PRECISION=bf16 runs bert_pretrain --precision bf16 and adds PyTorch's own mixed precision (the
 # same script under torch.autocast("cpu", bfloat16), oneDNN's bf16 kernels; BERT models only):
 # the ratio against PyTorch fp32 and, last, against PyTorch bf16.
+# REPEATS=N (default 1) measures N rounds per model: the first picks PyTorch's fastest setting as
+# above, the rest run xgrad and that setting alternately. Each column is then the median over the
+# rounds, each ratio the median of the rounds' ratios (every round's ratios are printed below
+# its row): on a shared machine one run moves by 10-15%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models=${1:-"mini base"}
@@ -25,35 +29,66 @@ steps=${4:-10}
 baseline=${BASELINE:-}
 hf_python=${HF_PYTHON:-/usr/bin/python3}
 precision=${PRECISION:-fp32}
+repeats=${REPEATS:-1}
 [[ "$precision" == fp32 || "$precision" == bf16 ]] || { echo "PRECISION must be fp32 or bf16, got $precision" >&2; exit 2; }
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "REPEATS must be a positive integer, got $repeats" >&2; exit 2; }
 
 source bench/torch_blas.sh  # OpenBLAS and its fastest kernel set for PyTorch; fastest_peer
+field() { grep "^$1" <<< "$2" | awk '{print $NF}'; }  # the value of a "KEY ... X" line
+# The torch thread count of a peer's fastest "threads T: X tokens/s" line.
+fastest_threads() { awk '/^threads /{ if ($3 + 0 > best) { best = $3 + 0; t = $2 } } END { sub(":", "", t); print t }' <<< "$1"; }
+median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "$@"; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+
 printf "%-12s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"
 [[ -n "$baseline" ]] && printf " %14s %7s %12s" "baseline tok/s" ratio "baseline MB"
 [[ "$precision" == bf16 ]] && printf " %16s %9s" "torch bf16 tok/s" "ratio bf16"
 printf "\n"
 for m in $models; do
-  ours=$(build/bin/bert_pretrain --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$precision" --optimizer adamw)
-  o_tps=$(grep "^tokens/s" <<< "$ours" | awk '{print $2}')
-  o_mb=$(grep "^peak memory" <<< "$ours" | awk '{print $4}')
   peer=(/usr/bin/python3 bench/bert_pretrain_torch.py --model "$m")
   [[ "$m" == roberta-* || "$m" == albert-* ]] && peer=("$hf_python" bench/hf_pretrain_torch.py --family "${m%%-*}" --model "${m#*-}")
-  t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
-  best=$(grep "^tokens/s" <<< "$t" | awk '{print $2}')
-  best_mb=$(grep "^peak memory" <<< "$t" | awk '{print $4}')
-  ratio=$(python3 -c "print(f'{$o_tps / $best:.2f}')")
-  printf "%-12s %14s %14s %7s %12s %12s" "$m" "$o_tps" "$best" "$ratio" "$o_mb" "$best_mb"
-  if [[ -n "$baseline" ]]; then
-    b_precision=(); [[ "$precision" == bf16 ]] && b_precision=(--precision bf16)  # older builds lack the flag
-    b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --optimizer adamw "${b_precision[@]}")
-    b_tps=$(grep "^tokens/s" <<< "$b" | awk '{print $2}')
-    b_mb=$(grep "^peak memory" <<< "$b" | awk '{print $4}')
-    printf " %14s %7s %12s" "$b_tps" "$(python3 -c "print(f'{$b_tps / $best:.2f}')")" "$b_mb"
-  fi
-  if [[ "$precision" == bf16 && "$m" != roberta-* && "$m" != albert-* ]]; then
-    t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2 --autocast)
-    best_bf16=$(grep "^tokens/s" <<< "$t" | awk '{print $2}')
-    printf " %16s %9s" "$best_bf16" "$(python3 -c "print(f'{$o_tps / $best_bf16:.2f}')")"
-  fi
+  autocast=false
+  [[ "$precision" == bf16 && "$m" != roberta-* && "$m" != albert-* ]] && autocast=true
+  b_precision=(); [[ "$precision" == bf16 ]] && b_precision=(--precision bf16)  # older builds lack the flag
+  ours_tps=(); torch_tps=(); base_tps=(); bf16_tps=(); ratios=(); base_ratios=(); bf16_ratios=()
+  for ((round = 1; round <= repeats; ++round)); do
+    ours=$(build/bin/bert_pretrain --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$precision" --optimizer adamw)
+    ours_tps+=("$(field tokens/s "$ours")")
+    (( round == 1 )) && o_mb=$(field "peak memory" "$ours")
+    if (( round == 1 )); then  # pick the setting: the fastest of torch x OpenBLAS threads
+      t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
+      t_mb=$(field "peak memory" "$t")
+      t_threads=$(fastest_threads "$t"); t_ob=$(field "openblas threads" "$t")
+    else
+      t=$(OPENBLAS_NUM_THREADS=$t_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$t_threads")
+    fi
+    torch_tps+=("$(field tokens/s "$t")")
+    ratios+=("$(ratio "${ours_tps[-1]}" "${torch_tps[-1]}")")
+    if [[ -n "$baseline" ]]; then
+      b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --optimizer adamw "${b_precision[@]}")
+      base_tps+=("$(field tokens/s "$b")")
+      (( round == 1 )) && b_mb=$(field "peak memory" "$b")
+      base_ratios+=("$(ratio "${base_tps[-1]}" "${torch_tps[-1]}")")
+    fi
+    if $autocast; then
+      if (( round == 1 )); then
+        t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2 --autocast)
+        a_threads=$(fastest_threads "$t"); a_ob=$(field "openblas threads" "$t")
+      else
+        t=$(OPENBLAS_NUM_THREADS=$a_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$a_threads" --autocast)
+      fi
+      bf16_tps+=("$(field tokens/s "$t")")
+      bf16_ratios+=("$(ratio "${ours_tps[-1]}" "${bf16_tps[-1]}")")
+    fi
+  done
+  printf "%-12s %14s %14s %7s %12s %12s" "$m" "$(median 1 "${ours_tps[@]}")" "$(median 1 "${torch_tps[@]}")" \
+    "$(median 2 "${ratios[@]}")" "$o_mb" "$t_mb"
+  [[ -n "$baseline" ]] && printf " %14s %7s %12s" "$(median 1 "${base_tps[@]}")" "$(median 2 "${base_ratios[@]}")" "$b_mb"
+  $autocast && printf " %16s %9s" "$(median 1 "${bf16_tps[@]}")" "$(median 2 "${bf16_ratios[@]}")"
   printf "\n"
+  if (( repeats > 1 )); then
+    echo "  ratio per round: ${ratios[*]}"
+    [[ -n "$baseline" ]] && echo "  baseline ratio per round: ${base_ratios[*]}"
+    $autocast && echo "  ratio to bf16 per round: ${bf16_ratios[*]}"
+  fi
 done

@@ -32,14 +32,15 @@ if [[ -z "${OPENBLAS_CORETYPE+set}" ]]; then
   echo "PyTorch BLAS: $blas, OPENBLAS_CORETYPE='${best_core}' (${best_gflops} GFLOP/s on a 1024^3 GEMM)" >&2
 fi
 # Runs a PyTorch peer (the command and its arguments) under 1 and then 2 OpenBLAS threads and prints
-# the output of the faster run, judged by its line "KEY X" (KEY: tokens/s, examples/s).
+# the output of the faster run, judged by its line "KEY X" (KEY: tokens/s, examples/s), and last
+# "openblas threads: N", the count it ran with.
 fastest_peer() {
   local key=$1 best=0 best_out="" out value ob
   shift
   for ob in 1 2; do
     out=$(OPENBLAS_NUM_THREADS=$ob "$@")
     value=$(grep "^$key" <<< "$out" | awk '{print $2}')
-    if python3 -c "import sys; sys.exit(0 if $value > $best else 1)"; then best=$value; best_out=$out; fi
+    if python3 -c "import sys; sys.exit(0 if $value > $best else 1)"; then best=$value; best_out="$out"$'\n'"openblas threads: $ob"; fi
   done
   printf "%s\n" "$best_out"
 }
