@@ -16,10 +16,11 @@
 # PRECISION=bf16 runs bert_pretrain --precision bf16 and adds PyTorch's own mixed precision (the
 # same script under torch.autocast("cpu", bfloat16), oneDNN's bf16 kernels; BERT models only):
 # the ratio against PyTorch fp32 and, last, against PyTorch bf16.
-# REPEATS=N (default 1) measures N rounds per model: the first picks PyTorch's fastest setting as
-# above, the rest run xgrad and that setting alternately. Each column is then the median over the
-# rounds, each ratio the median of the rounds' ratios (every round's ratios are printed below
-# its row): on a shared machine one run moves by 10-15%.
+# REPEATS=N (default 1) measures N rounds per model: PyTorch's fastest setting is picked as above
+# first, then each round runs xgrad and that setting once (with N > 1 the picking runs are not
+# rounds: the best of four runs would favour the peer). Each column is the median over the rounds,
+# each ratio the median of the rounds' ratios (every round's ratios are printed below its row): on
+# a shared machine one run moves by 10-15%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models=${1:-"mini base"}
@@ -59,7 +60,8 @@ for m in $models; do
       t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
       t_mb=$(field "peak memory" "$t")
       t_threads=$(fastest_threads "$t"); t_ob=$(field "openblas threads" "$t")
-    else
+    fi
+    if (( round > 1 || repeats > 1 )); then
       t=$(OPENBLAS_NUM_THREADS=$t_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$t_threads")
     fi
     torch_tps+=("$(field tokens/s "$t")")
@@ -74,7 +76,8 @@ for m in $models; do
       if (( round == 1 )); then
         t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2 --autocast)
         a_threads=$(fastest_threads "$t"); a_ob=$(field "openblas threads" "$t")
-      else
+      fi
+      if (( round > 1 || repeats > 1 )); then
         t=$(OPENBLAS_NUM_THREADS=$a_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$a_threads" --autocast)
       fi
       bf16_tps+=("$(field tokens/s "$t")")
@@ -83,12 +86,12 @@ for m in $models; do
   done
   printf "%-12s %14s %14s %7s %12s %12s" "$m" "$(median 1 "${ours_tps[@]}")" "$(median 1 "${torch_tps[@]}")" \
     "$(median 2 "${ratios[@]}")" "$o_mb" "$t_mb"
-  [[ -n "$baseline" ]] && printf " %14s %7s %12s" "$(median 1 "${base_tps[@]}")" "$(median 2 "${base_ratios[@]}")" "$b_mb"
-  $autocast && printf " %16s %9s" "$(median 1 "${bf16_tps[@]}")" "$(median 2 "${bf16_ratios[@]}")"
+  if [[ -n "$baseline" ]]; then printf " %14s %7s %12s" "$(median 1 "${base_tps[@]}")" "$(median 2 "${base_ratios[@]}")" "$b_mb"; fi
+  if $autocast; then printf " %16s %9s" "$(median 1 "${bf16_tps[@]}")" "$(median 2 "${bf16_ratios[@]}")"; fi
   printf "\n"
   if (( repeats > 1 )); then
     echo "  ratio per round: ${ratios[*]}"
-    [[ -n "$baseline" ]] && echo "  baseline ratio per round: ${base_ratios[*]}"
-    $autocast && echo "  ratio to bf16 per round: ${bf16_ratios[*]}"
+    if [[ -n "$baseline" ]]; then echo "  baseline ratio per round: ${base_ratios[*]}"; fi
+    if $autocast; then echo "  ratio to bf16 per round: ${bf16_ratios[*]}"; fi
   fi
 done

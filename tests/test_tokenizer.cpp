@@ -10,6 +10,7 @@
 #include "tests/golden.hpp"
 #include "text/bert_tokenizer.hpp"
 #include "text/vocab.hpp"
+#include "tests/temp_path.hpp"
 
 using namespace xg::text;
 using Catch::Matchers::Contains;
@@ -182,10 +183,10 @@ TEST_CASE("invalid UTF-8: a clear error naming the text, or replacement on reque
 
 TEST_CASE("vocabulary files are validated", "[tokenizer][errors]") {
   CHECK_THROWS_WITH(Vocab::from_file("/nonexistent/vocab.txt"), Contains("/nonexistent/vocab.txt"));
-  const std::string dup = "/tmp/xgrad_dup_vocab.txt";
+  const std::string dup = temp_path("xgrad_dup_vocab.txt");
   std::ofstream(dup) << "[PAD]\na\nb\na\n";
   CHECK_THROWS_WITH(Vocab::from_file(dup), Contains(":4") && Contains("'a'") && Contains("line 2"));
-  const std::string empty = "/tmp/xgrad_empty_vocab.txt";
+  const std::string empty = temp_path("xgrad_empty_vocab.txt");
   std::ofstream(empty).flush();
   CHECK_THROWS_WITH(Vocab::from_file(empty), Contains("no tokens"));
   CHECK_THROWS_WITH(BertTokenizer(Vocab({"a", "b"})), Contains("[UNK]"));

@@ -176,18 +176,25 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
     return;
   }
 
-  // Row tasks: the row blocks, the last T of them one MR-row panel at a time. Tasks are handed out
-  // as threads free up, so the thread that runs out first waits for one panel at most, not for a
+  // Row tasks: the row blocks, except that the rows of the last T blocks go out in pieces that
+  // shrink to single MR-row panels (each piece 1/(2T) of the panels left). Tasks are handed out as
+  // threads free up, so the thread that runs out of work first waits for about one panel, not a
   // block: with the last blocks in halves, the two threads of a mini training step still ended
-  // ~85 us apart per call on average (~3.5% of the GEMMs' time), with single panels ~20 us. A's
-  // panels are packed once either way; only the tail's B micro-panels serve fewer A panels.
+  // ~85 us apart per GEMM call on average (~3.5% of the GEMMs' time), with single panels ~20 us.
+  // A's panels are packed once either way; a piece streams the B block for fewer rows than a
+  // block does, so the pieces start large.
+  std::vector<std::pair<size_t, size_t>> tail_pieces;  // (first panel, panels)
   const size_t tail = split_rows ? std::min(T, m_blocks) : 0;
-  const size_t tail_panel0 = tail ? block_rows(m_blocks - tail).first / MR : m_panels;
-  const size_t row_tasks = m_blocks - tail + (m_panels - tail_panel0);
+  for (size_t panel = tail ? block_rows(m_blocks - tail).first / MR : m_panels; panel < m_panels;) {
+    const size_t n = (m_panels - panel + 2 * T - 1) / (2 * T);
+    tail_pieces.emplace_back(panel, n);
+    panel += n;
+  }
+  const size_t row_tasks = m_blocks - tail + tail_pieces.size();
   auto task_rows = [&](size_t t) {
     if (t < m_blocks - tail) return block_rows(t);
-    const size_t i0 = (tail_panel0 + t - (m_blocks - tail)) * MR;
-    return std::make_pair(i0, std::min(MR, p.M - i0));
+    const auto [panel, n] = tail_pieces[t - (m_blocks - tail)];
+    return std::make_pair(panel * MR, std::min(n * MR, p.M - panel * MR));
   };
   for (size_t jc = 0; jc < p.N; jc += NC) {
     const size_t nc = std::min(NC, p.N - jc);
