@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/kernels/online_softmax.hpp"
+#include "autograd/kernels/round_up.hpp"
 #include "autograd/kernels/transpose16.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
@@ -26,7 +27,6 @@ constexpr size_t kKeyBlock = 4 * W;     // keys per block: one register tile of 
 constexpr size_t kQueryBlock = 64;      // queries per task
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
-inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 struct Scratch {
   std::vector<float> q, p, o, m, l;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/online_softmax.hpp"
+#include "autograd/kernels/round_up.hpp"
 #include "autograd/kernels/transpose16.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
@@ -26,7 +27,6 @@ constexpr size_t kBlock = 64;   // queries and keys per block
 static_assert(kBlock % W == 0 && kBlock % kRows == 0);
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
-inline size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 // c[kRows x NC*W] += a[kRows x kdim] b[kdim x NC*W]; with TransA, a is stored transposed
 // (element (r, kk) at a[kk * lda + r]), which the broadcasts read as cheaply.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm_driver.hpp"
+#include "autograd/kernels/round_up.hpp"
 #include "autograd/kernels/transpose16.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
@@ -237,7 +238,7 @@ void PackedB::Free::operator()(void* p) const { std::free(p); }
 
 PackedB::PackedB(Kind kind, size_t K, size_t N, size_t words)
     : kind_(kind), K_(K), N_(N), words_(words),
-      data_(static_cast<uint32_t*>(std::aligned_alloc(64, detail::round_up(std::max<size_t>(words, 1) * 4, 64)))) {
+      data_(static_cast<uint32_t*>(std::aligned_alloc(64, round_up(std::max<size_t>(words, 1) * 4, 64)))) {
   if (!data_) throw std::bad_alloc();
 }
 

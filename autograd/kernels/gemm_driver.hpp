@@ -14,14 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/round_up.hpp"
 #include "autograd/parallel.hpp"
 
 namespace xg::gemm::detail {
 
 template <class T>
 using PackBuffer = std::vector<T, xsimd::aligned_allocator<T, 64>>;
-
-inline size_t round_up(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
 // One GEMM; B's element type is BElem (float, or uint16_t bf16 for pre-converted weights).
 template <class BElem>
