@@ -40,6 +40,23 @@ field() { grep "^$1" <<< "$2" | awk '{print $NF}'; }  # the value of a "KEY ... 
 fastest_threads() { awk '/^threads /{ if ($3 + 0 > best) { best = $3 + 0; t = $2 } } END { sub(":", "", t); print t }' <<< "$1"; }
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "$@"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+# One PyTorch run of round ROUND into $peer_out: `peer` with this run's shape and EXTRA_ARGS, at the
+# setting picked for KEY (fp32 or autocast) in round 1, where fastest_peer tries torch threads 1
+# and 2 under OpenBLAS threads 1 and 2 and the fastest pair is kept in picked[KEY]. With
+# REPEATS > 1, round 1 then reruns that pair, so that no round is a best of four.
+declare -A picked
+peer_round() {  # KEY ROUND [EXTRA_ARGS...]
+  local key=$1 round=$2 threads ob
+  shift 2
+  local run=("${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" "$@")
+  if (( round == 1 )); then
+    peer_out=$(fastest_peer tokens/s "${run[@]}" --threads 1,2)
+    picked[$key]="$(fastest_threads "$peer_out") $(field "openblas threads" "$peer_out")"
+    (( repeats == 1 )) && return
+  fi
+  read -r threads ob <<< "${picked[$key]}"
+  peer_out=$(OPENBLAS_NUM_THREADS=$ob "${run[@]}" --threads "$threads")
+}
 
 printf "%-12s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"
 [[ -n "$baseline" ]] && printf " %14s %7s %12s" "baseline tok/s" ratio "baseline MB"
@@ -55,32 +72,19 @@ for m in $models; do
   for ((round = 1; round <= repeats; ++round)); do
     ours=$(build/bin/bert_pretrain --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$precision" --optimizer adamw)
     ours_tps+=("$(field tokens/s "$ours")")
-    (( round == 1 )) && o_mb=$(field "peak memory" "$ours")
-    if (( round == 1 )); then  # pick the setting: the fastest of torch x OpenBLAS threads
-      t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
-      t_mb=$(field "peak memory" "$t")
-      t_threads=$(fastest_threads "$t"); t_ob=$(field "openblas threads" "$t")
-    fi
-    if (( round > 1 || repeats > 1 )); then
-      t=$(OPENBLAS_NUM_THREADS=$t_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$t_threads")
-    fi
-    torch_tps+=("$(field tokens/s "$t")")
+    peer_round fp32 "$round"
+    torch_tps+=("$(field tokens/s "$peer_out")")
+    if (( round == 1 )); then o_mb=$(field "peak memory" "$ours"); t_mb=$(field "peak memory" "$peer_out"); fi
     ratios+=("$(ratio "${ours_tps[-1]}" "${torch_tps[-1]}")")
     if [[ -n "$baseline" ]]; then
       b=$("$baseline" --benchmark --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --optimizer adamw "${b_precision[@]}")
       base_tps+=("$(field tokens/s "$b")")
-      (( round == 1 )) && b_mb=$(field "peak memory" "$b")
+      if (( round == 1 )); then b_mb=$(field "peak memory" "$b"); fi
       base_ratios+=("$(ratio "${base_tps[-1]}" "${torch_tps[-1]}")")
     fi
     if $autocast; then
-      if (( round == 1 )); then
-        t=$(fastest_peer tokens/s "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2 --autocast)
-        a_threads=$(fastest_threads "$t"); a_ob=$(field "openblas threads" "$t")
-      fi
-      if (( round > 1 || repeats > 1 )); then
-        t=$(OPENBLAS_NUM_THREADS=$a_ob "${peer[@]}" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads "$a_threads" --autocast)
-      fi
-      bf16_tps+=("$(field tokens/s "$t")")
+      peer_round autocast "$round" --autocast
+      bf16_tps+=("$(field tokens/s "$peer_out")")
       bf16_ratios+=("$(ratio "${ours_tps[-1]}" "${bf16_tps[-1]}")")
     fi
   done

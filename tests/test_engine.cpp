@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "autograd/xgrad.hpp"
+#include "tests/thread_count.hpp"
 #include "util/threads.hpp"
 
 using namespace xg;
@@ -85,7 +86,7 @@ TEST_CASE("gradients of ops not requiring grad are skipped", "[engine]") {
 }
 
 TEST_CASE("thread count can be set at run time", "[engine][parallel]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   set_num_threads(1);
   CHECK(num_threads() == 1);
   std::vector<int> hits(100, 0);
@@ -96,7 +97,6 @@ TEST_CASE("thread count can be set at run time", "[engine][parallel]") {
   CHECK_THROWS_WITH(parallel_for(4, [](size_t i) { if (i == 2) throw std::runtime_error("task 2"); }),
                     Contains("task 2"));
   CHECK_THROWS_WITH(set_num_threads(0), Contains("[set_num_threads]"));
-  set_num_threads(before);
 }
 
 TEST_CASE("element-wise ops and the loss give the same bits on any thread count", "[engine][parallel]") {
@@ -108,7 +108,7 @@ TEST_CASE("element-wise ops and the loss give the same bits on any thread count"
   for (size_t i = 0; i < targets.size(); ++i) targets[i] = int64_t(i * 81 % 3001);
   targets[5] = -100;  // ignored
   auto run = [&](int threads) {
-    const int before = num_threads();
+    RestoreThreads restore;
     set_num_threads(threads);
     x.zero_grad();
     logits.zero_grad();
@@ -116,7 +116,6 @@ TEST_CASE("element-wise ops and the loss give the same bits on any thread count"
     sum(mul(y, y)).backward();
     const Tensor loss = cross_entropy(logits, targets, -100, Reduction::Mean, 0.1f);
     loss.backward();
-    set_num_threads(before);
     return std::vector<std::vector<float>>{y.to_vector(), x.grad().to_vector(), loss.to_vector(), logits.grad().to_vector()};
   };
   CHECK(run(1) == run(2));
@@ -131,7 +130,7 @@ struct RefusedThreadStarts {
 }  // namespace
 
 TEST_CASE("a refused thread start names the work, the thread count and the remedy", "[engine][parallel]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   set_num_threads(1);
   {
     RefusedThreadStarts refused(1);  // the pool's second worker (thread 3, the caller being 1)
@@ -153,5 +152,4 @@ TEST_CASE("a refused thread start names the work, the thread count and the remed
   CHECK(ran == 2);  // the two started threads finished before the error left
   run_on_threads(3, [&](size_t) { ++ran; });
   CHECK(ran == 5);
-  set_num_threads(before);
 }

@@ -8,6 +8,7 @@
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/parallel.hpp"
 #include "tests/random_values.hpp"
+#include "tests/thread_count.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
@@ -36,7 +37,7 @@ void check_gemm(size_t M, size_t N, size_t K, bool ta, bool tb, float alpha, flo
 }  // namespace
 
 TEST_CASE("gemm matches the triple loop on odd shapes and every transpose", "[gemm]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
@@ -44,7 +45,6 @@ TEST_CASE("gemm matches the triple loop on odd shapes and every transpose", "[ge
       for (bool ta : {false, true})
         for (bool tb : {false, true}) check_gemm(M, N, K, ta, tb, 1.f, 0.f, 0);
   }
-  set_num_threads(before);
 }
 
 TEST_CASE("gemm alpha, beta and padded leading dimensions", "[gemm]") {
@@ -54,24 +54,20 @@ TEST_CASE("gemm alpha, beta and padded leading dimensions", "[gemm]") {
 }
 
 TEST_CASE("gemm across cache-block boundaries, threaded", "[gemm]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   set_num_threads(2);
   check_gemm(350, 2060, 270, false, true, 1.f, 0.f, 0);  // crosses MC, NC and KC
   check_gemm(341, 97, 530, true, false, 1.f, 1.f, 1);
   check_gemm(226, 1100, 40, false, true, 1.f, 0.f, 0);  // 17 row panels: row blocks of unequal size
   check_gemm(128, 1030, 50, false, true, 1.f, 0.f, 0);  // few row panels: column groups past NC
   check_gemm(100, 32, 70, false, true, 1.f, 0.f, 0);    // few row panels, one column panel
-  set_num_threads(before);
 }
 
 namespace {
 // sgemm and sgemm_packed at 1, 2 and 3 threads, every transpose: each element of C is summed in
 // the same order however the work is shared out, so all give one thread's bits.
 void check_same_bits_across_threads(size_t M, size_t N, size_t K) {
-  struct RestoreThreads {  // also when a REQUIRE below throws
-    int n = num_threads();
-    ~RestoreThreads() { set_num_threads(n); }
-  } restore;
+  RestoreThreads restore;  // also when a REQUIRE below throws
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       const size_t lda = ta ? M : K, ldb = tb ? K : N;
@@ -100,10 +96,9 @@ void check_same_bits_across_threads(size_t M, size_t N, size_t K) {
 // Few rows: each thread takes a range of column panels (of a packed B too, starting inside its
 // blocks) and packs its own B; 2 or 3 threads give ranges of unequal size.
 TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one thread", "[gemm]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   set_num_threads(2);
   check_gemm(40, 9000, 300, false, true, 1.f, 0.f, 0);  // an MLM decoder's shape, scaled down
-  set_num_threads(before);
   // M below 16 row panels on AVX-512 (MR 14) and AVX2 (MR 6); M * N * K above the threading floor
   for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{40, 9000, 300}, {60, 257, 1600}, {20, 200, 100}})
     check_same_bits_across_threads(M, N, K);
@@ -130,7 +125,7 @@ void add_bias_after(std::vector<float>& C, size_t M, size_t N, size_t ldc, const
 // The bias goes in with the last K block's stores: the full tiles, the partial ones, past NC,
 // past KC (added once, after every block), the few-row column ranges, a packed B, K == 0.
 TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
     // M = 18 and 22 end in 4- and 8-row kernels (MR 14)
@@ -155,7 +150,6 @@ TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]
             REQUIRE(P == R);
           }
   }
-  set_num_threads(before);
 }
 
 TEST_CASE("gemm with K == 0 scales C by beta, empty M or N is a no-op", "[gemm]") {
@@ -170,6 +164,7 @@ TEST_CASE("batched gemm, including a shared operand (stride 0)", "[gemm]") {
   const size_t batch = 5, M = 9, N = 11, K = 13;
   const auto A = random_vec(batch * M * K, 4), B = random_vec(K * N, 5);
   std::vector<float> C(batch * M * N), R(batch * M * N);
+  RestoreThreads restore;
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     gemm::sgemm_batched(false, false, batch, M, N, K, 1.f, A.data(), K, M * K, B.data(), N, 0, 0.f,
@@ -182,7 +177,7 @@ TEST_CASE("batched gemm, including a shared operand (stride 0)", "[gemm]") {
 }
 
 TEST_CASE("sgemm_packed equals sgemm bit for bit", "[gemm]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     // K past two KC blocks (odd), N past NC, M from one row to several row blocks
@@ -203,7 +198,6 @@ TEST_CASE("sgemm_packed equals sgemm bit for bit", "[gemm]") {
           }
         }
   }
-  set_num_threads(before);
 }
 
 TEST_CASE("sgemm_packed with an empty dimension", "[gemm]") {

@@ -12,6 +12,7 @@
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
 #include "tests/random_values.hpp"
+#include "tests/thread_count.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
@@ -37,12 +38,9 @@ std::vector<gemm::Bf16Kernel> kernels_here() {
 
 // Restores the thread count and the bf16 path a test changed.
 struct Restore {
-  int threads = num_threads();
+  RestoreThreads threads;
   gemm::Bf16Kernel kernel = gemm::bf16_kernel();
-  ~Restore() {
-    set_num_threads(threads);
-    gemm::set_bf16_kernel(kernel);
-  }
+  ~Restore() { gemm::set_bf16_kernel(kernel); }
 };
 
 struct Case {

@@ -6,6 +6,7 @@
 
 #include "autograd/parallel.hpp"
 #include "tests/gradcheck.hpp"
+#include "tests/thread_count.hpp"
 #include "util/random.hpp"
 
 using namespace xg;
@@ -63,10 +64,7 @@ TEST_CASE("dropout: the mask follows its documented draws, for any thread count"
       expected[i] = bits >= threshold ? x.data()[i] * scale : 0.f;
     }
   }
-  struct RestoreThreads {
-    int n = num_threads();
-    ~RestoreThreads() { set_num_threads(n); }
-  } restore;
+  RestoreThreads restore;  // also when a REQUIRE below throws
   for (int t : {1, 2, 3}) {
     set_num_threads(t);
     Generator g(11);

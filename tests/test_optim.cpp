@@ -11,6 +11,7 @@
 #include "optim/optim.hpp"
 #include "tests/golden.hpp"
 #include "tests/temp_path.hpp"
+#include "tests/thread_count.hpp"
 
 using namespace xg;
 using namespace xg::nn;
@@ -234,7 +235,7 @@ TEST_CASE("a group's lr_scale trains it as the rate lr * lr_scale would", "[opti
 TEST_CASE("LAMB gives the same bits on any thread count", "[optim]") {
   // 40,000 weights: three of the blocks its norms are summed in, shared out over threads
   auto run = [](int threads) {
-    const int before = num_threads();
+    RestoreThreads restore;
     set_num_threads(threads);
     Generator gen(7);
     Tensor w = Tensor::normal({200, 200}, 0.f, 0.5f, gen).requires_grad_(true);
@@ -244,7 +245,6 @@ TEST_CASE("LAMB gives the same bits on any thread count", "[optim]") {
       sum(mul(mul(w, w), w)).backward();
       opt.step();
     }
-    set_num_threads(before);
     return w.to_vector();
   };
   const auto one = run(1), two = run(2);

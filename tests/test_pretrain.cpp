@@ -14,6 +14,7 @@
 #include "optim/schedule.hpp"
 #include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
+#include "tests/thread_count.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -344,7 +345,7 @@ TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][err
 }
 
 TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
-  const int before = num_threads();
+  RestoreThreads restore;
   std::vector<nn::StateDict> results;
   for (int threads : {1, 2}) {
     Run r = tiny_run("xgrad_pretrain_threads_" + std::to_string(threads));
@@ -355,7 +356,6 @@ TEST_CASE("training is bit-identical whatever the thread count", "[pretrain]") {
     results.push_back(nn::safetensors::read_float_tensors(r.trainer.out + "/checkpoint-000003/model.safetensors"));
     fs::remove_all(r.trainer.out);
   }
-  set_num_threads(before);
   size_t differing = 0;  // count, not the vectors: a failure message must stay readable
   for (const auto& [n, t] : results[0]) {
     const Tensor& u = results[1].at(n);

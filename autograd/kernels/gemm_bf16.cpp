@@ -103,7 +103,18 @@ void run_fallback(const detail::Problem<BElem>& p) {
 
 // AVX-512: 14 x 2 accumulators + 2 B vectors = 30 of 32 registers, as the fp32 kernel. KC is in
 // k elements (even, so pairs never straddle blocks).
-constexpr size_t MR = 14, NR = 32, KC = 768, MC_MAX = MR * 8, NC = NR * 32;
+// The XG_BF16_* macros let a benchmark build try other blockings.
+#ifndef XG_BF16_KC
+#define XG_BF16_KC 768
+#endif
+#ifndef XG_BF16_MC_PANELS
+#define XG_BF16_MC_PANELS 8
+#endif
+#ifndef XG_BF16_NC_PANELS
+#define XG_BF16_NC_PANELS 32
+#endif
+constexpr size_t MR = 14, NR = 32, KC = XG_BF16_KC, MC_MAX = MR * XG_BF16_MC_PANELS,
+                 NC = NR * XG_BF16_NC_PANELS;
 static_assert(KC % 2 == 0, "bf16 pairs must not straddle KC blocks");
 
 inline size_t pairs(size_t kc) { return (kc + 1) / 2; }

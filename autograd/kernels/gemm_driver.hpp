@@ -182,7 +182,12 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   // ~85 us apart per GEMM call on average (~3.5% of the GEMMs' time), with single panels ~20 us.
   // A's panels are packed once either way; a piece streams the B block for fewer rows than a
   // block does, so the pieces start large.
-  std::vector<std::pair<size_t, size_t>> tail_pieces;  // (first panel, panels)
+  // (first panel, panels). The vector is kept between calls, as the pack buffers are, so a call
+  // allocates nothing; the tasks reach it through this local reference (a thread_local named in a
+  // lambda is the running thread's own, an empty one on the workers).
+  thread_local std::vector<std::pair<size_t, size_t>> tail_buffer;
+  auto& tail_pieces = tail_buffer;
+  tail_pieces.clear();
   const size_t tail = split_rows ? std::min(T, m_blocks) : 0;
   for (size_t panel = tail ? block_rows(m_blocks - tail).first / MR : m_panels; panel < m_panels;) {
     const size_t n = (m_panels - panel + 2 * T - 1) / (2 * T);
