@@ -13,7 +13,7 @@
 
 #include "autograd/kernels/online_softmax.hpp"
 #include "autograd/kernels/round_up.hpp"
-#include "autograd/kernels/transpose16.hpp"
+#include "autograd/kernels/transpose.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
@@ -23,7 +23,10 @@ namespace {
 
 constexpr size_t W = kSimdWidth;
 constexpr size_t kRows = 4;             // queries per register tile
-constexpr size_t kKeyBlock = 4 * W;     // keys per block: one register tile of scores per row
+// Vectors per register tile row: kRows x kTile accumulators, kTile key or value vectors and a
+// broadcast fit AVX-512's 32 registers at 4 and AVX2's 16 at 3 (at 4 the accumulators spilled).
+constexpr size_t kTile = W >= 16 ? 4 : 3;
+constexpr size_t kKeyBlock = kTile * W;  // keys per block: one register tile of scores per row
 constexpr size_t kQueryBlock = 64;      // queries per task
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
@@ -54,7 +57,8 @@ struct PreparedKV {
 };
 
 // kt[d * ldk + j] = k[j * ld + d] + bias[d] for j < len, 0 for len <= j < ldk (a multiple of
-// kKeyBlock). With AVX-512 and whole 16-float head slices, 16 x 16 blocks go through registers.
+// kKeyBlock). With AVX-512 and whole 16-float head slices, 16 x 16 blocks go through registers;
+// with AVX and whole 8-float slices, 8 x 8 blocks.
 void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, size_t hd, float* kt, size_t ldk) {
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
@@ -66,6 +70,20 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
           r[i] = j0 + i < len ? _mm512_add_ps(_mm512_loadu_ps(k + (j0 + i) * ld + d0), b) : _mm512_setzero_ps();
         gemm::detail::transpose16x16(r);
         for (size_t i = 0; i < 16; ++i) _mm512_storeu_ps(kt + (d0 + i) * ldk + j0, r[i]);
+      }
+    return;
+  }
+#elif defined(__AVX__)
+  static_assert(kKeyBlock % 8 == 0, "ldk is a multiple of kKeyBlock");
+  if (hd % 8 == 0) {
+    for (size_t j0 = 0; j0 < ldk; j0 += 8)
+      for (size_t d0 = 0; d0 < hd; d0 += 8) {
+        const __m256 b = bias ? _mm256_loadu_ps(bias + d0) : _mm256_setzero_ps();
+        __m256 r[8];
+        for (size_t i = 0; i < 8; ++i)
+          r[i] = j0 + i < len ? _mm256_add_ps(_mm256_loadu_ps(k + (j0 + i) * ld + d0), b) : _mm256_setzero_ps();
+        gemm::detail::transpose8x8(r);
+        for (size_t i = 0; i < 8; ++i) _mm256_storeu_ps(kt + (d0 + i) * ldk + j0, r[i]);
       }
     return;
   }
@@ -104,23 +122,22 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
 
 // s[r][0..kKeyBlock) = q[r] . kt[:, j] for kRows rows starting at q; kt's rows are ldk apart.
 void score_tile(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, float* s) {
-  fbatch acc[kRows][4];
+  fbatch acc[kRows][kTile];
   for (auto& row : acc)
     for (auto& a : row) a = fbatch(0.f);
   for (size_t d = 0; d < hd; ++d) {
-    const float* k = kt + d * ldk;
-    fbatch k0 = load(k), k1 = load(k + W), k2 = load(k + 2 * W), k3 = load(k + 3 * W);
-    keep_in_register(k0, k1, k2, k3);
+    fbatch k[kTile];
+    for (size_t c = 0; c < kTile; ++c) {
+      k[c] = load(kt + d * ldk + c * W);
+      keep_in_register(k[c]);
+    }
     for (size_t r = 0; r < kRows; ++r) {
       const fbatch qv(q[r * hdp + d]);
-      acc[r][0] = xsimd::fma(qv, k0, acc[r][0]);
-      acc[r][1] = xsimd::fma(qv, k1, acc[r][1]);
-      acc[r][2] = xsimd::fma(qv, k2, acc[r][2]);
-      acc[r][3] = xsimd::fma(qv, k3, acc[r][3]);
+      for (size_t c = 0; c < kTile; ++c) acc[r][c] = xsimd::fma(qv, k[c], acc[r][c]);
     }
   }
   for (size_t r = 0; r < kRows; ++r)
-    for (size_t c = 0; c < 4; ++c) acc[r][c].store_unaligned(s + r * kKeyBlock + c * W);
+    for (size_t c = 0; c < kTile; ++c) acc[r][c].store_unaligned(s + r * kKeyBlock + c * W);
 }
 
 // o[r][c0*W .. (c0+NC)*W) += sum_j p[r][j] v[j] for kRows rows.
@@ -147,8 +164,8 @@ void value_tile(const float* p, const float* v, size_t hdp, size_t nk, size_t c0
 void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o) {
   const size_t vecs = hdp / W;
   size_t c0 = 0;
-  for (; c0 + 4 <= vecs; c0 += 4) value_tile<4>(p, v, hdp, nk, c0, o);
-  switch (vecs - c0) {
+  for (; c0 + kTile <= vecs; c0 += kTile) value_tile<kTile>(p, v, hdp, nk, c0, o);
+  switch (vecs - c0) {  // fewer than kTile left
     case 3: value_tile<3>(p, v, hdp, nk, c0, o); break;
     case 2: value_tile<2>(p, v, hdp, nk, c0, o); break;
     case 1: value_tile<1>(p, v, hdp, nk, c0, o); break;

@@ -14,7 +14,7 @@
 
 #include "autograd/kernels/online_softmax.hpp"
 #include "autograd/kernels/round_up.hpp"
-#include "autograd/kernels/transpose16.hpp"
+#include "autograd/kernels/transpose.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -23,6 +23,10 @@ namespace {
 
 constexpr size_t W = kSimdWidth;
 constexpr size_t kRows = 4;     // rows per register tile
+// Vectors per register tile row: kRows x kTile accumulators, kTile B vectors and a broadcast must
+// fit the register file (32 with AVX-512; AVX2's 16 hold 4 x 3, and 4 x 4 spilled the
+// accumulators to the stack inside the k loop).
+constexpr size_t kTile = W >= 16 ? 4 : 3;
 constexpr size_t kBlock = 64;   // queries and keys per block
 static_assert(kBlock % W == 0 && kBlock % kRows == 0);
 
@@ -59,8 +63,8 @@ void mm_acc(size_t m, size_t n, size_t kdim, const float* a, size_t lda, const f
     const float* ar = TransA ? a + r : a + r * lda;
     float* cr = c + r * ldc;
     size_t v = 0;
-    for (; v + 4 <= vecs; v += 4) mm_tile<4, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim);
-    switch (vecs - v) {
+    for (; v + kTile <= vecs; v += kTile) mm_tile<kTile, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim);
+    switch (vecs - v) {  // fewer than kTile left
       case 3: mm_tile<3, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
       case 2: mm_tile<2, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
       case 1: mm_tile<1, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
@@ -147,8 +151,8 @@ struct Geometry {
     }
   }
   // The same head transposed into dst (hd x Tp, row stride ldt), 16 x 16 blocks through
-  // registers where AVX-512 allows: element by element, the strided stores were a fifth of a mini
-  // step's backward attention task.
+  // registers where AVX-512 allows, 8 x 8 with AVX: element by element, the strided stores were a
+  // fifth of a mini step's backward attention task.
   void columns(const float* x, size_t h, float* dst) const {
     size_t i0 = 0;
 #if defined(__AVX512F__)
@@ -159,6 +163,15 @@ struct Geometry {
           for (size_t r = 0; r < 16; ++r) v[r] = _mm512_loadu_ps(at(x, i0 + r, h) + d0);
           gemm::detail::transpose16x16(v);
           for (size_t c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (d0 + c) * ldt + i0, v[c]);
+        }
+#elif defined(__AVX__)
+    if (hd % 8 == 0)
+      for (; i0 + 8 <= T; i0 += 8)
+        for (size_t d0 = 0; d0 < hd; d0 += 8) {
+          __m256 v[8];
+          for (size_t r = 0; r < 8; ++r) v[r] = _mm256_loadu_ps(at(x, i0 + r, h) + d0);
+          gemm::detail::transpose8x8(v);
+          for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (d0 + c) * ldt + i0, v[c]);
         }
 #endif
     for (size_t i = i0; i < T; ++i) {

@@ -14,7 +14,7 @@
 
 #include "autograd/kernels/gemm_driver.hpp"
 #include "autograd/kernels/round_up.hpp"
-#include "autograd/kernels/transpose16.hpp"
+#include "autograd/kernels/transpose.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -46,8 +46,8 @@ constexpr size_t NC = NR * XG_GEMM_NC_PANELS;
 
 
 // panel[k*R + r] = src[r*ld + k] for r < rows (zero for rows <= r < R), k < kc. With AVX-512,
-// 16 x 16 blocks go through registers; the rest (and other builds) in 8-deep k blocks whose
-// writes stay in L1 while the source rows stream.
+// 16 x 16 blocks go through registers, with AVX 8 x 8 ones where R is a multiple of 8; the rest
+// (and other builds) in 8-deep k blocks whose writes stay in L1 while the source rows stream.
 template <size_t R>
 void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, float* panel) {
   size_t k0 = 0;
@@ -62,6 +62,16 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
       const __mmask16 m = lanes == 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
       for (size_t kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(panel + (k0 + kk) * R + r0, m, v[kk]);
     }
+#elif defined(__AVX__)
+  if constexpr (R % 8 == 0)  // AVX2's NR = 16 (its MR = 6 takes the 8-deep blocks below)
+    for (; k0 + 8 <= kc; k0 += 8)
+      for (size_t r0 = 0; r0 < R; r0 += 8) {
+        __m256 v[8];
+        for (size_t r = 0; r < 8; ++r)
+          v[r] = r0 + r < rows ? _mm256_loadu_ps(src + (r0 + r) * ld + k0) : _mm256_setzero_ps();
+        detail::transpose8x8(v);
+        for (size_t kk = 0; kk < 8; ++kk) _mm256_storeu_ps(panel + (k0 + kk) * R + r0, v[kk]);
+      }
 #endif
   constexpr size_t KB = 8;
   for (; k0 + KB <= kc; k0 += KB) {

@@ -15,7 +15,7 @@
 #include "autograd/dtype.hpp"
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/gemm_driver.hpp"
-#include "autograd/kernels/transpose16.hpp"
+#include "autograd/kernels/transpose.hpp"
 
 // The AVX512-BF16 intrinsics need GCC 10 or clang 9; older compilers build the fallback alone.
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
