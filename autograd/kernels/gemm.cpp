@@ -111,7 +111,13 @@ void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size
         static_assert(MR <= 16, "an A panel row is one masked vector");
         _mm512_mask_storeu_ps(dst, __mmask16((1u << MR) - 1), _mm512_maskz_loadu_ps(__mmask16((1u << mr) - 1), src + ir));
 #else
-        copy_padded(src + ir, mr, MR, dst);
+        // With MR < W (AVX2: 6 of 8), a whole vector while the next k row (written later) takes
+        // the extra lanes and the block's rows cover the load: a 6-float copy_padded is a memmove
+        // call per panel row (2% of a mini training step).
+        if (MR <= W && k + 1 < kc && ir + W <= mc)
+          fbatch::load_unaligned(src + ir).store_unaligned(dst);
+        else
+          copy_padded(src + ir, mr, MR, dst);
 #endif
       }
     }
@@ -125,22 +131,30 @@ void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size
 // panel[k*NR + j], columns past nc zero. Panels are laid out at their jr offset in `out`.
 void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size_t j0, size_t nc,
             size_t jr_begin, size_t jr_end, float* out) {
-  // Panel by panel: across panels, as pack_a goes, measured ~3% slower (bench_gemm 1024 3072 768,
-  // one thread); the destinations then lie kc * NR floats apart, a multiple of 4 KB at BERT's K
-  for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
-    const size_t nr = std::min(NR, nc - jr);
-    float* panel = out + jr * kc;
-    if (!trans_b) {  // B(k, j) = B[k*ldb + j]: NR contiguous floats per k
-      for (size_t k = 0; k < kc; ++k) {
-        const float* src = B + (p0 + k) * ldb + j0 + jr;
-        float* dst = panel + k * NR;
-        if (nr == NR) std::memcpy(dst, src, NR * sizeof(float));
-        else copy_padded(src, nr, NR, dst);
+  if (!trans_b) {  // B(k, j) = B[k*ldb + j]: NR contiguous floats per k
+    // KB rows of k at a time across the panels: panel by panel, each k read one cache line of a
+    // row ldb floats from the last, and the loads stalled on memory (on Zen 2, with B past its
+    // 512 KB L2, 6% of a mini training step); row by row across all panels, the stores lie kc * NR
+    // floats apart, a multiple of 4 KB at BERT's K, and evict each other from L1.
+    constexpr size_t KB = 16;
+    for (size_t k0 = 0; k0 < kc; k0 += KB)
+      for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
+        const size_t nr = std::min(NR, nc - jr);
+        for (size_t k = k0; k < std::min(kc, k0 + KB); ++k) {
+          const float* src = B + (p0 + k) * ldb + j0 + jr;
+          float* dst = out + jr * kc + k * NR;
+          if (nr == NR)
+            for (size_t j = 0; j < NR; j += W) fbatch::load_unaligned(src + j).store_aligned(dst + j);
+          else
+            copy_padded(src, nr, NR, dst);
+        }
       }
-    } else {  // B(k, j) = B[j*ldb + k]: a transpose
-      transpose_into_panel<NR>(B + (j0 + jr) * ldb + p0, ldb, nr, kc, panel);
-    }
+    return;
   }
+  // B(k, j) = B[j*ldb + k]: a transpose, panel by panel (across panels, as pack_a goes, measured ~3%
+  // slower: bench_gemm 1024 3072 768, one thread)
+  for (size_t jr = jr_begin; jr < jr_end; jr += NR)
+    transpose_into_panel<NR>(B + (j0 + jr) * ldb + p0, ldb, std::min(NR, nc - jr), kc, out + jr * kc);
 }
 
 // C tile (ROWS x NR at c, row stride ldc) = alpha * (a_panel * b_panel) + beta * C tile, then
