@@ -3,6 +3,7 @@
 // within the bf16 rounding bound, and with B given as bf16 bits.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include "autograd/dtype.hpp"
@@ -136,6 +137,41 @@ TEST_CASE("sgemm_bf16 with few rows gives one thread's bits on two", "[gemm][bf1
     }
     INFO("native=" << (kernel == gemm::Bf16Kernel::Native));
     REQUIRE(by_thread[0] == by_thread[1]);
+  }
+}
+
+// The fallback rounds A's and B's panels as they are packed (SIMD lanes, and a scalar tail where a
+// panel's size is not a whole number of vectors): every value as float_to_bf16 rounds it.
+TEST_CASE("sgemm_bf16's fallback rounds as float_to_bf16: ties to even, NaN, infinities, subnormals", "[gemm][bf16]") {
+  Restore restore;
+  gemm::set_bf16_kernel(gemm::Bf16Kernel::Fallback);
+  set_num_threads(1);
+  auto from_bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  const std::vector<float> special = {
+      from_bits(0x3f808000u), from_bits(0x3f818000u),  // ties: to the even 0x3f80, and up to 0x3f82
+      from_bits(0x3f80ffffu), from_bits(0xbf808001u),  // just under and just over a tie
+      from_bits(0x7f7fffffu), -0.f,                    // the largest float rounds to infinity
+      1e-40f, -3e-39f,                                 // subnormals
+      INFINITY, -INFINITY, from_bits(0x7fc00001u), from_bits(0xff800001u),  // a NaN; a signalling one
+      3.14159265f, -2.5e-3f, 65504.f, 1e30f, from_bits(0x00800000u)};
+  const size_t n = special.size();
+  const std::vector<float> one = {1.f};
+  for (bool b_side : {true, false}) {
+    // b_side: C (1 x n) = 1 * B, B's row of specials; else C (n x 1) = A * 1, A's column of them
+    const size_t M = b_side ? 1 : n, N = b_side ? n : 1;
+    std::vector<float> C(n, 7.f);
+    gemm::sgemm_bf16(false, false, M, N, 1, 1.f, b_side ? one.data() : special.data(), 1,
+                     b_side ? special.data() : one.data(), N, 0.f, C.data(), N);
+    for (size_t i = 0; i < n; ++i) {
+      const float want = bf16_to_float(float_to_bf16(special[i]));
+      INFO("B side " << b_side << ", value " << i << " = " << special[i]);
+      if (std::isnan(want)) CHECK(std::isnan(C[i]));
+      else CHECK(C[i] == want);
+    }
   }
 }
 

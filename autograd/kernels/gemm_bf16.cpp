@@ -63,39 +63,17 @@ std::atomic<Bf16Kernel>& selected_kernel() {
   return k;
 }
 
-// ---- fallback: round the inputs to bf16 and run the fp32 GEMM ----
+// ---- fallback: the fp32 GEMM on panels rounded to bf16 as they are packed (gemm.cpp) ----
 
-// rows x cols of src (row stride ld), each value rounded to bf16, packed with row stride cols.
-std::vector<float> rounded_copy(const float* src, size_t rows, size_t cols, size_t ld) {
-  std::vector<float> out(rows * cols);
+void run_fallback(const detail::Problem<float>& p) { detail::run_bf16_rounded(p); }
+
+// bf16 B widened to floats (exactly), whose rounding then leaves them as they are.
+void run_fallback(const detail::Problem<uint16_t>& p) {
+  const size_t rows = p.tb ? p.N : p.K, cols = p.tb ? p.K : p.N;
+  std::vector<float> b(rows * cols);
   for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out[r * cols + c] = bf16_to_float(float_to_bf16(src[r * ld + c]));
-  return out;
-}
-std::vector<float> rounded_copy(const uint16_t* src, size_t rows, size_t cols, size_t ld) {
-  std::vector<float> out(rows * cols);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out[r * cols + c] = bf16_to_float(src[r * ld + c]);
-  return out;
-}
-
-// p with its A rounded to bf16 into `storage` (row stride: its columns).
-template <class BElem>
-detail::Problem<BElem> with_rounded_a(detail::Problem<BElem> p, std::vector<float>& storage) {
-  const size_t rows = p.ta ? p.K : p.M, cols = p.ta ? p.M : p.K;
-  storage = rounded_copy(p.A, rows, cols, p.lda);
-  p.A = storage.data();
-  p.lda = cols;
-  return p;
-}
-
-template <class BElem>
-void run_fallback(const detail::Problem<BElem>& p) {
-  std::vector<float> a;
-  const auto q = with_rounded_a(p, a);
-  const size_t b_rows = p.tb ? p.N : p.K, b_cols = p.tb ? p.K : p.N;
-  const auto b = rounded_copy(p.B, b_rows, b_cols, p.ldb);
-  sgemm(q.ta, q.tb, q.M, q.N, q.K, q.alpha, q.A, q.lda, b.data(), b_cols, q.beta, q.C, q.ldc, q.bias);
+    for (size_t c = 0; c < cols; ++c) b[r * cols + c] = bf16_to_float(p.B[r * p.ldb + c]);
+  detail::run_bf16_rounded({p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.A, p.lda, b.data(), cols, p.beta, p.C, p.ldc, p.bias});
 }
 
 #if XG_HAVE_BF16_KERNEL
@@ -344,8 +322,8 @@ PackedB PackedB::bf16(bool trans_b, size_t K, size_t N, const float* B, size_t l
     return out;
   }
 #endif
-  const auto rounded = rounded_copy(B, trans_b ? N : K, trans_b ? K : N, ldb);
-  PackedB fp32_panels = fp32(trans_b, K, N, rounded.data(), trans_b ? K : N);
+  PackedB fp32_panels = fp32(trans_b, K, N, B, ldb);
+  detail::round_to_bf16(fp32_panels.floats(), fp32_panels.words_);  // zero padding stays zero
   fp32_panels.kind_ = Kind::Bf16Rounded;
   return fp32_panels;
 }
@@ -356,8 +334,7 @@ void detail::run_bf16_packed(const detail::Problem<float>& p, const void* packed
     return detail::run<Bf16Kernels>(p, detail::threads_for(p.M, p.N, p.K), static_cast<const uint32_t*>(packed));
 #endif
   if (pairs) throw std::logic_error("sgemm_packed: bf16 pairs packed by a build without the bf16 kernel");
-  std::vector<float> a;
-  detail::run_fp32_packed(with_rounded_a(p, a), static_cast<const float*>(packed));
+  detail::run_bf16_rounded(p, static_cast<const float*>(packed));
 }
 
 bool bf16_native_available() {

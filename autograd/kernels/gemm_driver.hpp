@@ -229,6 +229,11 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
 // on bf16 pairs for the native kernel or, when `pairs` is false, on fp32 panels of rounded values.
 void run_fp32_packed(const Problem<float>& p, const float* packed);
 void run_bf16_packed(const Problem<float>& p, const void* packed, bool pairs);
+// sgemm_bf16's fallback (gemm.cpp): the fp32 kernel on panels rounded to bf16 as they are packed;
+// `packed` (fp32 panels, already rounded) replaces p.B and its packing.
+void run_bf16_rounded(const Problem<float>& p, const float* packed = nullptr);
+// x[i] = bf16_to_float(float_to_bf16(x[i])) for i < n, SIMD.
+void round_to_bf16(float* x, size_t n);
 
 // Tiny products are not worth waking the pool for.
 inline int threads_for(size_t M, size_t N, size_t K) {
