@@ -18,9 +18,9 @@
 # the ratio against PyTorch fp32 and, last, against PyTorch bf16.
 # REPEATS=N (default 1) measures N rounds per model: PyTorch's fastest setting is picked as above
 # first, then each round runs xgrad and that setting once (with N > 1 the picking runs are not
-# rounds: the best of four runs would favour the peer). Each column is the median over the rounds,
-# each ratio the median of the rounds' ratios (every round's ratios are printed below its row): on
-# a shared machine one run moves by 10-15%.
+# rounds: the best of four runs would favour the peer; the peak memory shown is round 1's). Each
+# column is the median over the rounds, each ratio the median of the rounds' ratios (every round's
+# ratios are printed below its row): on a shared machine one run moves by 10-15%.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models=${1:-"mini base"}

@@ -154,7 +154,7 @@ TEST_CASE("sgemm_bf16's fallback rounds as float_to_bf16: ties to even, NaN, inf
   const std::vector<float> special = {
       from_bits(0x3f808000u), from_bits(0x3f818000u),  // ties: to the even 0x3f80, and up to 0x3f82
       from_bits(0x3f80ffffu), from_bits(0xbf808001u),  // just under and just over a tie
-      from_bits(0x7f7fffffu), -0.f,                    // the largest float rounds to infinity
+      from_bits(0x7f7fffffu), from_bits(0xff7fffffu),  // the largest floats round to infinities
       1e-40f, -3e-39f,                                 // subnormals
       INFINITY, -INFINITY, from_bits(0x7fc00001u), from_bits(0xff800001u),  // a NaN; a signalling one
       3.14159265f, -2.5e-3f, 65504.f, 1e30f, from_bits(0x00800000u)};

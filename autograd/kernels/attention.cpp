@@ -4,7 +4,7 @@
 // one head and up to kQueryBlock queries; it copies its queries (bias added, pre-scaled,
 // zero-padded to whole SIMD vectors), then for every block of kKeyBlock keys computes the scores
 // (no horizontal sums: the keys are transposed), updates the running max and sum, rescales the
-// output rows and adds probabilities times values. Register tiles are 4 queries x 4 vectors.
+// output rows and adds probabilities times values. Register tiles are 4 queries x kTile vectors.
 #include "autograd/kernels/attention.hpp"
 
 #include <algorithm>
@@ -77,14 +77,9 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
   static_assert(kKeyBlock % 8 == 0, "ldk is a multiple of kKeyBlock");
   if (hd % 8 == 0) {
     for (size_t j0 = 0; j0 < ldk; j0 += 8)
-      for (size_t d0 = 0; d0 < hd; d0 += 8) {
-        const __m256 b = bias ? _mm256_loadu_ps(bias + d0) : _mm256_setzero_ps();
-        __m256 r[8];
-        for (size_t i = 0; i < 8; ++i)
-          r[i] = j0 + i < len ? _mm256_add_ps(_mm256_loadu_ps(k + (j0 + i) * ld + d0), b) : _mm256_setzero_ps();
-        gemm::detail::transpose8x8(r);
-        for (size_t i = 0; i < 8; ++i) _mm256_storeu_ps(kt + (d0 + i) * ldk + j0, r[i]);
-      }
+      for (size_t d0 = 0; d0 < hd; d0 += 8)
+        gemm::detail::transpose8_block(k + j0 * ld + d0, ld, len > j0 ? len - j0 : 0, bias ? bias + d0 : nullptr,
+                                       kt + d0 * ldk + j0, ldk);
     return;
   }
 #endif

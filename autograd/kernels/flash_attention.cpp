@@ -167,12 +167,7 @@ struct Geometry {
 #elif defined(__AVX__)
     if (hd % 8 == 0)
       for (; i0 + 8 <= T; i0 += 8)
-        for (size_t d0 = 0; d0 < hd; d0 += 8) {
-          __m256 v[8];
-          for (size_t r = 0; r < 8; ++r) v[r] = _mm256_loadu_ps(at(x, i0 + r, h) + d0);
-          gemm::detail::transpose8x8(v);
-          for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (d0 + c) * ldt + i0, v[c]);
-        }
+        for (size_t d0 = 0; d0 < hd; d0 += 8) gemm::detail::transpose8_block(at(x, i0, h) + d0, ld, 8, nullptr, dst + d0 * ldt + i0, ldt);
 #endif
     for (size_t i = i0; i < T; ++i) {
       const float* src = x + (row0 + i) * ld + h * hd;

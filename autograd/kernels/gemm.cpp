@@ -28,6 +28,8 @@ constexpr size_t NR = 2 * W;
 // AVX-512: 14 x 2 accumulators + 2 B rows = 30 of 32 registers. AVX2/SSE: 6 x 2 of 16.
 #ifndef XG_GEMM_KC
 #define XG_GEMM_KC 768
+#endif
+#ifndef XG_GEMM_MC_PANELS
 #define XG_GEMM_MC_PANELS 8
 #endif
 #ifndef XG_GEMM_MR
@@ -63,16 +65,11 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
       const __mmask16 m = lanes == 16 ? __mmask16(0xffff) : __mmask16((1u << lanes) - 1);
       for (size_t kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(panel + (k0 + kk) * R + r0, m, v[kk]);
     }
-#elif defined(__AVX__)
+#elif defined(__AVX__)  // (with __x86_64__ or __i386__, as transpose.hpp)
   if constexpr (R % 8 == 0)  // AVX2's NR = 16 (its MR = 6 takes the 8-deep blocks below)
     for (; k0 + 8 <= kc; k0 += 8)
-      for (size_t r0 = 0; r0 < R; r0 += 8) {
-        __m256 v[8];
-        for (size_t r = 0; r < 8; ++r)
-          v[r] = r0 + r < rows ? _mm256_loadu_ps(src + (r0 + r) * ld + k0) : _mm256_setzero_ps();
-        detail::transpose8x8(v);
-        for (size_t kk = 0; kk < 8; ++kk) _mm256_storeu_ps(panel + (k0 + kk) * R + r0, v[kk]);
-      }
+      for (size_t r0 = 0; r0 < R; r0 += 8)
+        detail::transpose8_block(src + r0 * ld + k0, ld, rows > r0 ? rows - r0 : 0, nullptr, panel + k0 * R + r0, R);
 #endif
   constexpr size_t KB = 8;
   for (; k0 + KB <= kc; k0 += KB) {
@@ -263,7 +260,7 @@ struct Bf16RoundedKernels : Fp32Kernels {
   static void pack_b(bool tb, const float* B, size_t ldb, size_t p0, size_t kc, size_t j0,
                      size_t nc, size_t jr_begin, size_t jr_end, float* out) {
     gemm::pack_b(tb, B, ldb, p0, kc, j0, nc, jr_begin, jr_end, out);
-    detail::round_to_bf16(out + jr_begin * kc, round_up(jr_end - jr_begin, NR) * kc);
+    detail::round_to_bf16(out + jr_begin * kc, (jr_end - jr_begin) * kc);  // whole panels: NR multiples
   }
 };
 
@@ -274,13 +271,16 @@ void run(const Problem& p, int threads) { detail::run<Fp32Kernels>(p, threads); 
 
 void detail::round_to_bf16(float* x, size_t n) {
   using ubatch = xsimd::batch<uint32_t>;
+  using ibatch = xsimd::batch<int32_t>;
   size_t i = 0;
   for (; i + W <= n; i += W) {  // float_to_bf16's arithmetic, lane by lane
     const ubatch u = xsimd::bitwise_cast<ubatch>(fbatch::load_unaligned(x + i));
     const ubatch nearest_even = (u + ubatch(0x7fffu) + ((u >> 16) & ubatch(1u))) & ubatch(0xffff0000u);
     const ubatch quiet_nan = (u | ubatch(0x00400000u)) & ubatch(0xffff0000u);
-    const auto nan = (u & ubatch(0x7fffffffu)) > ubatch(0x7f800000u);
-    xsimd::bitwise_cast<fbatch>(xsimd::select(nan, quiet_nan, nearest_even)).store_unaligned(x + i);
+    // both sides below 2^31: a signed compare, one instruction on AVX2 (unsigned takes two halves)
+    const auto nan = xsimd::bitwise_cast<ibatch>(u & ubatch(0x7fffffffu)) > ibatch(0x7f800000);
+    const ibatch rounded = xsimd::select(nan, xsimd::bitwise_cast<ibatch>(quiet_nan), xsimd::bitwise_cast<ibatch>(nearest_even));
+    xsimd::bitwise_cast<fbatch>(rounded).store_unaligned(x + i);
   }
   for (; i < n; ++i) x[i] = bf16_to_float(float_to_bf16(x[i]));
 }

@@ -49,17 +49,27 @@ void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C (+ bias)
 }
 
 // Kept per thread between calls: a fresh 3 MB buffer per call costs page faults on every GEMM.
+// Keyed on the panel element type, so kernel sets with the same panels (fp32, and the bf16
+// fallback's rounded fp32) share them; run() is never re-entered on a thread.
+template <class Packed>
+PackBuffer<Packed>& a_buffer_of() {
+  thread_local PackBuffer<Packed> buffer;
+  return buffer;
+}
 template <class Kern>
 PackBuffer<typename Kern::Packed>& a_buffer() {
-  thread_local PackBuffer<typename Kern::Packed> buffer;
-  return buffer;
+  return a_buffer_of<typename Kern::Packed>();
 }
 // This thread's B block: the caller's, which workers read during a threaded call, or (few rows)
 // each thread's own. Kept for the thread's life: KC x NC floats (3 MB at fp32) per pool thread.
+template <class Packed>
+PackBuffer<Packed>& b_buffer_of() {
+  thread_local PackBuffer<Packed> buffer;
+  return buffer;
+}
 template <class Kern>
 PackBuffer<typename Kern::Packed>& b_buffer() {
-  thread_local PackBuffer<typename Kern::Packed> buffer;
-  return buffer;
+  return b_buffer_of<typename Kern::Packed>();
 }
 
 // Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).

@@ -4,8 +4,10 @@
 // (internal to autograd/kernels). Raw intrinsics: xsimd 8.1's zip_lo/zip_hi interleave within
 // 128-bit lanes only. The target attributes let the bf16 file, built for any x86-64, inline the
 // 16 x 16 one into its AVX512-BF16 functions.
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include <cstddef>
 
 namespace xg::gemm::detail {
 
@@ -51,6 +53,18 @@ __attribute__((target("avx"))) inline void transpose8x8(__m256 r[8]) {
     r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
     r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
   }
+}
+
+// dst[c * ldd + r] = src[r * ld + c] (+ bias[c] when bias is not null) for r < 8, c < 8: rows at
+// or past `rows` read as zero (the bias is not added to them).
+__attribute__((target("avx"))) inline void transpose8_block(const float* src, size_t ld, size_t rows,
+                                                            const float* bias, float* dst, size_t ldd) {
+  const __m256 b = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();
+  __m256 v[8];
+  for (size_t r = 0; r < 8; ++r)
+    v[r] = r < rows ? _mm256_add_ps(_mm256_loadu_ps(src + r * ld), b) : _mm256_setzero_ps();
+  transpose8x8(v);
+  for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(dst + c * ldd, v[c]);
 }
 
 }  // namespace xg::gemm::detail
