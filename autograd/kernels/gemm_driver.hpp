@@ -52,24 +52,16 @@ void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C (+ bias)
 // Keyed on the panel element type, so kernel sets with the same panels (fp32, and the bf16
 // fallback's rounded fp32) share them; run() is never re-entered on a thread.
 template <class Packed>
-PackBuffer<Packed>& a_buffer_of() {
+PackBuffer<Packed>& a_buffer() {
   thread_local PackBuffer<Packed> buffer;
   return buffer;
-}
-template <class Kern>
-PackBuffer<typename Kern::Packed>& a_buffer() {
-  return a_buffer_of<typename Kern::Packed>();
 }
 // This thread's B block: the caller's, which workers read during a threaded call, or (few rows)
 // each thread's own. Kept for the thread's life: KC x NC floats (3 MB at fp32) per pool thread.
 template <class Packed>
-PackBuffer<Packed>& b_buffer_of() {
+PackBuffer<Packed>& b_buffer() {
   thread_local PackBuffer<Packed> buffer;
   return buffer;
-}
-template <class Kern>
-PackBuffer<typename Kern::Packed>& b_buffer() {
-  return b_buffer_of<typename Kern::Packed>();
 }
 
 // Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).
@@ -79,7 +71,7 @@ void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, 
                    size_t jr_end, float beta) {
   constexpr size_t MR = Kern::MR, NR = Kern::NR;
   const size_t depth = Kern::depth(kc);
-  auto& apack = a_buffer<Kern>();
+  auto& apack = a_buffer<typename Kern::Packed>();
   apack.resize(std::max(apack.size(), round_up(mc, MR) * depth));
   Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
   const float* bias = p.bias && pc + kc == p.K ? p.bias + jc : nullptr;  // with the last K block
@@ -168,7 +160,7 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   const auto reserve_b = [&](PackBuffer<typename Kern::Packed>& buffer) {
     if (!packed_b) buffer.resize(std::max(buffer.size(), round_up(std::min(NC, p.N), NR) * Kern::depth(KC)));
   };
-  auto& bpack = b_buffer<Kern>();
+  auto& bpack = b_buffer<typename Kern::Packed>();
   reserve_b(bpack);
   if (T == 1) return columns_alone(0, p.N, bpack);
   // Few rows (an MLM decoder's 160 masked positions, a short batch): each thread takes a range of
@@ -178,7 +170,7 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   const size_t n_all_panels = (p.N + NR - 1) / NR;
   if (!split_rows && n_all_panels >= T) {
     parallel_for(T, [&](size_t t) {
-      auto& own = b_buffer<Kern>();
+      auto& own = b_buffer<typename Kern::Packed>();
       reserve_b(own);
       columns_alone(t * n_all_panels / T * NR, std::min(p.N, (t + 1) * n_all_panels / T * NR), own);
     });
