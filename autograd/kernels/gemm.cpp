@@ -70,6 +70,15 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
     for (; k0 + 8 <= kc; k0 += 8)
       for (size_t r0 = 0; r0 < R; r0 += 8)
         detail::transpose8_block(src + r0 * ld + k0, ld, rows > r0 ? rows - r0 : 0, nullptr, panel + k0 * R + r0, R);
+  else if constexpr (R < 8)  // AVX2's MR = 6: each k's R floats as 8, the next k overwriting the extra lanes
+    for (; k0 + 8 <= kc; k0 += 8) {
+      __m256 v[8];
+      for (size_t r = 0; r < 8; ++r) v[r] = r < rows ? _mm256_loadu_ps(src + r * ld + k0) : _mm256_setzero_ps();
+      detail::transpose8x8(v);
+      float* dst = panel + k0 * R;
+      for (size_t kk = 0; kk < 7; ++kk) _mm256_storeu_ps(dst + kk * R, v[kk]);
+      detail::store_first<R>(v[7], dst + 7 * R);  // the last k's stays within its R floats
+    }
 #endif
   constexpr size_t KB = 8;
   for (; k0 + KB <= kc; k0 += KB) {

@@ -67,5 +67,21 @@ __attribute__((target("avx"))) inline void transpose8_block(const float* src, si
   for (size_t c = 0; c < 8; ++c) _mm256_storeu_ps(dst + c * ldd, v[c]);
 }
 
+// dst[0, N) = v's first N lanes, N <= 8, without touching dst[N, 8).
+template <size_t N>
+__attribute__((target("avx"))) inline void store_first(__m256 v, float* dst) {
+  static_assert(N <= 8);
+  if constexpr (N == 8) {
+    _mm256_storeu_ps(dst, v);
+  } else if constexpr (N == 6) {
+    _mm_storeu_ps(dst, _mm256_castps256_ps128(v));
+    _mm_storel_pi(reinterpret_cast<__m64*>(dst + 4), _mm256_extractf128_ps(v, 1));
+  } else {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    for (size_t i = 0; i < N; ++i) dst[i] = lanes[i];
+  }
+}
+
 }  // namespace xg::gemm::detail
 #endif
