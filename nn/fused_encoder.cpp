@@ -36,37 +36,33 @@ vec::Unary unary_of(Activation a) {
 
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
-// Y (rows, out) = X (rows, in) W^T, W stored (out, in) as Linear keeps it; Y has row stride ldy.
-void linear_gemm(const float* x, size_t rows, const Linear& lin, float* y, size_t ldy) {
+// Y (rows, out) = X (rows, in) W^T (+ bias when not null), W stored (out, in) as Linear keeps it;
+// Y has row stride ldy. A bias goes in with the GEMM's stores, not in a pass of its own.
+void linear_gemm(const float* x, size_t rows, const Linear& lin, const float* bias, float* y, size_t ldy) {
   const size_t out = lin.weight.size(0), in = lin.weight.size(1);
   if (const auto packed = packed_weight_for(lin))
-    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy);
+    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy, bias);
   else if (matmul_precision() == MatmulPrecision::BF16)
-    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, bias);
   else
-    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy);
+    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, bias);
 }
 
-// y = act(y + bias), row by row.
-void bias_activation(float* y, size_t rows, size_t cols, const float* bias, Activation act) {
+// y = act(y) in place, row by row.
+void activation(float* y, size_t rows, size_t cols, Activation act) {
   parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      float* row = y + r * cols;
-      if (bias) vec::add(row, bias, row, cols);
-      vec::unary(unary_of(act), row, row, cols);
-    }
+    for (size_t r = r0; r < r1; ++r) vec::unary(unary_of(act), y + r * cols, y + r * cols, cols);
   });
 }
 
-// out = LayerNorm(y + bias + residual) when norm, else y + bias + residual; row by row. out may
-// alias y or residual.
-void bias_residual_norm(const float* y, const float* bias, const float* residual, const LayerNorm* norm, float* out,
-                        size_t rows, size_t cols) {
+// out = LayerNorm(y + residual) when norm, else y + residual; row by row. out may alias y or
+// residual.
+void residual_norm(const float* y, const float* residual, const LayerNorm* norm, float* out, size_t rows,
+                   size_t cols) {
   parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
     std::vector<float> tmp(cols);
     for (size_t r = r0; r < r1; ++r) {
       vec::add(y + r * cols, residual + r * cols, tmp.data(), cols);
-      if (bias) vec::add(tmp.data(), bias, tmp.data(), cols);
       if (norm) {
         float mean, rstd;
         vec::layer_norm(tmp.data(), param(norm->weight), param(norm->bias), out + r * cols, &mean, &rstd, 1, cols,
@@ -104,9 +100,10 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
   if (const auto qkv = packed_qkv_for(sa)) {  // one GEMM for Q, K and V
     gemm::sgemm_packed(false, rows, 1.f, in, sa.query->weight.size(1), *qkv, 0.f, b.qkv.get(), ld);
   } else {
-    linear_gemm(in, rows, *sa.query, b.qkv.get(), ld);
-    linear_gemm(in, rows, *sa.key, b.qkv.get() + H, ld);
-    linear_gemm(in, rows, *sa.value, b.qkv.get() + 2 * H, ld);
+    // (the attention kernel adds their biases)
+    linear_gemm(in, rows, *sa.query, nullptr, b.qkv.get(), ld);
+    linear_gemm(in, rows, *sa.key, nullptr, b.qkv.get() + H, ld);
+    linear_gemm(in, rows, *sa.value, nullptr, b.qkv.get() + 2 * H, ld);
   }
   const size_t hd = H / sa.num_heads;
   const attn::PackedQKV qkv{b.qkv.get(),        b.qkv.get() + H,   b.qkv.get() + 2 * H, ld,
@@ -122,19 +119,19 @@ void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_
   if (v.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
     layer_norm_rows(b.x.get(), *v.attention_norm, b.normed.get(), rows, H);
     self_attention(*v.attention, b.normed.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, y, H);
-    bias_residual_norm(y, param(v.attention_out->bias), b.x.get(), nullptr, b.x1.get(), rows, H);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, param(v.attention_out->bias), y, H);
+    residual_norm(y, b.x.get(), nullptr, b.x1.get(), rows, H);
     layer_norm_rows(b.x1.get(), *v.output_norm, b.normed.get(), rows, H);
-    linear_gemm(b.normed.get(), rows, *v.up, b.inter.get(), I);
+    linear_gemm(b.normed.get(), rows, *v.up, param(v.up->bias), b.inter.get(), I);
   } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
     self_attention(*v.attention, b.x.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, y, H);
-    bias_residual_norm(y, param(v.attention_out->bias), b.x.get(), v.attention_norm, b.x1.get(), rows, H);
-    linear_gemm(b.x1.get(), rows, *v.up, b.inter.get(), I);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, param(v.attention_out->bias), y, H);
+    residual_norm(y, b.x.get(), v.attention_norm, b.x1.get(), rows, H);
+    linear_gemm(b.x1.get(), rows, *v.up, param(v.up->bias), b.inter.get(), I);
   }
-  bias_activation(b.inter.get(), rows, I, param(v.up->bias), v.act);
-  linear_gemm(b.inter.get(), rows, *v.down, y, H);
-  bias_residual_norm(y, param(v.down->bias), b.x1.get(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.get(), rows, H);
+  activation(b.inter.get(), rows, I, v.act);
+  linear_gemm(b.inter.get(), rows, *v.down, param(v.down->bias), y, H);
+  residual_norm(y, b.x1.get(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.get(), rows, H);
 }
 
 }  // namespace
