@@ -2,7 +2,7 @@
 // gets its keys transposed and its values copied, biases added and zero-padded to whole key
 // blocks, once: the query blocks of a long sequence all read them. Then a task is one sequence,
 // one head and up to kQueryBlock queries; it copies its queries (bias added, pre-scaled,
-// zero-padded to whole SIMD vectors), then for every block of kKeyBlock keys computes the scores
+// zero-padded to whole SIMD vectors), then for every block of up to kKeyBlock keys computes the scores
 // (no horizontal sums: the keys are transposed), updates the running max and sum, rescales the
 // output rows and adds probabilities times values. Register tiles are 4 queries x kTile vectors.
 #include "autograd/kernels/attention.hpp"
@@ -26,7 +26,11 @@ constexpr size_t kRows = 4;             // queries per register tile
 // Vectors per register tile row: kRows x kTile accumulators, kTile key or value vectors and a
 // broadcast fit AVX-512's 32 registers at 4 and AVX2's 16 at 3 (at 4 the accumulators spilled).
 constexpr size_t kTile = W >= 16 ? 4 : 3;
-constexpr size_t kKeyBlock = kTile * W;  // keys per block: one register tile of scores per row
+// Keys per block, at most: each block pays a running-max update and an output rescale per query,
+// so AVX2's 24-key blocks (one register tile) cost 6 of them at 128 keys, and the last block was
+// two-thirds padding; a block's scores take ceil(keys / W) vectors, as many tiles as that needs.
+constexpr size_t kKeyBlock = 64;
+static_assert(kKeyBlock % W == 0 && kKeyBlock % 8 == 0, "whole vectors and 8 x 8 transposes");
 constexpr size_t kQueryBlock = 64;      // queries per task
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
@@ -57,7 +61,7 @@ struct PreparedKV {
 };
 
 // kt[d * ldk + j] = k[j * ld + d] + bias[d] for j < len, 0 for len <= j < ldk (a multiple of
-// kKeyBlock). With AVX-512 and whole 16-float head slices, 16 x 16 blocks go through registers;
+// W). With AVX-512 and whole 16-float head slices, 16 x 16 blocks go through registers;
 // with AVX and whole 8-float slices, 8 x 8 blocks.
 void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, size_t hd, float* kt, size_t ldk) {
 #if defined(__AVX512F__)
@@ -74,7 +78,6 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
     return;
   }
 #elif defined(__AVX__)
-  static_assert(kKeyBlock % 8 == 0, "ldk is a multiple of kKeyBlock");
   if (hd % 8 == 0) {
     for (size_t j0 = 0; j0 < ldk; j0 += 8)
       for (size_t d0 = 0; d0 < hd; d0 += 8)
@@ -83,8 +86,8 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
     return;
   }
 #endif
-  for (size_t j0 = 0; j0 < ldk; j0 += kKeyBlock)  // a key block at a time: its transpose stays in L1
-    for (size_t j = j0; j < j0 + kKeyBlock; ++j)
+  for (size_t j0 = 0; j0 < ldk; j0 += W)  // a few keys at a time: their transpose stays in L1
+    for (size_t j = j0; j < j0 + W; ++j)
       for (size_t d = 0; d < hd; ++d) kt[d * ldk + j] = j < len ? k[j * ld + d] + (bias ? bias[d] : 0.f) : 0.f;
 }
 
@@ -94,7 +97,7 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
   kv.hdp = round_up(hd, W);
   kv.start.assign(num_seqs + 1, 0);
   for (size_t s = 0; s < num_seqs; ++s)
-    kv.start[s + 1] = kv.start[s] + round_up(cu_seqlens[s + 1] - cu_seqlens[s], kKeyBlock);
+    kv.start[s + 1] = kv.start[s] + round_up(cu_seqlens[s + 1] - cu_seqlens[s], W);
   kv.slots = kv.start[num_seqs];
   kv.kt = ws.keys(num_heads * kv.slots * hd);
   kv.v = ws.values(num_heads * kv.slots * kv.hdp);
@@ -115,24 +118,40 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
   });
 }
 
-// s[r][0..kKeyBlock) = q[r] . kt[:, j] for kRows rows starting at q; kt's rows are ldk apart.
-void score_tile(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, float* s) {
-  fbatch acc[kRows][kTile];
+// s[r][j] = q[r] . kt[:, j] for kRows rows starting at q and keys j in [c0 * W, (c0 + NC) * W);
+// kt's rows are ldk apart, s's kKeyBlock.
+template <size_t NC>
+void score_tile(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, size_t c0, float* s) {
+  kt += c0 * W;
+  s += c0 * W;
+  fbatch acc[kRows][NC];
   for (auto& row : acc)
     for (auto& a : row) a = fbatch(0.f);
   for (size_t d = 0; d < hd; ++d) {
-    fbatch k[kTile];
-    for (size_t c = 0; c < kTile; ++c) {
+    fbatch k[NC];
+    for (size_t c = 0; c < NC; ++c) {
       k[c] = load(kt + d * ldk + c * W);
       keep_in_register(k[c]);
     }
     for (size_t r = 0; r < kRows; ++r) {
       const fbatch qv(q[r * hdp + d]);
-      for (size_t c = 0; c < kTile; ++c) acc[r][c] = xsimd::fma(qv, k[c], acc[r][c]);
+      for (size_t c = 0; c < NC; ++c) acc[r][c] = xsimd::fma(qv, k[c], acc[r][c]);
     }
   }
   for (size_t r = 0; r < kRows; ++r)
-    for (size_t c = 0; c < kTile; ++c) acc[r][c].store_unaligned(s + r * kKeyBlock + c * W);
+    for (size_t c = 0; c < NC; ++c) acc[r][c].store_unaligned(s + r * kKeyBlock + c * W);
+}
+
+// score_tile over the first `vecs` vectors of keys.
+void score_tiles(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, size_t vecs, float* s) {
+  size_t c0 = 0;
+  for (; c0 + kTile <= vecs; c0 += kTile) score_tile<kTile>(q, hdp, kt, ldk, hd, c0, s);
+  switch (vecs - c0) {  // fewer than kTile left
+    case 3: score_tile<3>(q, hdp, kt, ldk, hd, c0, s); break;
+    case 2: score_tile<2>(q, hdp, kt, ldk, hd, c0, s); break;
+    case 1: score_tile<1>(q, hdp, kt, ldk, hd, c0, s); break;
+    default: break;
+  }
 }
 
 // o[r][c0*W .. (c0+NC)*W) += sum_j p[r][j] v[j] for kRows rows.
@@ -185,14 +204,14 @@ void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t l
   const float* keys = kv.keys(head, seq);
   const float* values = kv.values(head, seq);
   for (size_t k0 = 0; k0 < seq_len; k0 += kKeyBlock) {
-    const size_t nk = std::min(kKeyBlock, seq_len - k0);
+    const size_t nk = std::min(kKeyBlock, seq_len - k0), vecs = (nk + W - 1) / W;
     for (size_t r = 0; r < rows_padded; r += kRows) {
       float* s = sc.p.data() + r * kKeyBlock;
-      score_tile(sc.q.data() + r * hdp, hdp, keys + k0, kv.key_stride(seq), hd, s);
+      score_tiles(sc.q.data() + r * hdp, hdp, keys + k0, kv.key_stride(seq), hd, vecs, s);
       for (size_t i = r; i < r + kRows; ++i) {
         float* row = sc.p.data() + i * kKeyBlock;
-        for (size_t j = nk; j < kKeyBlock; ++j) row[j] = -INFINITY;  // keys past the sequence: weight exactly 0
-        online_softmax_block(row, kKeyBlock, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp);
+        for (size_t j = nk; j < vecs * W; ++j) row[j] = -INFINITY;  // keys past the sequence: weight exactly 0
+        online_softmax_block(row, vecs * W, sc.m[i], sc.l[i], sc.o.data() + i * hdp, hdp);
       }
       value_tiles(s, values + k0 * hdp, hdp, nk, sc.o.data() + r * hdp);
     }
