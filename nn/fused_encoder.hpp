@@ -6,8 +6,8 @@
 //    as the attention kernel reads them; heads are strided column blocks, never permuted.
 //  - Attention is blocked with an online softmax (attn::packed_self_attention): memory linear
 //    in the sequence length.
-//  - bias + activation, and bias + residual + LayerNorm, are one pass per row right after their
-//    GEMM, on rows still in cache.
+//  - Linear biases go in with their GEMM's stores; the activation, and residual + LayerNorm, are
+//    one pass per row right after their GEMM, on rows still in cache.
 // Encoder::forward takes this path when there is no tape to record (gradients off, eval mode)
 // and the mask is a padding mask; at padded positions its output rows are zero (real positions
 // agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are

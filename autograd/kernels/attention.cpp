@@ -1,6 +1,6 @@
 // Blocked self-attention with an online softmax (see attention.hpp). First every (sequence, head)
-// gets its keys transposed and its values copied, biases added and zero-padded to whole key
-// blocks, once: the query blocks of a long sequence all read them. Then a task is one sequence,
+// gets its keys transposed and its values copied, biases added and zero-padded to whole SIMD
+// vectors, once: the query blocks of a long sequence all read them. Then a task is one sequence,
 // one head and up to kQueryBlock queries; it copies its queries (bias added, pre-scaled,
 // zero-padded to whole SIMD vectors), then for every block of up to kKeyBlock keys computes the scores
 // (no horizontal sums: the keys are transposed), updates the running max and sum, rescales the
@@ -30,7 +30,7 @@ constexpr size_t kTile = W >= 16 ? 4 : 3;
 // so AVX2's 24-key blocks (one register tile) cost 6 of them at 128 keys, and the last block was
 // two-thirds padding; a block's scores take ceil(keys / W) vectors, as many tiles as that needs.
 constexpr size_t kKeyBlock = 64;
-static_assert(kKeyBlock % W == 0 && kKeyBlock % 8 == 0, "whole vectors and 8 x 8 transposes");
+static_assert(kKeyBlock % W == 0, "a block is whole vectors");
 constexpr size_t kQueryBlock = 64;      // queries per task
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
@@ -47,9 +47,9 @@ struct Scratch {
 };
 
 // Every head's keys and values with their biases, laid out for the block products. Sequence s
-// owns key slots [start[s], start[s + 1]): its length rounded up to whole key blocks. Head h of
+// owns key slots [start[s], start[s + 1]): its length rounded up to whole SIMD vectors. Head h of
 // sequence s has its keys transposed, (head_dim, its slots), zero past its length (a score tile
-// reads whole blocks), and its values (its slots, hdp), zero past head_dim (the rows past its
+// reads whole vectors), and its values (its slots, hdp), zero past head_dim (the rows past its
 // length are never read); each block is contiguous.
 struct PreparedKV {
   std::vector<size_t> start;
@@ -78,6 +78,7 @@ void transpose_keys(const float* k, size_t ld, const float* bias, size_t len, si
     return;
   }
 #elif defined(__AVX__)
+  static_assert(W % 8 == 0, "ldk, a multiple of W, is whole 8 x 8 blocks");
   if (hd % 8 == 0) {
     for (size_t j0 = 0; j0 < ldk; j0 += 8)
       for (size_t d0 = 0; d0 < hd; d0 += 8)

@@ -4,7 +4,7 @@
 // that sequence's keys a block at a time and keeps a running (online) softmax, as
 // FlashAttention does (Dao et al. 2022). Each head's keys (transposed) and values are laid out
 // once per call, biases added, for all of its query blocks: two (tokens, hidden) copies, padded
-// to whole key blocks per sequence. With a few blocks of scratch per thread, memory is linear in
+// to whole SIMD vectors per sequence. With a few blocks of scratch per thread, memory is linear in
 // the sequence length.
 #include <cstddef>
 #include <memory>

@@ -49,8 +49,9 @@ constexpr size_t NC = NR * XG_GEMM_NC_PANELS;
 
 
 // panel[k*R + r] = src[r*ld + k] for r < rows (zero for rows <= r < R), k < kc. With AVX-512,
-// 16 x 16 blocks go through registers, with AVX 8 x 8 ones where R is a multiple of 8; the rest
-// (and other builds) in 8-deep k blocks whose writes stay in L1 while the source rows stream.
+// 16 x 16 blocks go through registers, with AVX 8 x 8 ones (R = 6: 8 x 8 with overlapping
+// stores); the rest (and other builds) in 8-deep k blocks whose writes stay in L1 while the
+// source rows stream.
 template <size_t R>
 void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, float* panel) {
   size_t k0 = 0;
@@ -66,7 +67,7 @@ void transpose_into_panel(const float* src, size_t ld, size_t rows, size_t kc, f
       for (size_t kk = 0; kk < 16; ++kk) _mm512_mask_storeu_ps(panel + (k0 + kk) * R + r0, m, v[kk]);
     }
 #elif defined(__AVX__)  // (with __x86_64__ or __i386__, as transpose.hpp)
-  if constexpr (R % 8 == 0)  // AVX2's NR = 16 (its MR = 6 takes the 8-deep blocks below)
+  if constexpr (R % 8 == 0)  // AVX2's NR = 16
     for (; k0 + 8 <= kc; k0 += 8)
       for (size_t r0 = 0; r0 < R; r0 += 8)
         detail::transpose8_block(src + r0 * ld + k0, ld, rows > r0 ? rows - r0 : 0, nullptr, panel + k0 * R + r0, R);
@@ -130,7 +131,7 @@ void pack_a(bool trans_a, const float* A, size_t lda, size_t i0, size_t mc, size
         // call per panel row (2% of a mini training step).
         if (MR <= W && k + 1 < kc && ir + W <= mc)
           fbatch::load_unaligned(src + ir).store_unaligned(dst);
-        else if (mr == MR)  // a constant size: inline moves, not a call (the block's last panel)
+        else if (mr == MR)  // a constant size: inline moves, not a call (a panel's last k row, the block's last panel)
           std::memcpy(dst, src + ir, MR * sizeof(float));
         else
           copy_padded(src + ir, mr, MR, dst);
