@@ -9,6 +9,10 @@
 # fp32 forward with the fused inference path off (XGRAD_FUSED_INFERENCE=0), the path before it.
 #   bench/infer_vs_ort.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS] [INPUT]    e.g. bench/infer_vs_ort.sh "mini base" 8 128 20
 #   bench/infer_vs_ort.sh "mini base" 32 128 10 sentences
+# REPEATS=N (default 1) runs N rounds per model, each one run of every xgrad column and of the
+# peer, and prints medians (the ratios: medians of the rounds' ratios, listed per round): round 1
+# picks ORT's fastest setting, later rounds rerun that setting alone. On a shared, noisy machine
+# one run each moves the ratio by a third; the rounds show by how much.
 # The peer runs under $PEER_PYTHON; unset, a venv in build/venv-ort (Debian's python3-torch with
 # PyPI's onnxruntime and transformers) is made on first use.
 set -euo pipefail
@@ -37,17 +41,33 @@ if [[ -z "$python" ]]; then
 fi
 shape="B x T"
 [[ "$input" == sentences ]] && shape="lines,max"
+repeats=${REPEATS:-1}
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "infer_vs_ort: REPEATS must be a positive integer, not '$repeats'" >&2; exit 2; }
+median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "$@"; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" model "$shape" recorded "xgrad fp32" "xgrad bf16" "ORT fp32" "fp32 x" "bf16 x" "ORT's best setting (tokens/s)"
 for m in $models; do
   tps() { build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$1" "${text_flags[@]}" | grep "^tokens/s" | awk '{print $2}'; }
-  o_rec=$(XGRAD_FUSED_INFERENCE=0 tps fp32)
-  o_tps=$(tps fp32)
-  o_bf16=$(tps bf16)
-  peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${text_flags[@]}" 2> build/ort_peer.log) ||
-    { echo "infer_vs_ort: bench/ort_peer.py failed for $m (its stderr: build/ort_peer.log)" >&2; tail -5 build/ort_peer.log >&2; exit 1; }
-  p_tps=$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')
-  setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
-  ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
-  printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" "$m" "${batch}x${seq}" "$o_rec" "$o_tps" "$o_bf16" "$p_tps" "$(ratio "$o_tps" "$p_tps")" \
-    "$(ratio "$o_bf16" "$p_tps")" "$setting"
+  recorded=() fp32=() bf16=() peer_tps=() fp32_ratios=() bf16_ratios=()
+  peer_flags=()
+  for ((round = 1; round <= repeats; ++round)); do
+    recorded+=("$(XGRAD_FUSED_INFERENCE=0 tps fp32)")
+    fp32+=("$(tps fp32)")
+    bf16+=("$(tps bf16)")
+    peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${text_flags[@]}" \
+      "${peer_flags[@]}" 2> build/ort_peer.log) ||
+      { echo "infer_vs_ort: bench/ort_peer.py failed for $m (its stderr: build/ort_peer.log)" >&2; tail -5 build/ort_peer.log >&2; exit 1; }
+    peer_tps+=("$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')")
+    if (( round == 1 )); then  # "ort-fused threads 2" -> --variants ort-fused --threads 2
+      setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
+      read -r variant _ threads <<< "$setting"
+      peer_flags=(--variants "$variant" --threads "$threads")
+    fi
+    fp32_ratios+=("$(ratio "${fp32[-1]}" "${peer_tps[-1]}")")
+    bf16_ratios+=("$(ratio "${bf16[-1]}" "${peer_tps[-1]}")")
+  done
+  printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" "$m" "${batch}x${seq}" "$(median 1 "${recorded[@]}")" \
+    "$(median 1 "${fp32[@]}")" "$(median 1 "${bf16[@]}")" "$(median 1 "${peer_tps[@]}")" "$(median 2 "${fp32_ratios[@]}")" \
+    "$(median 2 "${bf16_ratios[@]}")" "$setting"
+  if (( repeats > 1 )); then echo "  fp32 ratio per round: ${fp32_ratios[*]}; bf16: ${bf16_ratios[*]}"; fi
 done

@@ -12,6 +12,7 @@ at each --threads count (intra-op threads; sequential execution); the best is pr
 'tokens/s: X', after a line naming the setting it came from.
 
   python bench/ort_peer.py --model base --batch 8 --seq-len 128 --steps 20 --threads 1,2
+  (--variants ort-fused --threads 2 times one setting alone)
 """
 import argparse
 import os
@@ -70,6 +71,7 @@ def main():
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", default="1,2", help="intra-op thread counts to try")
+    p.add_argument("--variants", default="ort,ort-fused", help="graphs to try: ort (the plain export), ort-fused")
     p.add_argument("--sentences", help="time real text: the first --batch non-empty lines of this file, tokenized by "
                    "--vocab (BertTokenizerFast), cut to --seq-len and padded to the longest, as a user batches them; "
                    "tokens/s counts real tokens (the padding's cost included)")
@@ -77,6 +79,9 @@ def main():
     a = p.parse_args()
     if a.sentences and not a.vocab:
         p.error("--sentences needs --vocab")
+    unknown = set(a.variants.split(",")) - {"ort", "ort-fused"}
+    if unknown:
+        p.error(f"--variants: unknown {sorted(unknown)} (ort, ort-fused)")
 
     torch.manual_seed(0)
     model = build_model(a.model, a.seq_len).eval()
@@ -106,7 +111,10 @@ def main():
                                                  hidden_size=config.hidden_size)
         print("fused operators:", {k: v for k, v in optimized.get_fused_operator_statistics().items() if v})
         optimized.save_model_to_file(fused)
+        variants = a.variants.split(",")
         for variant, path in (("ort", plain), ("ort-fused", fused)):
+            if variant not in variants:
+                continue
             for threads in [int(t) for t in a.threads.split(",")]:
                 secs = time_session(path, feeds, threads, a.steps)
                 tps = real_tokens / secs
