@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/kernels/online_softmax.hpp"
@@ -119,6 +120,20 @@ void prepare_kv(const PackedQKV& x, const size_t* cu_seqlens, size_t num_seqs, s
   });
 }
 
+// Calls tile(std::integral_constant<size_t, NC>, c0) over `vecs` vectors: kTile at a time, then
+// the 1-3 left, so every tile width is a compile-time constant.
+template <class Tile>
+void for_each_tile(size_t vecs, Tile&& tile) {
+  size_t c0 = 0;
+  for (; c0 + kTile <= vecs; c0 += kTile) tile(std::integral_constant<size_t, kTile>{}, c0);
+  switch (vecs - c0) {  // fewer than kTile left
+    case 3: tile(std::integral_constant<size_t, 3>{}, c0); break;
+    case 2: tile(std::integral_constant<size_t, 2>{}, c0); break;
+    case 1: tile(std::integral_constant<size_t, 1>{}, c0); break;
+    default: break;
+  }
+}
+
 // s[r][j] = q[r] . kt[:, j] for kRows rows starting at q and keys j in [c0 * W, (c0 + NC) * W);
 // kt's rows are ldk apart, s's kKeyBlock.
 template <size_t NC>
@@ -145,14 +160,7 @@ void score_tile(const float* q, size_t hdp, const float* kt, size_t ldk, size_t 
 
 // score_tile over the first `vecs` vectors of keys.
 void score_tiles(const float* q, size_t hdp, const float* kt, size_t ldk, size_t hd, size_t vecs, float* s) {
-  size_t c0 = 0;
-  for (; c0 + kTile <= vecs; c0 += kTile) score_tile<kTile>(q, hdp, kt, ldk, hd, c0, s);
-  switch (vecs - c0) {  // fewer than kTile left
-    case 3: score_tile<3>(q, hdp, kt, ldk, hd, c0, s); break;
-    case 2: score_tile<2>(q, hdp, kt, ldk, hd, c0, s); break;
-    case 1: score_tile<1>(q, hdp, kt, ldk, hd, c0, s); break;
-    default: break;
-  }
+  for_each_tile(vecs, [&](auto nc, size_t c0) { score_tile<nc>(q, hdp, kt, ldk, hd, c0, s); });
 }
 
 // o[r][c0*W .. (c0+NC)*W) += sum_j p[r][j] v[j] for kRows rows.
@@ -177,15 +185,7 @@ void value_tile(const float* p, const float* v, size_t hdp, size_t nk, size_t c0
 }
 
 void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o) {
-  const size_t vecs = hdp / W;
-  size_t c0 = 0;
-  for (; c0 + kTile <= vecs; c0 += kTile) value_tile<kTile>(p, v, hdp, nk, c0, o);
-  switch (vecs - c0) {  // fewer than kTile left
-    case 3: value_tile<3>(p, v, hdp, nk, c0, o); break;
-    case 2: value_tile<2>(p, v, hdp, nk, c0, o); break;
-    case 1: value_tile<1>(p, v, hdp, nk, c0, o); break;
-    default: break;
-  }
+  for_each_tile(hdp / W, [&](auto nc, size_t c0) { value_tile<nc>(p, v, hdp, nk, c0, o); });
 }
 
 void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t ld_out, size_t q_begin, size_t nq,
