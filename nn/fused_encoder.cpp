@@ -36,23 +36,18 @@ vec::Unary unary_of(Activation a) {
 
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
-// Y (rows, out) = X (rows, in) W^T (+ bias when not null), W stored (out, in) as Linear keeps it;
-// Y has row stride ldy. A bias goes in with the GEMM's stores, not in a pass of its own.
-void linear_gemm(const float* x, size_t rows, const Linear& lin, const float* bias, float* y, size_t ldy) {
+// Y (rows, out) = act(X (rows, in) W^T + bias), W stored (out, in) as Linear keeps it; Y has row
+// stride ldy. The GEMM's epilogue adds the bias and applies the activation (either may be absent)
+// in its own pass over Y.
+void linear_gemm(const float* x, size_t rows, const Linear& lin, const gemm::Epilogue& epilogue, float* y,
+                 size_t ldy) {
   const size_t out = lin.weight.size(0), in = lin.weight.size(1);
   if (const auto packed = packed_weight_for(lin))
-    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy, bias);
+    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy, epilogue);
   else if (matmul_precision() == MatmulPrecision::BF16)
-    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, bias);
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, epilogue);
   else
-    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, bias);
-}
-
-// y = act(y) in place, row by row.
-void activation(float* y, size_t rows, size_t cols, Activation act) {
-  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) vec::unary(unary_of(act), y + r * cols, y + r * cols, cols);
-  });
+    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, epilogue);
 }
 
 // out = LayerNorm(y + residual) when norm, else y + residual; row by row. out may alias y or
@@ -101,9 +96,9 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
     gemm::sgemm_packed(false, rows, 1.f, in, sa.query->weight.size(1), *qkv, 0.f, b.qkv.get(), ld);
   } else {
     // (the attention kernel adds their biases)
-    linear_gemm(in, rows, *sa.query, nullptr, b.qkv.get(), ld);
-    linear_gemm(in, rows, *sa.key, nullptr, b.qkv.get() + H, ld);
-    linear_gemm(in, rows, *sa.value, nullptr, b.qkv.get() + 2 * H, ld);
+    linear_gemm(in, rows, *sa.query, {}, b.qkv.get(), ld);
+    linear_gemm(in, rows, *sa.key, {}, b.qkv.get() + H, ld);
+    linear_gemm(in, rows, *sa.value, {}, b.qkv.get() + 2 * H, ld);
   }
   const size_t hd = H / sa.num_heads;
   const attn::PackedQKV qkv{b.qkv.get(),        b.qkv.get() + H,   b.qkv.get() + 2 * H, ld,
@@ -116,21 +111,21 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
 void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
   const size_t H = v.attention->query->weight.size(0), I = v.up->weight.size(0);
   float* y = b.normed.get();  // GEMM outputs before their residual pass
+  const gemm::Epilogue up{param(v.up->bias), unary_of(v.act)};  // the feed-forward's first linear
   if (v.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
     layer_norm_rows(b.x.get(), *v.attention_norm, b.normed.get(), rows, H);
     self_attention(*v.attention, b.normed.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, param(v.attention_out->bias), y, H);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, {param(v.attention_out->bias)}, y, H);
     residual_norm(y, b.x.get(), nullptr, b.x1.get(), rows, H);
     layer_norm_rows(b.x1.get(), *v.output_norm, b.normed.get(), rows, H);
-    linear_gemm(b.normed.get(), rows, *v.up, param(v.up->bias), b.inter.get(), I);
+    linear_gemm(b.normed.get(), rows, *v.up, up, b.inter.get(), I);
   } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
     self_attention(*v.attention, b.x.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, param(v.attention_out->bias), y, H);
+    linear_gemm(b.ctx.get(), rows, *v.attention_out, {param(v.attention_out->bias)}, y, H);
     residual_norm(y, b.x.get(), v.attention_norm, b.x1.get(), rows, H);
-    linear_gemm(b.x1.get(), rows, *v.up, param(v.up->bias), b.inter.get(), I);
+    linear_gemm(b.x1.get(), rows, *v.up, up, b.inter.get(), I);
   }
-  activation(b.inter.get(), rows, I, v.act);
-  linear_gemm(b.inter.get(), rows, *v.down, param(v.down->bias), y, H);
+  linear_gemm(b.inter.get(), rows, *v.down, {param(v.down->bias)}, y, H);
   residual_norm(y, b.x1.get(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.get(), rows, H);
 }
 

@@ -2,10 +2,12 @@
 // padded leading dimensions, blocks that cross the KC/MC/NC boundaries, 1 and 2 threads.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
 #include "tests/random_values.hpp"
 #include "tests/thread_count.hpp"
@@ -114,17 +116,21 @@ TEST_CASE("gemm with many rows: row blocks and a tail of smaller pieces, the sam
 }
 
 namespace {
-// C (M x N, row stride ldc) += bias on every row: what linear() did after the GEMM before the bias
-// moved into its stores.
-void add_bias_after(std::vector<float>& C, size_t M, size_t N, size_t ldc, const std::vector<float>& bias) {
-  for (size_t i = 0; i < M; ++i)
+// C (M x N, row stride ldc) = activation(C + bias) row by row: what linear() did after the GEMM before
+// the bias and then the activation moved into its epilogue.
+void epilogue_after(std::vector<float>& C, size_t M, size_t N, size_t ldc, const std::vector<float>& bias,
+                    std::optional<vec::Unary> activation) {
+  for (size_t i = 0; i < M; ++i) {
     for (size_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+    if (activation) vec::unary(*activation, C.data() + i * ldc, C.data() + i * ldc, N);
+  }
 }
 }  // namespace
 
-// The bias goes in with the last K block's stores: the full tiles, the partial ones, past NC,
-// past KC (added once, after every block), the few-row column ranges, a packed B, K == 0.
-TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]") {
+// The bias goes in with the last K block's stores, the activation after them: the full tiles, the
+// partial ones, past NC (N = 1030: the activation's scalar tail at each row's end), past KC (once,
+// after every block), the few-row column ranges, a packed B, K == 0.
+TEST_CASE("gemm with a bias and an activation gives the bits of the passes after the call", "[gemm]") {
   RestoreThreads restore;
   for (int threads : {1, 2, 3}) {
     set_num_threads(threads);
@@ -132,23 +138,39 @@ TEST_CASE("gemm with a bias gives the bits of adding it after the call", "[gemm]
     for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
              {1, 7, 5}, {15, 1030, 1539}, {18, 70, 97}, {22, 70, 97}, {40, 9000, 300}, {226, 33, 800},
              {240, 1124, 70}, {3, 5, 0}})
-      for (bool ta : {false, true})
-        for (bool tb : {false, true})
-          for (float beta : {0.f, 0.5f}) {
-            const size_t pad = 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
-            const auto A = random_vec((ta ? K : M) * lda + 1, 31), B = random_vec((tb ? N : K) * ldb + 1, 32);
-            const auto bias = random_vec(N, 33);
-            auto C = random_vec(M * ldc, 34), R = C, P = C;
-            gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, bias.data());
-            gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
-            add_bias_after(R, M, N, ldc, bias);
-            const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
-            gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, bias.data());
-            INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
-                      << " threads=" << threads);
-            REQUIRE(C == R);  // the padding columns too: untouched
-            REQUIRE(P == R);
-          }
+      for (std::optional<vec::Unary> activation : {std::optional<vec::Unary>{}, std::optional{vec::Unary::GeluErf}})
+        for (bool ta : {false, true})
+          for (bool tb : {false, true})
+            for (float beta : {0.f, 0.5f}) {
+              const size_t pad = 3, lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+              const auto A = random_vec((ta ? K : M) * lda + 1, 31), B = random_vec((tb ? N : K) * ldb + 1, 32);
+              const auto bias = random_vec(N, 33);
+              const gemm::Epilogue epilogue{bias.data(), activation};
+              auto C = random_vec(M * ldc, 34), R = C, P = C;
+              gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, epilogue);
+              gemm::sgemm(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
+              epilogue_after(R, M, N, ldc, bias, activation);
+              const gemm::PackedB packed = gemm::PackedB::fp32(tb, K, N, B.data(), ldb);
+              gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, epilogue);
+              INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
+                        << " threads=" << threads << " activation=" << (activation ? int(*activation) : -1));
+              REQUIRE(C == R);  // the padding columns too: untouched
+              REQUIRE(P == R);
+            }
+  }
+}
+
+// Each activation a linear layer takes, on one shape with partial tiles and two K blocks.
+TEST_CASE("gemm epilogue: every activation, applied once after the last K block", "[gemm]") {
+  const size_t M = 23, N = 45, K = 1000, ldc = N;
+  const auto A = random_vec(M * K, 41), B = random_vec(N * K, 42), bias = random_vec(N, 43);
+  for (vec::Unary activation : {vec::Unary::GeluErf, vec::Unary::GeluTanh, vec::Unary::Relu, vec::Unary::Tanh}) {
+    std::vector<float> C(M * N), R(M * N);
+    gemm::sgemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, C.data(), ldc, {bias.data(), activation});
+    gemm::sgemm(false, true, M, N, K, 1.f, A.data(), K, B.data(), K, 0.f, R.data(), ldc);
+    epilogue_after(R, M, N, ldc, bias, activation);
+    INFO("activation " << int(activation));
+    REQUIRE(C == R);
   }
 }
 

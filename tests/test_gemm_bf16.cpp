@@ -4,11 +4,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include "autograd/dtype.hpp"
 #include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
@@ -231,7 +233,7 @@ TEST_CASE("sgemm_packed on a bf16 PackedB equals sgemm_bf16 bit for bit", "[gemm
   }
 }
 
-TEST_CASE("sgemm_bf16 with a bias gives the bits of adding it after the call", "[gemm][bf16]") {
+TEST_CASE("sgemm_bf16 with a bias and an activation gives the bits of the passes after the call", "[gemm][bf16]") {
   Restore restore;
   for (auto kernel : kernels_here()) {
     gemm::set_bf16_kernel(kernel);
@@ -239,7 +241,8 @@ TEST_CASE("sgemm_bf16 with a bias gives the bits of adding it after the call", "
       set_num_threads(threads);
       // partial tiles (4- and 8-row kernels at M = 18 and 22); past NC and KC (the bias once,
       // after both blocks); few rows; shared B blocks (226, 240 rows); K == 0. alpha != 1, so a
-      // multiply fused into the bias add would show.
+      // multiply fused into the bias add would show. The runs with beta != 0 add a GELU after the
+      // bias (once, after the last K block), as a feed-forward's first linear does.
       for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
                {29, 70, 97}, {18, 70, 97}, {22, 70, 97}, {130, 1124, 801}, {40, 9000, 300},
                {226, 33, 800}, {240, 1124, 70}, {3, 5, 0}})
@@ -249,13 +252,17 @@ TEST_CASE("sgemm_bf16 with a bias gives the bits of adding it after the call", "
               const size_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
               const auto A = random_vec((ta ? K : M) * lda + 1, 51), B = random_vec((tb ? N : K) * ldb + 1, 52);
               const auto bias = random_vec(N, 53);
+              const auto activation = beta != 0.f ? std::optional{vec::Unary::GeluErf} : std::nullopt;
+              const gemm::Epilogue epilogue{bias.data(), activation};
               auto C = random_vec(M * ldc, 54), R = C, P = C;
-              gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, bias.data());
+              gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, epilogue);
               gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
-              for (size_t i = 0; i < M; ++i)
+              for (size_t i = 0; i < M; ++i) {
                 for (size_t j = 0; j < N; ++j) R[i * ldc + j] += bias[j];
+                if (activation) vec::unary(*activation, R.data() + i * ldc, R.data() + i * ldc, N);
+              }
               const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
-              gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, bias.data());
+              gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, epilogue);
               INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta
                         << " threads=" << threads << " native=" << (kernel == gemm::Bf16Kernel::Native));
               REQUIRE(C == R);

@@ -327,15 +327,16 @@ PackedB PackedB::fp32(bool trans_b, size_t K, size_t N, const float* B, size_t l
 }
 
 void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
-                  float beta, float* C, size_t ldc, const float* bias) {
-  const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc, bias};
+                  float beta, float* C, size_t ldc, const Epilogue& epilogue) {
+  const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc, epilogue};
   if (B.kind_ == PackedB::Kind::Fp32) return detail::run_fp32_packed(p, B.floats());
   detail::run_bf16_packed(p, B.data_.get(), B.kind_ == PackedB::Kind::Bf16Pairs);
 }
 
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
-           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc, const float* bias) {
-  run(Problem{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias},
+           size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc,
+           const Epilogue& epilogue) {
+  run(Problem{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue},
       detail::threads_for(M, N, K));
 }
 

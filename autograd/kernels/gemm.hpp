@@ -3,19 +3,34 @@
 // op(A) is M x K: A is stored M x K (lda >= K), or K x M when trans_a (lda >= M).
 // op(B) is K x N: B is stored K x N (ldb >= N), or N x K when trans_b (ldb >= K).
 // beta == 0 ignores C's old contents (NaN included), as BLAS does.
-// `bias` (N floats, or null; not inside C) is added to every row of C last, in the GEMM's own
-// stores: the same bits as adding it in a pass after the call, without that pass over C (a linear
-// layer's bias).
+// An Epilogue finishes C in the GEMM's own pass over it (a linear layer's bias and activation).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+
+#include "autograd/kernels/vec.hpp"
 
 namespace xg::gemm {
+
+// What a GEMM does to C after its last K block: C = activation(alpha * op(A) op(B) + beta * C +
+// bias). The bits are those of the same steps as passes after the call (the bias added to every
+// row, then vec::unary along each row), without those passes over C: the bias goes in with the
+// micro-kernel's stores, the activation runs on each tile while it is still in L1.
+struct Epilogue {
+  Epilogue() = default;
+  // A bias alone converts implicitly: sgemm(..., C, ldc, bias) reads as it did before epilogues.
+  Epilogue(const float* bias, std::optional<vec::Unary> activation = std::nullopt)  // NOLINT
+      : bias(bias), activation(activation) {}
+
+  const float* bias = nullptr;            // N floats (not inside C), or null
+  std::optional<vec::Unary> activation;   // or none
+};
 
 // Packed, cache-blocked xsimd micro-kernel, split across num_threads() threads.
 void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha, const float* A,
            size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc,
-           const float* bias = nullptr);
+           const Epilogue& epilogue = {});
 
 // `batch` independent GEMMs; matrix b of A starts at A + b * stride_a (stride 0 reuses one
 // matrix for every b), likewise B and C. Batches are spread over the threads.
@@ -42,7 +57,7 @@ void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, f
 // panels of A and B rounded to bf16 as they are packed (the same math up to summation order).
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
-                size_t ldc, const float* bias = nullptr);
+                size_t ldc, const Epilogue& epilogue = {});
 // The same with B already in bf16 (raw bit patterns, e.g. weights converted once for inference).
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const uint16_t* B, size_t ldb, float beta, float* C,
@@ -72,7 +87,7 @@ class PackedB {
   PackedB(Kind kind, size_t K, size_t N, size_t words);
   float* floats() const { return reinterpret_cast<float*>(data_.get()); }
   friend void sgemm_packed(bool, size_t, float, const float*, size_t, const PackedB&, float, float*, size_t,
-                           const float*);
+                           const Epilogue&);
 
   Kind kind_;
   size_t K_, N_, words_;                   // words_: 32-bit panel elements (a float or a bf16 pair)
@@ -82,7 +97,7 @@ class PackedB {
 // C (M x N) = alpha * op(A) * B + beta * C for a packed B: sgemm's result for PackedB::fp32,
 // sgemm_bf16's for PackedB::bf16.
 void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
-                  float beta, float* C, size_t ldc, const float* bias = nullptr);
+                  float beta, float* C, size_t ldc, const Epilogue& epilogue = {});
 
 enum class Bf16Kernel { Native, Fallback };
 // Whether this CPU (and OS) can run the AVX512-BF16 kernel.

@@ -73,7 +73,7 @@ void run_fallback(const detail::Problem<uint16_t>& p) {
   std::vector<float> b(rows * cols);
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < cols; ++c) b[r * cols + c] = bf16_to_float(p.B[r * p.ldb + c]);
-  detail::run_bf16_rounded({p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.A, p.lda, b.data(), cols, p.beta, p.C, p.ldc, p.bias});
+  detail::run_bf16_rounded({p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.A, p.lda, b.data(), cols, p.beta, p.C, p.ldc, p.epilogue});
 }
 
 #if XG_HAVE_BF16_KERNEL
@@ -352,8 +352,8 @@ void set_bf16_kernel(Bf16Kernel k) {
 
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
-                size_t ldc, const float* bias) {
-  run_bf16(detail::Problem<float>{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias});
+                size_t ldc, const Epilogue& epilogue) {
+  run_bf16(detail::Problem<float>{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue});
 }
 
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,

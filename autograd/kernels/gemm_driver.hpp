@@ -14,7 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/round_up.hpp"
+#include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
 
 namespace xg::gemm::detail {
@@ -35,17 +37,31 @@ struct Problem {
   float beta;
   float* C;
   size_t ldc;
-  const float* bias = nullptr;  // N floats added to every row after the last K block, or null
+  Epilogue epilogue = {};  // after the last K block
 };
 
+// The epilogue's activation on rows [i0, i0 + rows) x columns [j0, j1) of C, row by row. A row
+// segment starts at a multiple of NR, so vec::unary splits it into SIMD batches and a scalar tail
+// where a pass over the whole row would: the same bits.
 template <class BElem>
-void scale_c(const Problem<BElem>& p) {  // K == 0: C = beta * C (+ bias)
+void activate(const Problem<BElem>& p, size_t i0, size_t rows, size_t j0, size_t j1) {
+  if (!p.epilogue.activation || j0 >= j1) return;
+  for (size_t i = i0; i < i0 + rows; ++i) {
+    float* row = p.C + i * p.ldc + j0;
+    vec::unary(*p.epilogue.activation, row, row, j1 - j0);
+  }
+}
+
+template <class BElem>
+void scale_c(const Problem<BElem>& p) {  // K == 0: C = activation(beta * C + bias)
+  const float* bias = p.epilogue.bias;
   for (size_t i = 0; i < p.M; ++i)
     for (size_t j = 0; j < p.N; ++j) {
       float& v = p.C[i * p.ldc + j];
       v = p.beta != 0.f ? p.beta * v : 0.f;
-      if (p.bias) v += p.bias[j];
+      if (bias) v += bias[j];
     }
+  activate(p, 0, p.M, 0, p.N);
 }
 
 // Kept per thread between calls: a fresh 3 MB buffer per call costs page faults on every GEMM.
@@ -74,7 +90,8 @@ void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, 
   auto& apack = a_buffer<typename Kern::Packed>();
   apack.resize(std::max(apack.size(), round_up(mc, MR) * depth));
   Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
-  const float* bias = p.bias && pc + kc == p.K ? p.bias + jc : nullptr;  // with the last K block
+  const bool last = pc + kc == p.K;  // the epilogue goes with the last K block
+  const float* bias = last && p.epilogue.bias ? p.epilogue.bias + jc : nullptr;
   for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
     const size_t nr = std::min(NR, nc - jr);
     for (size_t ir = 0; ir < mc; ir += MR) {
@@ -84,6 +101,8 @@ void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, 
                    bias ? bias + jr : nullptr);
     }
   }
+  // once per row of the block, whose tiles are still in L1/L2: per tile, a call would run on 16 floats
+  if (last) activate(p, i0, mc, jc + jr_begin, jc + std::min(jr_end, nc));
 }
 
 // A whole K x N op(B) packed ahead (PackedB): the (jc, pc) blocks run() would pack, jc-major,

@@ -42,12 +42,46 @@ struct Relu {
   float operator()(float x) const { return x > 0.f ? x : 0.f; }
   fbatch operator()(const fbatch& x) const { return xsimd::max(x, fbatch(0.f)); }
 };
-// GELU(x) = x * Phi(x), Phi the standard normal CDF.
+// Phi(x), the standard normal CDF, and phi(x), its density, on a batch, with z = x / sqrt 2:
+// - every lane |z| < 2/3 (nearly all of a freshly initialised model's pre-activations): erf(z) as
+//   z Q(z^2), Q a degree-4 Chebyshev fit of erf(z)/z there (relative error 1.3e-7 in fp32), and
+//   Phi = (1 + erf(z)) / 2;
+// - else erfc(|z|) as t P(t) exp(-z^2), t = 1 / (1 + p |z|) (Abramowitz and Stegun 7.1.26,
+//   |error| <= 1.5e-7; PyTorch's and oneDNN's CPU GELU kernels use the same fit), and
+//   Phi(x) = erfc(-z) / 2 straight from it for x < 0, without the cancellation of 1 + erf(z).
+// xsimd::erf runs two branches, exp included, whenever a batch mixes |z| below and above 2/3; this
+// costs one exp (shared with phi) and one division: the erf GELU on O(1) inputs in ~0.6x the time,
+// and the largest relative error where |GELU(x)| > 1e-6 (at x ~ -5) 0.17%, not 6.7% (test_kernels.cpp).
+// kPdf false leaves pdf 0 (the forward needs no density, and the small branch no exp then).
+struct NormalCdfPdf {
+  fbatch cdf, pdf;
+};
+template <bool kPdf>
+NormalCdfPdf normal_cdf_pdf(const fbatch& x) {
+  const fbatch z = x * fbatch(kSqrtHalf), a = xsimd::abs(z), u = z * z;
+  auto pdf = [&](const fbatch& exp_minus_u) { return kPdf ? fbatch(kInvSqrt2Pi) * exp_minus_u : fbatch(0.f); };
+  if (xsimd::all(a < fbatch(2.f / 3.f))) {
+    fbatch q = xsimd::fma(fbatch(0.004365373402833939f), u, fbatch(-0.02654365450143814f));
+    q = xsimd::fma(q, u, fbatch(0.11278760433197021f));
+    q = xsimd::fma(q, u, fbatch(-0.3761236369609833f));
+    q = xsimd::fma(q, u, fbatch(1.1283791065216064f));
+    return {fbatch(0.5f) * xsimd::fma(z, q, fbatch(1.f)), kPdf ? pdf(xsimd::exp(-u)) : fbatch(0.f)};
+  }
+  const fbatch t = fbatch(1.f) / xsimd::fma(fbatch(0.3275911f), a, fbatch(1.f));
+  fbatch p = xsimd::fma(fbatch(1.061405429f), t, fbatch(-1.453152027f));
+  p = xsimd::fma(p, t, fbatch(1.421413741f));
+  p = xsimd::fma(p, t, fbatch(-0.284496736f));
+  p = xsimd::fma(p, t, fbatch(0.254829592f));
+  const fbatch e = xsimd::exp(-u);  // exp(-x^2 / 2)
+  const fbatch lower_tail = fbatch(0.5f) * p * t * e;  // Phi(-|x|)
+  return {xsimd::select(x < fbatch(0.f), lower_tail, fbatch(1.f) - lower_tail), pdf(e)};
+}
+
+// GELU(x) = x * Phi(x). The float overload (the scalar twin, and the tail of a SIMD loop) is the
+// exact formula through std::erf.
 struct GeluErf {
   float operator()(float x) const { return 0.5f * x * (1.f + std::erf(x * kSqrtHalf)); }
-  fbatch operator()(const fbatch& x) const {
-    return fbatch(0.5f) * x * (fbatch(1.f) + xsimd::erf(x * fbatch(kSqrtHalf)));
-  }
+  fbatch operator()(const fbatch& x) const { return x * normal_cdf_pdf<false>(x).cdf; }
 };
 // The tanh approximation used by the original BERT code ("gelu_new").
 struct GeluTanh {
@@ -83,8 +117,7 @@ struct GeluErfGrad {  // Phi(x) + x * phi(x)
     return g * (cdf + x * pdf);
   }
   fbatch operator()(const fbatch& x, const fbatch& g) const {
-    const fbatch cdf = fbatch(0.5f) * (fbatch(1.f) + xsimd::erf(x * fbatch(kSqrtHalf)));
-    const fbatch pdf = fbatch(kInvSqrt2Pi) * xsimd::exp(fbatch(-0.5f) * x * x);
+    const auto [cdf, pdf] = normal_cdf_pdf<true>(x);
     return g * (cdf + x * pdf);
   }
 };

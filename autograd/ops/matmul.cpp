@@ -54,11 +54,11 @@ std::vector<size_t> batch_offsets(const Tensor& t, const Shape& batch) {
 // The float-B overload of sgemm_bf16, as a plain function with sgemm's type.
 void plain_sgemm_bf16(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float* A,
                       size_t lda, const float* B, size_t ldb, float beta, float* C, size_t ldc,
-                      const float* bias) {
-  gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+                      const gemm::Epilogue& epilogue) {
+  gemm::sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, epilogue);
 }
 using GemmFn = void (*)(bool, bool, size_t, size_t, size_t, float, const float*, size_t, const float*, size_t, float,
-                        float*, size_t, const float*);
+                        float*, size_t, const gemm::Epilogue&);
 GemmFn gemm_for(bool bf16) { return bf16 ? plain_sgemm_bf16 : gemm::sgemm; }
 
 // matmul() with its single GEMM in bf16 or not; the backward GEMMs are always fp32 (they run with
@@ -89,7 +89,7 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
   const float* pb = static_cast<const float*>(b.impl()->storage->data());
   if (bb.empty() && !ta && a.is_contiguous()) {  // (batch*M, K) @ op(B): one large GEMM
     gemm_for(bf16)(false, tb != lb.flipped, nb * M, N, K, 1.f, a.data(), ac, pb + b.offset(), lb.ld, 0.f,
-                   out.data(), N, nullptr);
+                   out.data(), N, {});
   } else {
     const std::vector<size_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
     std::vector<size_t> oc(nb);
@@ -174,7 +174,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const bool bf16 = bf16_linear_now();  // the backward GEMMs follow the forward's choice
   const GemmFn gemm_fn = gemm_for(bf16);
   gemm_fn(false, true, M, N, K, 1.f, x.data(), K, weight.data(), K, 0.f, out.data(), N,
-          bias.defined() ? bias.data() : nullptr);
+          {bias.defined() ? bias.data() : nullptr});
   const Tensor X = x.detach(), W = weight.detach();
   const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
              need_b = bias_in.defined() && bias_in.requires_grad();
@@ -208,7 +208,7 @@ Tensor linear(const Tensor& x_in, const gemm::PackedB& weight, const Tensor& bia
   const size_t K = weight.K(), N = weight.N();
   const size_t M = check_linear(x, K, N, bias, fmt::format("[{}, {}] (packed)", N, K));
   Tensor out = linear_output(x, N);
-  gemm::sgemm_packed(false, M, 1.f, x.data(), K, weight, 0.f, out.data(), N, bias.defined() ? bias.data() : nullptr);
+  gemm::sgemm_packed(false, M, 1.f, x.data(), K, weight, 0.f, out.data(), N, {bias.defined() ? bias.data() : nullptr});
   return out;
 }
 
