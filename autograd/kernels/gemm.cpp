@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/dtype.hpp"
@@ -174,35 +175,10 @@ void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size
     transpose_into_panel<NR>(B + (j0 + jr) * ldb + p0, ldb, std::min(NR, nc - jr), kc, out + jr * kc);
 }
 
-// C tile (ROWS x NR at c, row stride ldc) = alpha * (a_panel * b_panel) + beta * C tile, then
-// + bias (NR floats, the tile's columns) when not null.
-// a: kc x MR packed (only the first ROWS of each MR group are used), b: kc x NR packed. Only the
-// first mr x nr entries of the tile are stored. ROWS < MR serves the last, partial row panel
-// without computing padding rows.
+// C tile = alpha * acc (+ beta * C) (+ bias): the first mr x nr entries.
 template <size_t ROWS>
-void micro_kernel(size_t kc, const float* __restrict a, const float* __restrict b, float* c,
-                  size_t ldc, size_t mr, size_t nr, float alpha, float beta, const float* bias) {
-  fbatch acc0[ROWS], acc1[ROWS];
-#pragma GCC unroll 16
-  for (size_t i = 0; i < ROWS; ++i) acc0[i] = acc1[i] = fbatch(0.f);
-  // Warm the C tile while the FMAs run; the stores at the end would otherwise miss.
-  for (size_t i = 0; i < mr; ++i) {
-    __builtin_prefetch(c + i * ldc, 1);
-    __builtin_prefetch(c + i * ldc + NR - 1, 1);
-  }
-#pragma GCC unroll 4
-  for (size_t k = 0; k < kc; ++k) {
-    const fbatch b0 = fbatch::load_aligned(b);
-    const fbatch b1 = fbatch::load_aligned(b + W);
-#pragma GCC unroll 16
-    for (size_t i = 0; i < ROWS; ++i) {
-      const fbatch ai(a[i]);
-      acc0[i] = xsimd::fma(ai, b0, acc0[i]);
-      acc1[i] = xsimd::fma(ai, b1, acc1[i]);
-    }
-    a += MR;
-    b += NR;
-  }
+void store_tile(const fbatch* acc0, const fbatch* acc1, float* c, size_t ldc, size_t mr, size_t nr, float alpha,
+                float beta, const float* bias) {
   const fbatch va(alpha), vb(beta);
   if (mr == ROWS && nr == NR) {
     const fbatch bias0 = bias ? fbatch::load_unaligned(bias) : fbatch(0.f);
@@ -238,13 +214,68 @@ void micro_kernel(size_t kc, const float* __restrict a, const float* __restrict 
     }
 }
 
-// The smallest kernel that covers mr rows.
-void run_kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr,
-                size_t nr, float alpha, float beta, const float* bias) {
-  if (mr <= 2) return micro_kernel<2>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
-  if (mr <= 4) return micro_kernel<4>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
-  if (MR > 8 && mr <= 8) return micro_kernel<(MR > 8 ? 8 : MR)>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
-  micro_kernel<MR>(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+// Where a micro-kernel reads A: a packed panel (kc x MR, k-major) ...
+struct PanelA {
+  const float* a;
+  float at(size_t i) const { return a[i]; }
+  void next_k() { a += MR; }
+};
+// ... or A's rows in place, k contiguous along each (no packing). Rows past mr read row mr - 1
+// (their results are never stored), so nothing past A is read.
+template <size_t ROWS>
+struct RowsA {
+  RowsA(const float* a, size_t lda, size_t mr) {
+    for (size_t i = 0; i < ROWS; ++i) row[i] = a + std::min(i, mr - 1) * lda;
+  }
+  float at(size_t i) const { return row[i][k]; }
+  void next_k() { ++k; }
+  const float* row[ROWS];
+  size_t k = 0;
+};
+
+// C tile (ROWS x NR at c, row stride ldc) = alpha * (A rows * b_panel) + beta * C tile, then
+// + bias (NR floats, the tile's columns) when not null.
+// A: ROWS rows of kc (`a`, a PanelA or RowsA), b: kc x NR packed. Only the first mr x nr entries of
+// the tile are stored. ROWS < MR serves the last, partial row panel without computing padding rows.
+template <size_t ROWS, class ARows>
+void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc, size_t mr, size_t nr,
+                  float alpha, float beta, const float* bias) {
+  fbatch acc0[ROWS], acc1[ROWS];
+#pragma GCC unroll 16
+  for (size_t i = 0; i < ROWS; ++i) acc0[i] = acc1[i] = fbatch(0.f);
+  // Warm the C tile while the FMAs run; the stores at the end would otherwise miss.
+  for (size_t i = 0; i < mr; ++i) {
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + NR - 1, 1);
+  }
+#pragma GCC unroll 4
+  for (size_t k = 0; k < kc; ++k) {
+    const fbatch b0 = fbatch::load_aligned(b);
+    const fbatch b1 = fbatch::load_aligned(b + W);
+#pragma GCC unroll 16
+    for (size_t i = 0; i < ROWS; ++i) {
+      const fbatch ai(a.at(i));
+      acc0[i] = xsimd::fma(ai, b0, acc0[i]);
+      acc1[i] = xsimd::fma(ai, b1, acc1[i]);
+    }
+    a.next_k();
+    b += NR;
+  }
+  store_tile<ROWS>(acc0, acc1, c, ldc, mr, nr, alpha, beta, bias);
+}
+
+// The smallest kernel that covers mr rows (ROWS(n) picks it), reading A through make_a(ROWS(n)).
+template <class MakeA>
+void run_kernel(size_t kc, MakeA make_a, const float* b, float* c, size_t ldc, size_t mr, size_t nr, float alpha,
+                float beta, const float* bias) {
+  using two = std::integral_constant<size_t, 2>;
+  using four = std::integral_constant<size_t, 4>;
+  using eight = std::integral_constant<size_t, (MR > 8 ? 8 : MR)>;
+  using all = std::integral_constant<size_t, MR>;
+  if (mr <= 2) return micro_kernel<2>(kc, make_a(two{}), b, c, ldc, mr, nr, alpha, beta, bias);
+  if (mr <= 4) return micro_kernel<4>(kc, make_a(four{}), b, c, ldc, mr, nr, alpha, beta, bias);
+  if (MR > 8 && mr <= 8) return micro_kernel<eight::value>(kc, make_a(eight{}), b, c, ldc, mr, nr, alpha, beta, bias);
+  micro_kernel<MR>(kc, make_a(all{}), b, c, ldc, mr, nr, alpha, beta, bias);
 }
 
 struct Fp32Kernels {
@@ -262,7 +293,13 @@ struct Fp32Kernels {
   }
   static void kernel(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr,
                      size_t nr, float alpha, float beta, const float* bias) {
-    run_kernel(kc, a, b, c, ldc, mr, nr, alpha, beta, bias);
+    run_kernel(kc, [a](auto) { return PanelA{a}; }, b, c, ldc, mr, nr, alpha, beta, bias);
+  }
+  static constexpr bool kReadsAInPlace = true;
+  // The kernel on A's rows where they are: a + i * lda, k contiguous.
+  static void kernel_rows(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc, size_t mr,
+                          size_t nr, float alpha, float beta, const float* bias) {
+    run_kernel(kc, [&](auto rows) { return RowsA<rows>(a, lda, mr); }, b, c, ldc, mr, nr, alpha, beta, bias);
   }
 };
 
@@ -271,6 +308,7 @@ struct Fp32Kernels {
 // training step 2.2x slower than fp32 on an AVX2 CPU; the bits are the same (each value rounds
 // alone, and the padding zeros stay zero).
 struct Bf16RoundedKernels : Fp32Kernels {
+  static constexpr bool kReadsAInPlace = false;  // A is rounded as it is packed
   static void pack_a(bool ta, const float* A, size_t lda, size_t i0, size_t mc, size_t p0,
                      size_t kc, float* out) {
     gemm::pack_a(ta, A, lda, i0, mc, p0, kc, out);

@@ -265,6 +265,7 @@ XG_BF16_TARGET void micro_kernel(size_t kc, const uint32_t* __restrict a,
 
 struct Bf16Kernels {
   using Packed = uint32_t;
+  static constexpr bool kReadsAInPlace = false;  // A goes into bf16 pairs as it is packed
   static constexpr size_t MR = gemm::MR, NR = gemm::NR, KC = gemm::KC, MC_MAX = gemm::MC_MAX,
                           NC = gemm::NC;
   static size_t depth(size_t kc) { return pairs(kc); }

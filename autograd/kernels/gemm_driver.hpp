@@ -80,25 +80,37 @@ PackBuffer<Packed>& b_buffer() {
   return buffer;
 }
 
-// Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end).
+// Multiplies the packed B block by rows [i0, i0+mc) x panel columns [jr_begin, jr_end). With
+// `a_in_place` (a non-transposed A, and a kernel set with kReadsAInPlace and kernel_rows) the
+// kernels read A's rows where they are instead of a packed copy.
 template <class Kern, class BElem>
-void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, size_t pc,
-                   size_t kc, size_t jc, size_t nc, size_t i0, size_t mc, size_t jr_begin,
-                   size_t jr_end, float beta) {
+void compute_block(const Problem<BElem>& p, const typename Kern::Packed* bpack, size_t pc, size_t kc, size_t jc,
+                   size_t nc, size_t i0, size_t mc, size_t jr_begin, size_t jr_end, float beta, bool a_in_place) {
   constexpr size_t MR = Kern::MR, NR = Kern::NR;
   const size_t depth = Kern::depth(kc);
-  auto& apack = a_buffer<typename Kern::Packed>();
-  apack.resize(std::max(apack.size(), round_up(mc, MR) * depth));
-  Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, apack.data());
   const bool last = pc + kc == p.K;  // the epilogue goes with the last K block
   const float* bias = last && p.epilogue.bias ? p.epilogue.bias + jc : nullptr;
+  const typename Kern::Packed* apack = nullptr;
+  if (!a_in_place) {
+    auto& buffer = a_buffer<typename Kern::Packed>();
+    buffer.resize(std::max(buffer.size(), round_up(mc, MR) * depth));
+    Kern::pack_a(p.ta, p.A, p.lda, i0, mc, pc, kc, buffer.data());
+    apack = buffer.data();
+  }
   for (size_t jr = jr_begin; jr < jr_end; jr += NR) {
     const size_t nr = std::min(NR, nc - jr);
     for (size_t ir = 0; ir < mc; ir += MR) {
       const size_t mr = std::min(MR, mc - ir);
-      Kern::kernel(kc, apack.data() + ir * depth, bpack + jr * depth,
-                   p.C + (i0 + ir) * p.ldc + jc + jr, p.ldc, mr, nr, p.alpha, beta,
-                   bias ? bias + jr : nullptr);
+      float* c = p.C + (i0 + ir) * p.ldc + jc + jr;
+      const float* tile_bias = bias ? bias + jr : nullptr;
+      if constexpr (Kern::kReadsAInPlace) {
+        if (a_in_place) {
+          Kern::kernel_rows(kc, p.A + (i0 + ir) * p.lda + pc, p.lda, bpack + jr * depth, c, p.ldc, mr, nr,
+                            p.alpha, beta, tile_bias);
+          continue;
+        }
+      }
+      Kern::kernel(kc, apack + ir * depth, bpack + jr * depth, c, p.ldc, mr, nr, p.alpha, beta, tile_bias);
     }
   }
   // once per row of the block, whose tiles are still in L1/L2: per tile, a call would run on 16 floats
@@ -151,6 +163,11 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   // both threads (BERT-base inference at 1 x 128 +4.5%, mini +3%). AVX-512's 14-row panels keep 8.
   constexpr size_t kSplitPanels = MR >= 8 ? 8 : 16;
   const bool split_rows = m_panels >= kSplitPanels * T;
+  // A short GEMM (the column path below) packs each A block once per column block per thread, and
+  // an inference linear layer at 1 x 128 spent ~2% of its time there: its kernels read A in place
+  // (bench_gemm 128 x 3072 x 768 and 128 x 768 x 3072, packed B: +5%). Tall ones keep packing: level
+  // at K = 768, and 3% slower with A's rows 12 KB apart (K = 3072) from a cold cache.
+  const bool a_in_place = Kern::kReadsAInPlace && !p.ta && !split_rows;
   size_t m_blocks = (m_panels + MC_MAX / MR - 1) / (MC_MAX / MR);
   if (T > 1 && split_rows) m_blocks = round_up(std::max(m_blocks, T), T);
   // With too few column panels for every thread (a narrow N, which takes the shared path below),
@@ -175,7 +192,7 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
         if (!packed_b) Kern::pack_b(p.tb, p.B, p.ldb, pc, kc, jc, nc, 0, round_up(nc, NR), own.data());
         for (size_t ib = 0; ib < m_blocks; ++ib) {
           auto [i0, mc] = block_rows(ib);
-          compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, jr0, jr1, pc == 0 ? p.beta : 1.f);
+          compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, jr0, jr1, pc == 0 ? p.beta : 1.f, a_in_place);
         }
       }
     }
@@ -244,7 +261,7 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
       parallel_for(row_tasks * n_groups, [&](size_t task) {
         auto [i0, mc] = task_rows(task / n_groups);
         auto [j0, j1] = panel_range(task % n_groups, n_groups);
-        if (j0 < j1) compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, j0, j1, beta);
+        if (j0 < j1) compute_block<Kern>(p, block, pc, kc, jc, nc, i0, mc, j0, j1, beta, a_in_place);
       });
     }
   }
