@@ -175,9 +175,10 @@ void pack_b(bool trans_b, const float* B, size_t ldb, size_t p0, size_t kc, size
     transpose_into_panel<NR>(B + (j0 + jr) * ldb + p0, ldb, std::min(NR, nc - jr), kc, out + jr * kc);
 }
 
-// C tile = alpha * acc (+ beta * C) (+ bias): the first mr x nr entries.
+// C tile = alpha * acc (+ beta * C) (+ bias): the first mr x nr entries. Inlined, so the
+// accumulators go from registers to C (a call would spill them to pass them).
 template <size_t ROWS>
-void store_tile(const fbatch* acc0, const fbatch* acc1, float* c, size_t ldc, size_t mr, size_t nr, float alpha,
+[[gnu::always_inline]] inline void store_tile(const fbatch* acc0, const fbatch* acc1, float* c, size_t ldc, size_t mr, size_t nr, float alpha,
                 float beta, const float* bias) {
   const fbatch va(alpha), vb(beta);
   if (mr == ROWS && nr == NR) {
@@ -237,8 +238,9 @@ struct RowsA {
 // + bias (NR floats, the tile's columns) when not null.
 // A: ROWS rows of kc (`a`, a PanelA or RowsA), b: kc x NR packed. Only the first mr x nr entries of
 // the tile are stored. ROWS < MR serves the last, partial row panel without computing padding rows.
+// Never inlined: each kernel gets the registers to itself (and its own line in a profile).
 template <size_t ROWS, class ARows>
-void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc, size_t mr, size_t nr,
+[[gnu::noinline]] void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc, size_t mr, size_t nr,
                   float alpha, float beta, const float* bias) {
   fbatch acc0[ROWS], acc1[ROWS];
 #pragma GCC unroll 16
