@@ -16,6 +16,7 @@
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/gemm_driver.hpp"
 #include "autograd/kernels/transpose.hpp"
+#include "autograd/parallel.hpp"
 
 // The AVX512-BF16 intrinsics need GCC 10 or clang 9; older compilers build the fallback alone.
 #if defined(__x86_64__) && ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
@@ -67,12 +68,15 @@ std::atomic<Bf16Kernel>& selected_kernel() {
 
 void run_fallback(const detail::Problem<float>& p) { detail::run_bf16_rounded(p); }
 
-// bf16 B widened to floats (exactly), whose rounding then leaves them as they are.
+// bf16 B widened to floats (exactly), whose rounding then leaves them as they are; rows shared
+// out over the threads.
 void run_fallback(const detail::Problem<uint16_t>& p) {
   const size_t rows = p.tb ? p.N : p.K, cols = p.tb ? p.K : p.N;
   std::vector<float> b(rows * cols);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) b[r * cols + c] = bf16_to_float(p.B[r * p.ldb + c]);
+  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r)
+      for (size_t c = 0; c < cols; ++c) b[r * cols + c] = bf16_to_float(p.B[r * p.ldb + c]);
+  });
   detail::run_bf16_rounded({p.ta, p.tb, p.M, p.N, p.K, p.alpha, p.A, p.lda, b.data(), cols, p.beta, p.C, p.ldc, p.epilogue});
 }
 
