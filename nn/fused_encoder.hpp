@@ -2,12 +2,13 @@
 // The Transformer encoder's inference path: no tape, no padding, no (T, T) score tensors.
 //  - Padding-free: the attended tokens of every sequence are packed into one (N, H) matrix with
 //    offsets (cu_seqlens), so a batch of mixed lengths costs what its real tokens cost.
-//  - Q, K and V are three GEMMs into column slices of one (N, 3H) buffer; their biases are added
-//    as the attention kernel reads them; heads are strided column blocks, never permuted.
+//  - Q, K and V are one GEMM into an (N, 3H) buffer when the weights are packed (else three, into
+//    its column slices); their biases are added as the attention kernel reads them; heads are
+//    strided column blocks, never permuted.
 //  - Attention is blocked with an online softmax (attn::packed_self_attention): memory linear
 //    in the sequence length.
-//  - Linear biases go in with their GEMM's stores; the activation, and residual + LayerNorm, are
-//    one pass per row right after their GEMM, on rows still in cache.
+//  - Linear biases and the feed-forward's activation are their GEMM's epilogue (gemm::Epilogue);
+//    residual + LayerNorm is one pass per row right after its GEMM, on rows still in cache.
 // Encoder::forward takes this path when there is no tape to record (gradients off, eval mode)
 // and the mask is a padding mask; at padded positions its output rows are zero (real positions
 // agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are

@@ -106,6 +106,32 @@ TEST_CASE("gemm with few rows: column ranges per thread, the same bits as one th
     check_same_bits_across_threads(M, N, K);
 }
 
+// Short GEMMs read a non-transposed A in place (RowsA) where taller ones, and every transposed A,
+// are packed. The same product through a transposed copy of A is packed and summed in the same
+// order: the same bits. Across K blocks (K > KC = 768), partial row panels, lda > K, 1-3 threads.
+TEST_CASE("gemm reading A in place gives the bits of the packed path", "[gemm]") {
+  RestoreThreads restore;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{
+             {20, 70, 1600}, {7, 300, 2000}, {61, 45, 800}, {1, 9, 1537}})
+      for (bool tb : {false, true}) {
+        const size_t lda = K + 5, ldb = (tb ? K : N) + 1;
+        const auto A = random_vec(M * lda, 61), B = random_vec((tb ? N : K) * ldb, 62);
+        std::vector<float> At(K * M);  // A^T, stored K x M
+        for (size_t i = 0; i < M; ++i)
+          for (size_t k = 0; k < K; ++k) At[k * M + i] = A[i * lda + k];
+        auto C = random_vec(M * N, 63), R = C;
+        gemm::sgemm(false, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, 0.5f, C.data(), N);
+        gemm::sgemm(true, tb, M, N, K, 1.5f, At.data(), M, B.data(), ldb, 0.5f, R.data(), N);
+        INFO("M=" << M << " N=" << N << " K=" << K << " tb=" << tb << " threads=" << threads);
+        REQUIRE(C == R);
+      }
+    check_gemm(20, 70, 1600, false, true, 1.5f, 0.5f, 3);  // and against the triple loop
+    check_gemm(20, 70, 1600, false, false, 1.f, 0.f, 3);
+  }
+}
+
 // Many rows: the threads take row blocks, and the last blocks' rows in shrinking pieces down to a
 // single row panel, as they free up. With AVX-512's 14-row panels: 352 rows are 26 panels, the
 // last of 2 rows (row blocks at 2 and 3 threads); 229 are 17 (row blocks at 2 threads, column

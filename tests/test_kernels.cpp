@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "autograd/kernels/vec.hpp"
@@ -104,9 +105,12 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
 
 // The SIMD erf GELU is a fitted erfc (vec_ops.hpp), the scalar twin std::erf: here both SIMD
 // kernels against the exact function in double, on a grid over [-12, 12] (0 beyond, x above).
+// Sorted, most batches are all small or all large; shuffled, nearly every one mixes them.
 TEST_CASE("simd erf GELU and its gradient are within a few 1e-7 of the exact function", "[kernels]") {
   std::vector<float> x;
   for (int i = -120000; i < 120000; ++i) x.push_back(float(i) * 1e-4f + 3e-5f);
+  const bool shuffled = GENERATE(false, true);
+  if (shuffled) std::shuffle(x.begin(), x.end(), std::mt19937(7));
   const size_t n = x.size();
   std::vector<float> y(n), dx(n);
   const std::vector<float> ones(n, 1.f);
@@ -120,7 +124,7 @@ TEST_CASE("simd erf GELU and its gradient are within a few 1e-7 of the exact fun
     if (std::fabs(gelu) > 1e-6) worst_rel = std::max(worst_rel, std::fabs(y[i] - gelu) / std::fabs(gelu));
     worst_grad = std::max(worst_grad, std::fabs(dx[i] - grad));
   }
-  INFO("max |error|: GELU " << worst_abs << ", relative where |GELU| > 1e-6 " << worst_rel << ", gradient " << worst_grad);
+  INFO((shuffled ? "shuffled" : "sorted") << " max |error|: GELU " << worst_abs << ", relative where |GELU| > 1e-6 " << worst_rel << ", gradient " << worst_grad);
   CHECK(worst_abs < 4.5e-7);   // ~1 ulp of 4
   CHECK(worst_rel < 2e-3);     // at x ~ -5 (1 + erf(z) there lost 6.7%)
   CHECK(worst_grad < 4.5e-7);

@@ -1,6 +1,7 @@
-// Goto/BLIS-style fp32 GEMM; the loop nest is gemm_driver.hpp's. The micro-kernel keeps an MR x NR tile of C in registers (MR x 2 SIMD accumulators), reading
-// one packed B row (NR floats, stays in L1 across the ir loop) and broadcasting packed A values.
-// Transposes are absorbed by the packing routines, so the kernel sees one layout.
+// Goto/BLIS-style fp32 GEMM; the loop nest is gemm_driver.hpp's. The micro-kernel keeps an MR x NR
+// tile of C in registers (MR x 2 SIMD accumulators), reading one packed B row (NR floats) per k and
+// broadcasting A values from a packed panel or, for short GEMMs, from A's rows in place.
+// Transposes are absorbed by the packing routines (a transposed A is always packed).
 #include "autograd/kernels/gemm.hpp"
 
 #include <algorithm>
@@ -237,7 +238,8 @@ struct RowsA {
 // C tile (ROWS x NR at c, row stride ldc) = alpha * (A rows * b_panel) + beta * C tile, then
 // + bias (NR floats, the tile's columns) when not null.
 // A: ROWS rows of kc (`a`, a PanelA or RowsA), b: kc x NR packed. Only the first mr x nr entries of
-// the tile are stored. ROWS < MR serves the last, partial row panel without computing padding rows.
+// the tile are stored. ROWS < MR serves the last, partial row panel with fewer accumulators (rows
+// past mr are computed, from zero padding or a repeated row, and never stored).
 // Never inlined: each kernel gets the registers to itself (and its own line in a profile).
 template <size_t ROWS, class ARows>
 [[gnu::noinline]] void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc, size_t mr, size_t nr,
@@ -297,7 +299,9 @@ struct Fp32Kernels {
                      size_t nr, float alpha, float beta, const float* bias) {
     run_kernel(kc, [a](auto) { return PanelA{a}; }, b, c, ldc, mr, nr, alpha, beta, bias);
   }
-  static constexpr bool kReadsAInPlace = true;
+  // AVX-512's 14-row kernel in place is untimed: 14 row pointers spill, and rows 4 KB apart all
+  // fall in one 12-way L1 set; it keeps packing.
+  static constexpr bool kReadsAInPlace = MR <= 8;
   // The kernel on A's rows where they are: a + i * lda, k contiguous.
   static void kernel_rows(size_t kc, const float* a, size_t lda, const float* b, float* c, size_t ldc, size_t mr,
                           size_t nr, float alpha, float beta, const float* bias) {
@@ -322,6 +326,8 @@ struct Bf16RoundedKernels : Fp32Kernels {
     detail::round_to_bf16(out + jr_begin * kc, (jr_end - jr_begin) * kc);  // whole panels: NR multiples
   }
 };
+static_assert(!Bf16RoundedKernels::kReadsAInPlace, "its A must be rounded as it is packed");
+
 
 using Problem = detail::Problem<float>;
 void run(const Problem& p, int threads) { detail::run<Fp32Kernels>(p, threads); }

@@ -16,7 +16,8 @@ namespace xg::gemm {
 // What a GEMM does to C after its last K block: C = activation(alpha * op(A) op(B) + beta * C +
 // bias). The bits are those of the same steps as passes after the call (the bias added to every
 // row, then vec::unary along each row), without those passes over C: the bias goes in with the
-// micro-kernel's stores, the activation runs on each tile while it is still in L1.
+// micro-kernel's stores, the activation runs over each block of rows once its tiles are stored,
+// while the block is still in L1/L2.
 struct Epilogue {
   Epilogue() = default;
   // A bias alone converts implicitly: sgemm(..., C, ldc, bias) reads as it did before epilogues.

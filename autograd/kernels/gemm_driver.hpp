@@ -3,10 +3,13 @@
 // Loop nest, outermost first:
 //   jc: NC columns of C   pc: KC of the inner dimension -> pack B block (KC x NC, shared by the
 //   threads; with few rows, each thread packs the columns it computes)
-//   ic: MC rows of C -> pack A block (MC x KC, per task)   jr: NR columns   ir: MR rows -> kernel
+//   ic: MC rows of C -> pack A block (MC x KC, per task; a short GEMM's kernels may read A in
+//   place instead)   jr: NR columns   ir: MR rows -> kernel
+//   then, after the last K block, the epilogue's activation on the block's rows (Epilogue)
 // A kernel set `Kern` supplies the element type of its packed panels (Packed), the blocking
 // (MR, NR, KC, MC_MAX, NC), depth(kc) (packed elements per panel row/column: kc, or kc/2
-// rounded up for bf16 pairs), pack_a, pack_b and kernel. Panel ir of a packed A block starts at
+// rounded up for bf16 pairs), pack_a, pack_b and kernel, and kReadsAInPlace (with kernel_rows,
+// the kernel on A's rows where they are, when true). Panel ir of a packed A block starts at
 // ir * depth(kc), panel jr of a packed B block at jr * depth(kc).
 #include <xsimd/xsimd.hpp>
 
@@ -205,8 +208,8 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
   if (T == 1) return columns_alone(0, p.N, bpack);
   // Few rows (an MLM decoder's 160 masked positions, a short batch): each thread takes a range of
   // whole column panels (and packs its own B), so a call has one parallel_for instead of one or
-  // two per (jc, pc) block. Both ways pack each A block once per column group, and every element
-  // of C is summed in the same order, so the bits do not change.
+  // two per (jc, pc) block. Either way each A block is packed (or read in place) once per column
+  // group, and every element of C is summed in the same order, so the bits do not change.
   const size_t n_all_panels = (p.N + NR - 1) / NR;
   if (!split_rows && n_all_panels >= T) {
     parallel_for(T, [&](size_t t) {
