@@ -9,6 +9,7 @@
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/parallel.hpp"
+#include "tests/epilogue_after.hpp"
 #include "tests/random_values.hpp"
 #include "tests/thread_count.hpp"
 #include "util/random.hpp"
@@ -140,18 +141,6 @@ TEST_CASE("gemm with many rows: row blocks and a tail of smaller pieces, the sam
   for (auto [M, N, K] : std::vector<std::tuple<size_t, size_t, size_t>>{{352, 300, 200}, {229, 70, 90}, {1000, 100, 40}})
     check_same_bits_across_threads(M, N, K);
 }
-
-namespace {
-// C (M x N, row stride ldc) = activation(C + bias) row by row: what linear() did after the GEMM before
-// the bias and then the activation moved into its epilogue.
-void epilogue_after(std::vector<float>& C, size_t M, size_t N, size_t ldc, const std::vector<float>& bias,
-                    std::optional<vec::Unary> activation) {
-  for (size_t i = 0; i < M; ++i) {
-    for (size_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
-    if (activation) vec::unary(*activation, C.data() + i * ldc, C.data() + i * ldc, N);
-  }
-}
-}  // namespace
 
 // The bias goes in with the last K block's stores, the activation after them: the full tiles, the
 // partial ones, past NC (N = 1030: the activation's scalar tail at each row's end), past KC (once,

@@ -14,6 +14,7 @@
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
+#include "tests/epilogue_after.hpp"
 #include "tests/random_values.hpp"
 #include "tests/thread_count.hpp"
 #include "util/random.hpp"
@@ -257,10 +258,7 @@ TEST_CASE("sgemm_bf16 with a bias and an activation gives the bits of the passes
               auto C = random_vec(M * ldc, 54), R = C, P = C;
               gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, epilogue);
               gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, R.data(), ldc);
-              for (size_t i = 0; i < M; ++i) {
-                for (size_t j = 0; j < N; ++j) R[i * ldc + j] += bias[j];
-                if (activation) vec::unary(*activation, R.data() + i * ldc, R.data() + i * ldc, N);
-              }
+              epilogue_after(R, M, N, ldc, bias, activation);
               const gemm::PackedB packed = gemm::PackedB::bf16(tb, K, N, B.data(), ldb);
               gemm::sgemm_packed(ta, M, 1.5f, A.data(), lda, packed, beta, P.data(), ldc, epilogue);
               INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " beta=" << beta

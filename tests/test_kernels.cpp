@@ -103,7 +103,7 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
   }
 }
 
-// The SIMD erf GELU is a fitted erfc (vec_ops.hpp), the scalar twin std::erf: here both SIMD
+// The SIMD erf GELU is a fitted erfc (vec_ops.hpp), the scalar twin std::erfc: here both SIMD
 // kernels against the exact function in double, on a grid over [-12, 12] (0 beyond, x above).
 // Sorted, most batches are all small or all large; shuffled, nearly every one mixes them.
 TEST_CASE("simd erf GELU and its gradient are within a few 1e-7 of the exact function", "[kernels]") {

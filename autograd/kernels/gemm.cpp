@@ -242,8 +242,8 @@ struct RowsA {
 // past mr are computed, from zero padding or a repeated row, and never stored).
 // Never inlined: each kernel gets the registers to itself (and its own line in a profile).
 template <size_t ROWS, class ARows>
-[[gnu::noinline]] void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc, size_t mr, size_t nr,
-                  float alpha, float beta, const float* bias) {
+[[gnu::noinline]] void micro_kernel(size_t kc, ARows a, const float* __restrict b, float* c, size_t ldc,
+                                    size_t mr, size_t nr, float alpha, float beta, const float* bias) {
   fbatch acc0[ROWS], acc1[ROWS];
 #pragma GCC unroll 16
   for (size_t i = 0; i < ROWS; ++i) acc0[i] = acc1[i] = fbatch(0.f);
@@ -327,7 +327,6 @@ struct Bf16RoundedKernels : Fp32Kernels {
   }
 };
 static_assert(!Bf16RoundedKernels::kReadsAInPlace, "its A must be rounded as it is packed");
-
 
 using Problem = detail::Problem<float>;
 void run(const Problem& p, int threads) { detail::run<Fp32Kernels>(p, threads); }

@@ -44,9 +44,8 @@ struct Relu {
 };
 // Phi(x), the standard normal CDF, and phi(x), its density, on a batch, with z = x / sqrt 2:
 // - every lane |z| < 2/3 (97% of 8-lane batches at std 0.3, a freshly initialised mini model's
-//   pre-activations; few of a trained model's): erf(z) as
-//   z Q(z^2), Q a degree-4 Chebyshev fit of erf(z)/z there (relative error 1.3e-7 in fp32), and
-//   Phi = (1 + erf(z)) / 2;
+//   pre-activations; few of a trained model's): erf(z) as z Q(z^2), Q a degree-4 Chebyshev fit
+//   of erf(z)/z there (relative error 1.3e-7 in fp32), and Phi = (1 + erf(z)) / 2;
 // - else erfc(|z|) as t P(t) exp(-z^2), t = 1 / (1 + p |z|) (Abramowitz and Stegun 7.1.26,
 //   |error| <= 1.5e-7; PyTorch's and oneDNN's CPU GELU kernels use the same fit), and
 //   Phi(x) = erfc(-z) / 2 straight from it for x < 0, without the cancellation of 1 + erf(z).
@@ -64,13 +63,14 @@ struct NormalCdfPdf {
 template <bool kPdf>
 NormalCdfPdf normal_cdf_pdf(const fbatch& x) {
   const fbatch z = x * fbatch(kSqrtHalf), a = xsimd::abs(z), u = z * z;
-  auto pdf = [&](const fbatch& exp_minus_u) { return kPdf ? fbatch(kInvSqrt2Pi) * exp_minus_u : fbatch(0.f); };
   if (xsimd::all(a < fbatch(2.f / 3.f))) {
     fbatch q = xsimd::fma(fbatch(0.004365373402833939f), u, fbatch(-0.02654365450143814f));
     q = xsimd::fma(q, u, fbatch(0.11278760433197021f));
     q = xsimd::fma(q, u, fbatch(-0.3761236369609833f));
     q = xsimd::fma(q, u, fbatch(1.1283791065216064f));
-    return {fbatch(0.5f) * xsimd::fma(z, q, fbatch(1.f)), kPdf ? pdf(xsimd::exp(-u)) : fbatch(0.f)};
+    const fbatch cdf = fbatch(0.5f) * xsimd::fma(z, q, fbatch(1.f));
+    if constexpr (kPdf) return {cdf, fbatch(kInvSqrt2Pi) * xsimd::exp(-u)};
+    else return {cdf, fbatch(0.f)};
   }
   const fbatch t = fbatch(1.f) / xsimd::fma(fbatch(0.3275911f), a, fbatch(1.f));
   fbatch p = xsimd::fma(fbatch(1.061405429f), t, fbatch(-1.453152027f));
@@ -79,7 +79,8 @@ NormalCdfPdf normal_cdf_pdf(const fbatch& x) {
   p = xsimd::fma(p, t, fbatch(0.254829592f));
   const fbatch e = xsimd::exp(-u);  // exp(-x^2 / 2)
   const fbatch lower_tail = fbatch(0.5f) * p * t * e;  // Phi(-|x|)
-  return {xsimd::select(x < fbatch(0.f), lower_tail, fbatch(1.f) - lower_tail), pdf(e)};
+  return {xsimd::select(x < fbatch(0.f), lower_tail, fbatch(1.f) - lower_tail),
+          kPdf ? fbatch(kInvSqrt2Pi) * e : fbatch(0.f)};
 }
 
 // GELU(x) = x * Phi(x). The float overload (the scalar twin, and the tail of a SIMD loop) takes
