@@ -48,7 +48,7 @@ TEST_CASE("dropout: the mask follows its documented draws, for any thread count"
   // Chunks of 16384 elements, chunk c drawn from Generator(seed + 0x9e3779b97f4a7c15 * (c + 1)),
   // elements 2j and 2j + 1 from the low and high halves of draw j. Checkpoints' resume and the
   // recomputed backward rely on the masks staying what they were; this pins them.
-  const size_t n = 2 * 16384 + 1001;  // three chunks, the last odd
+  const size_t n = 8 * 16384 + 1001;  // nine chunks, the last odd: tasks of 4 (AVX2) or 8 chunks and one more
   const Tensor x = randn({int64_t(n)}, 68);
   const float p = 0.3f, scale = 1.f / (1.f - p);
   const uint64_t threshold = uint64_t(double(p) * 4294967296.0);

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "autograd/kernels/random_lanes.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "tests/random_values.hpp"
 #include "util/random.hpp"
@@ -73,6 +74,32 @@ TEST_CASE("simd dropout_apply matches scalar at every threshold, and fill_u32 is
       if (i + 1 < n) REQUIRE(words[i + 1] == uint32_t(r >> 32));
     }
     REQUIRE(a.next_u64() == b.next_u64());  // both left at the same place
+  }
+}
+
+TEST_CASE("fill_u32_side_by_side draws each generator's own fill_u32 numbers", "[kernels]") {
+  // Counts below, at and past the lane count (4 with AVX2, 8 with AVX-512), odd and even lengths.
+  for (size_t count : {size_t(1), size_t(3), size_t(4), size_t(5), size_t(8), size_t(9), size_t(17)}) {
+    for (size_t n : {size_t(1), size_t(2), size_t(7), size_t(1024)}) {
+      std::vector<Generator> lanes, serial;
+      std::vector<std::vector<uint32_t>> got(count, std::vector<uint32_t>(n + 1, 0xdeadbeef)), want = got;
+      std::vector<uint32_t*> rows;
+      for (size_t k = 0; k < count; ++k) {
+        lanes.emplace_back(100 + k);
+        serial.emplace_back(100 + k);
+        lanes[k].normal();  // a cached Box-Muller value must survive
+        serial[k].normal();
+        rows.push_back(got[k].data());
+      }
+      fill_u32_side_by_side(lanes.data(), rows.data(), count, n);
+      for (size_t k = 0; k < count; ++k) {
+        serial[k].fill_u32(want[k].data(), n);
+        INFO("count " << count << " n " << n << " generator " << k);
+        REQUIRE(got[k] == want[k]);  // the word past n is untouched too
+        REQUIRE(lanes[k].normal() == serial[k].normal());
+        REQUIRE(lanes[k].next_u64() == serial[k].next_u64());
+      }
+    }
   }
 }
 
@@ -157,6 +184,34 @@ TEST_CASE("simd softmax / log_softmax forward and backward match scalar", "[kern
     vec::log_softmax_backward(y2.data(), g.data(), d1.data(), rows, cols);
     vec::scalar::log_softmax_backward(y2.data(), g.data(), d2.data(), rows, cols);
     check_close(d1, d2, 1e-4, 1e-5, "log_softmax_backward");
+  }
+}
+
+TEST_CASE("simd log_sum_exp and cross_entropy_grad match scalar and the log-softmax route", "[kernels]") {
+  for (size_t cols : kSizes) {
+    const auto x = random_vec(cols, 9, -8.f, 8.f);
+    const float lse = vec::log_sum_exp(x.data(), cols);
+    CHECK(lse == Approx(vec::scalar::log_sum_exp(x.data(), cols)).epsilon(1e-6));
+    std::vector<float> logp(cols);
+    vec::log_softmax(x.data(), logp.data(), 1, cols);
+    CHECK(logp[0] == x[0] - lse);  // log_softmax is x - log_sum_exp, bit for bit
+    // Every target position: first, inside a SIMD batch, the last of a batch, the scalar tail.
+    for (size_t target : {size_t(0), cols / 2, std::min(cols - 1, size_t(7)), cols - 1}) {
+      for (float smooth : {0.f, 0.1f / float(cols)}) {
+        const float target_sub = 1.f - 0.1f * (smooth > 0.f), g = -0.37f;
+        std::vector<float> d1(cols), d2(cols), route(cols);
+        vec::cross_entropy_grad(x.data(), lse, smooth, target, target_sub, g, d1.data(), cols);
+        vec::scalar::cross_entropy_grad(x.data(), lse, smooth, target, target_sub, g, d2.data(), cols);
+        check_close(d1, d2, 1e-5, 1e-7, "cross_entropy_grad");
+        // The route the loss took before: exp of the log-probabilities, minus, then scaled.
+        vec::unary(vec::Unary::Exp, logp.data(), route.data(), cols);
+        for (auto& v : route) v -= smooth;
+        route[target] -= target_sub;
+        vec::scale(route.data(), g, route.data(), cols);
+        INFO("cols " << cols << " target " << target << " smooth " << smooth);
+        CHECK(d1 == route);
+      }
+    }
   }
 }
 

@@ -248,18 +248,38 @@ void softmax_backward(const float* y, const float* g, float* dx, size_t rows, si
   }
 }
 
+float log_sum_exp(const float* x, size_t n) {
+  const float m = row_max(x, n);
+  const fbatch vm(m);
+  const float s = reduce_sum(x, n, [&](auto v) {
+    if constexpr (std::is_same_v<decltype(v), float>) return std::exp(v - m);
+    else return xsimd::exp(v - vm);
+  });
+  return m + std::log(s);
+}
+
 void log_softmax(const float* x, float* y, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float m = row_max(xr, cols);
-    const fbatch vm(m);
-    const float s = reduce_sum(xr, cols, [&](auto v) {
-      if constexpr (std::is_same_v<decltype(v), float>) return std::exp(v - m);
-      else return xsimd::exp(v - vm);
-    });
-    const float lse = m + std::log(s);
-    binary_strided(xr, 1, &lse, 0, y + r * cols, cols, SubF{});
+    const float lse = log_sum_exp(x + r * cols, cols);
+    binary_strided(x + r * cols, 1, &lse, 0, y + r * cols, cols, SubF{});
   }
+}
+
+void cross_entropy_grad(const float* x, float lse, float smooth, size_t target, float target_sub,
+                        float g, float* dx, size_t n) {
+  const fbatch vl(lse), vs(smooth), vg(g);
+  const size_t target_batch = target - target % W;
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    fbatch d = xsimd::exp(load(x + i) - vl) - vs;
+    if (i == target_batch) {
+      alignas(64) float lane[W] = {};
+      lane[target - i] = target_sub;
+      d -= fbatch::load_aligned(lane);  // the other lanes lose 0: the same bits
+    }
+    (d * vg).store_unaligned(dx + i);
+  }
+  for (; i < n; ++i) dx[i] = ((std::exp(x[i] - lse) - smooth) - (i == target ? target_sub : 0.f)) * g;
 }
 
 void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {

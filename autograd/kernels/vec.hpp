@@ -50,6 +50,12 @@ struct LambStep {
   void log_softmax(const float* x, float* y, size_t rows, size_t cols);                         \
   void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows,             \
                             size_t cols);                                                       \
+  /* log(sum(exp(x[i]))) of one row, as log_softmax works it out (max, then a sum of exps) */   \
+  float log_sum_exp(const float* x, size_t n);                                                  \
+  /* One row of a cross-entropy gradient from the logits x and their log_sum_exp lse:           \
+     dx[i] = (exp(x[i] - lse) - smooth - (i == target ? target_sub : 0)) * g */                 \
+  void cross_entropy_grad(const float* x, float lse, float smooth, size_t target,              \
+                          float target_sub, float g, float* dx, size_t n);                      \
   /* x is (rows, cols); w, b are (cols) or null; mean, rstd are (rows), written for backward */ \
   void layer_norm(const float* x, const float* w, const float* b, float* y, float* mean,        \
                   float* rstd, size_t rows, size_t cols, float eps);                            \

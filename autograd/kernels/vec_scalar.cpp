@@ -133,6 +133,19 @@ void log_softmax(const float* x, float* y, size_t rows, size_t cols) {
   }
 }
 
+float log_sum_exp(const float* x, size_t n) {
+  const float m = max(x, n);
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += std::exp(double(x[i]) - m);
+  return float(m + std::log(s));
+}
+
+void cross_entropy_grad(const float* x, float lse, float smooth, size_t target, float target_sub,
+                        float g, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    dx[i] = float((std::exp(double(x[i]) - lse) - smooth - (i == target ? target_sub : 0.)) * g);
+}
+
 void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
     const float *yr = y + r * cols, *gr = g + r * cols;

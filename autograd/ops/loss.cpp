@@ -44,29 +44,31 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
           targets[i], i, C, ignore_index));
     ++kept;
   }
-  // Per-row loss = -(1-e) log p[target] - e mean_c log p[c]; log-probabilities kept for backward.
+  // Per-row loss = -(1-e) log p[target] - e mean_c log p[c], with log p = x - lse. Backward needs
+  // the logits and each row's lse, not the (N, C) log-probabilities (an MLM head's are ~20 MB).
   const float e = label_smoothing;
-  Tensor logp = Tensor::empty({N, C});
+  const Tensor x = detail::dense(logits, "cross_entropy").detach();
+  auto lse = std::make_shared<std::vector<float>>(N);
   Tensor per_row = Tensor::empty({N});
-  const Tensor x = detail::dense(logits, "cross_entropy");
   parallel_rows(N, C, [&](size_t r0, size_t r1) {
-    vec::log_softmax(x.data() + r0 * C, logp.data() + r0 * C, r1 - r0, C);
     for (size_t i = r0; i < r1; ++i) {
+      const float* xr = x.data() + i * C;
+      const float row_lse = (*lse)[i] = vec::log_sum_exp(xr, C);
       if (targets[i] == ignore_index) {
         per_row.data()[i] = 0.f;
         continue;
       }
-      const float* lp = logp.data() + i * C;
-      float loss = -(1.f - e) * lp[targets[i]];
-      if (e > 0.f) loss -= e * vec::sum(lp, C) / float(C);
+      float loss = -(1.f - e) * (xr[targets[i]] - row_lse);
+      if (e > 0.f) loss -= e * (vec::sum(xr, C) / float(C) - row_lse);
       per_row.data()[i] = loss;
     }
   });
   const Shape in_shape = logits.shape();
   // d loss_i / d logits_i = softmax_i - ((1-e) onehot(target_i) + e/C), zero for ignored rows.
   Tensor loss_rows = record("cross_entropy", per_row, {logits},
-                            [logp, targets, ignore_index, in_shape, N, C, e](const Tensor& g) -> std::vector<Tensor> {
+                            [x, lse, targets, ignore_index, in_shape, N, C, e](const Tensor& g) -> std::vector<Tensor> {
                               Tensor dx = Tensor::empty(in_shape);
+                              const float smooth = e > 0.f ? e / float(C) : 0.f;
                               parallel_rows(N, C, [&](size_t r0, size_t r1) {
                                 for (size_t i = r0; i < r1; ++i) {
                                   float* d = dx.data() + i * C;
@@ -74,11 +76,8 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
                                     std::fill_n(d, C, 0.f);
                                     continue;
                                   }
-                                  vec::unary(vec::Unary::Exp, logp.data() + i * C, d, C);
-                                  if (e > 0.f)
-                                    for (size_t c = 0; c < C; ++c) d[c] -= e / float(C);
-                                  d[targets[i]] -= 1.f - e;
-                                  vec::scale(d, g.data()[i], d, C);
+                                  vec::cross_entropy_grad(x.data() + i * C, (*lse)[i], smooth,
+                                                          size_t(targets[i]), 1.f - e, g.data()[i], d, C);
                                 }
                               });
                               return {dx};

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "autograd/engine.hpp"
+#include "autograd/kernels/random_lanes.hpp"
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops/broadcast.hpp"
@@ -142,24 +143,38 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
 namespace {
 constexpr size_t kDropoutChunk = 1 << 14;
 constexpr size_t kDrawBlock = 1024;
+constexpr size_t kMaxChunksTogether = 8;  // AVX-512's 64-bit lanes
 static_assert(kDrawBlock % 2 == 0, "a block must not split a draw's two halves");
 
 // out[i] = x[i] * scale where element i is kept, else 0. Element i's draw comes from chunk
 // i / kDropoutChunk's own generator, seeded from `seed`: the mask is the same for any thread
 // count, and the backward regenerates it from the seed alone (nothing stored). Elements 2j and
-// 2j + 1 of a chunk are the low and high halves of its generator's draw j.
+// 2j + 1 of a chunk are the low and high halves of its generator's draw j. A task draws for
+// generator_lanes() chunks side by side (one SIMD lane each); the numbers are each chunk's own.
 void apply_dropout_mask(uint64_t seed, const float* x, float* out, size_t n, float p, float scale) {
   const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
   if (threshold > std::numeric_limits<uint32_t>::max()) return fill_in_parallel(out, n, 0.f);  // p == 1
   const size_t chunks = (n + kDropoutChunk - 1) / kDropoutChunk;
-  parallel_for(chunks, [&](size_t c) {
-    Generator gen(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
-    const size_t end = std::min(n, (c + 1) * kDropoutChunk);
-    uint32_t bits[kDrawBlock];
-    for (size_t i = c * kDropoutChunk; i < end; i += kDrawBlock) {
-      const size_t m = std::min(kDrawBlock, end - i);
-      gen.fill_u32(bits, m);
-      vec::dropout_apply(bits, uint32_t(threshold), x + i, scale, out + i, m);
+  const size_t together = std::min(generator_lanes(), kMaxChunksTogether);
+  parallel_for((chunks + together - 1) / together, [&](size_t task) {
+    const size_t first = task * together, count = std::min(together, chunks - first);
+    Generator gens[kMaxChunksTogether];
+    uint32_t bits[kMaxChunksTogether][kDrawBlock];
+    uint32_t* rows[kMaxChunksTogether];
+    for (size_t k = 0; k < count; ++k) {
+      gens[k].seed_(seed + 0x9e3779b97f4a7c15ULL * (first + k + 1));
+      rows[k] = bits[k];
+    }
+    // Only the tensor's last chunk is short, and it is last in its task: chunk `first` is longest.
+    const auto chunk_end = [&](size_t k) { return std::min(n, (first + k + 1) * kDropoutChunk); };
+    const size_t longest = chunk_end(0) - first * kDropoutChunk;
+    for (size_t at = 0; at < longest; at += kDrawBlock) {
+      fill_u32_side_by_side(gens, rows, count, std::min(kDrawBlock, longest - at));
+      for (size_t k = 0; k < count; ++k) {
+        const size_t i = (first + k) * kDropoutChunk + at, end = chunk_end(k);
+        if (i < end)
+          vec::dropout_apply(bits[k], uint32_t(threshold), x + i, scale, out + i, std::min(kDrawBlock, end - i));
+      }
     }
   });
 }
