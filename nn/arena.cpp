@@ -39,6 +39,7 @@ ParameterArena::ParameterArena(const NamedTensors& params) {
   grads_ = std::make_shared<Storage>(numel_ * sizeof(float));
   std::memset(params_->data(), 0, params_->nbytes());
   std::memset(grads_->data(), 0, grads_->nbytes());
+  slot_zero_.assign(entries_.size(), 1);
   for (auto& e : entries_) {
     const Tensor old = e.param.detach();
     Tensor view = Tensor::view_of(params_, Dtype::Float32, old.shape(), contiguous_strides(old.shape()), e.offset);
@@ -63,11 +64,28 @@ Tensor ParameterArena::flat_grads() const {
 }
 
 void ParameterArena::zero_grad() {
-  fill_in_parallel(static_cast<float*>(grads_->data()), numel_, 0.f);
-  for (auto& e : entries_) e.param.impl()->grad.reset();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    TensorImpl& impl = *entries_[i].param.impl();
+    // Written in the last pass, or writable in the next one: no longer known to be zeros.
+    if (impl.grad || impl.requires_grad) slot_zero_[i] = false;
+    impl.grad.reset();
+  }
 }
 
-double ParameterArena::grad_norm() const {
+void ParameterArena::zero_missing_grads(size_t offset, size_t numel) {
+  const size_t end = numel > numel_ - std::min(offset, numel_) ? numel_ : offset + numel;
+  float* g = static_cast<float*>(grads_->data());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.offset >= end || e.offset + e.numel <= offset) continue;
+    if (slot_zero_[i] || e.param.impl()->grad) continue;
+    fill_in_parallel(g + e.offset, e.numel, 0.f);
+    slot_zero_[i] = true;
+  }
+}
+
+double ParameterArena::grad_norm() {
+  zero_missing_grads();
   // One sequential double sum in parameter order (the padding adds exact zeros): the same value,
   // bit for bit, as summing tensor by tensor, for any thread count.
   const float* g = static_cast<const float*>(grads_->data());
@@ -77,6 +95,7 @@ double ParameterArena::grad_norm() const {
 }
 
 void ParameterArena::scale_grads(double factor) {
+  zero_missing_grads();
   float* g = static_cast<float*>(grads_->data());
   parallel_range(numel_, 1 << 16, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) g[i] = float(g[i] * factor);

@@ -4,6 +4,7 @@
 // an all-reduce become single passes over one buffer, and gradient buckets are plain offset
 // ranges. Parameters are deduplicated by identity: a tied or shared tensor is one entry that
 // carries every name it is registered under.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,16 +31,23 @@ class ParameterArena {
   // 1-D views of the whole blocks.
   Tensor flat_params() const;
   Tensor flat_grads() const;
-  // Zeroes the gradient block in one pass and marks every gradient undefined until the next
-  // backward writes it (so optimizers still skip parameters that got none).
+  // Marks every gradient undefined until the next backward writes it (so optimizers still skip
+  // parameters that got none). The block is not written: a slot's first contribution overwrites
+  // it (the engine's fresh slots), and zero_missing_grads() zeroes the slots none reached.
   void zero_grad();
+  // Zeroes the gradient slot of every parameter in [offset, offset + numel) of the block that has
+  // no gradient now (none came since zero_grad, or it is frozen), unless it already holds zeros.
+  // Afterwards the range holds every gradient, zeros where there is none: call it before reading
+  // flat_grads() as a whole (grad_norm, scale_grads and the gradient buckets do).
+  void zero_missing_grads(size_t offset = 0, size_t numel = SIZE_MAX);
   // L2 norm of all gradients, one pass over the block.
-  double grad_norm() const;
+  double grad_norm();
   // Scales every gradient in one pass (in double, then rounded, as clip_grad_norm does).
   void scale_grads(double factor);
 
  private:
   std::vector<Entry> entries_;
+  std::vector<char> slot_zero_;  // per entry: its gradient slot is known to hold zeros
   std::shared_ptr<Storage> params_, grads_;
   size_t numel_ = 0;
 };

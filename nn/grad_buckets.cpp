@@ -10,12 +10,14 @@ struct GradientBuckets::State {
   std::vector<Bucket> buckets;
   std::vector<size_t> pending;  // per bucket: parameters whose gradient is not final yet
   std::vector<bool> fired;
+  ParameterArena* arena = nullptr;
   Tensor flat_grads;
   ReadyFn on_ready;
 
   void fire(size_t b) {
     fired[b] = true;
     const Bucket& bucket = buckets[b];
+    arena->zero_missing_grads(bucket.offset, bucket.numel);  // frozen ones, or none came
     on_ready(bucket, slice(flat_grads, 0, long(bucket.offset), long(bucket.offset + bucket.numel)));
   }
   void arm() {
@@ -31,6 +33,7 @@ GradientBuckets::GradientBuckets(ParameterArena& arena, size_t bucket_bytes, Rea
   if (bucket_bytes == 0) throw std::invalid_argument("[GradientBuckets] bucket_bytes must be > 0");
   if (!on_ready) throw std::invalid_argument("[GradientBuckets] needs a callback");
   State& s = *state_;
+  s.arena = &arena;
   s.flat_grads = arena.flat_grads();
   s.on_ready = std::move(on_ready);
   const auto& entries = arena.entries();

@@ -26,7 +26,7 @@ class GradientBuckets {
 
   const std::vector<Bucket>& buckets() const;
   // Call after each backward(): fires the buckets still waiting (some parameter got no gradient
-  // in this pass; its range holds zeros after zero_grad), then re-arms all for the next pass.
+  // in this pass; its slot is zeroed first), then re-arms all for the next pass.
   void finish_backward();
 
  private:

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "nn/nn.hpp"
@@ -83,12 +84,69 @@ TEST_CASE("arena: parameters and gradients live in two flat blocks", "[nn][arena
     const auto a = e.param.grad().to_vector(), b = plain.state_dict().at(e.names[0]).grad().to_vector();
     for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-6));
   }
-  // zero_grad: one pass; gradients undefined again until the next backward writes them.
+  // zero_grad: gradients undefined again until the next backward writes them; the block is only
+  // zeroed where no gradient came.
   flat.zero_grad();
   CHECK_FALSE(flat.a->weight.grad().defined());
+  arena.zero_missing_grads();
   for (float v : arena.flat_grads().to_vector()) REQUIRE(v == 0.f);
   loss_of(flat, 3).backward();
   CHECK(flat.a->weight.grad().same_storage(arena.flat_grads()));
+}
+
+TEST_CASE("arena: zero_grad leaves the block; slots no gradient reached read as zeros", "[nn][arena]") {
+  TiedNet net;
+  randomize(net, 9);
+  ParameterArena& arena = net.flatten_parameters();
+  const auto range_of = [&](const Tensor& p) {
+    for (const auto& e : arena.entries())
+      if (e.param.impl() == p.impl()) {
+        const auto all = arena.flat_grads().to_vector();
+        return std::vector<float>(all.begin() + long(e.offset), all.begin() + long(e.offset + e.numel));
+      }
+    FAIL("not in the arena");
+    return std::vector<float>();
+  };
+  loss_of(net, 1).backward();
+  const std::vector<float> b_grad = range_of(net.b->bias);
+  REQUIRE(b_grad != std::vector<float>(6, 0.f));
+  // Zeroing writes nothing: b's slot still holds its gradient, though it is undefined now.
+  net.zero_grad();
+  CHECK_FALSE(net.b->bias.grad().defined());
+  CHECK(range_of(net.b->bias) == b_grad);
+  // A pass that reaches only a: b's stale slots are zeroed by the whole-block operations.
+  Generator g(2);
+  const Tensor y = net.a->forward(Tensor::normal({5, 6}, 0.f, 1.f, g));
+  sum(mul(y, y)).backward();
+  REQUIRE_FALSE(net.b->bias.grad().defined());
+  double a_norm = 0;
+  for (const Tensor& p : {net.a->weight, net.a->bias})
+    for (float v : p.grad().to_vector()) a_norm += double(v) * v;
+  CHECK(arena.grad_norm() == Approx(std::sqrt(a_norm)).epsilon(1e-12));
+  CHECK(range_of(net.b->bias) == std::vector<float>(6, 0.f));
+  CHECK(range_of(net.b->weight) == std::vector<float>(36, 0.f));
+  // A parameter frozen after flattening: its last gradient is zeroed once, then left alone.
+  net.zero_grad();
+  loss_of(net, 3).backward();
+  net.b->weight.requires_grad_(false);
+  net.zero_grad();
+  loss_of(net, 4).backward();
+  CHECK_FALSE(net.b->weight.grad().defined());
+  CHECK(net.b->bias.grad().defined());
+  arena.zero_missing_grads();
+  CHECK(range_of(net.b->weight) == std::vector<float>(36, 0.f));
+  // Only the range asked for is zeroed.
+  net.zero_grad();
+  net.b->weight.requires_grad_(true);
+  loss_of(net, 5).backward();
+  net.zero_grad();
+  const std::vector<float> stale = range_of(net.b->weight);
+  size_t b_bias_offset = 0;
+  for (const auto& e : arena.entries())
+    if (e.param.impl() == net.b->bias.impl()) b_bias_offset = e.offset;
+  arena.zero_missing_grads(b_bias_offset, 6);
+  CHECK(range_of(net.b->bias) == std::vector<float>(6, 0.f));
+  CHECK(range_of(net.b->weight) == stale);
 }
 
 TEST_CASE("arena: the optimizer steps a tied weight once", "[nn][arena][optim]") {
