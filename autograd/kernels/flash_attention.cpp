@@ -32,13 +32,14 @@ static_assert(kBlock % W == 0 && kBlock % kRows == 0);
 
 inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
 
-// c[kRows x NC*W] += a[kRows x kdim] b[kdim x NC*W]; with TransA, a is stored transposed
-// (element (r, kk) at a[kk * lda + r]), which the broadcasts read as cheaply.
-template <size_t NC, bool TransA>
+// c[kRows x NC*W] += a[kRows x kdim] b[kdim x NC*W] (= without Accumulate: c's old values are
+// not read, so it needs no zeroing first); with TransA, a is stored transposed (element (r, kk)
+// at a[kk * lda + r]), which the broadcasts read as cheaply.
+template <size_t NC, bool TransA, bool Accumulate>
 void mm_tile(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t kdim) {
   fbatch acc[kRows][NC];
   for (size_t r = 0; r < kRows; ++r)
-    for (size_t j = 0; j < NC; ++j) acc[r][j] = load(c + r * ldc + j * W);
+    for (size_t j = 0; j < NC; ++j) acc[r][j] = Accumulate ? load(c + r * ldc + j * W) : fbatch(0.f);
   for (size_t kk = 0; kk < kdim; ++kk) {
     fbatch bv[NC];
     for (size_t j = 0; j < NC; ++j) {
@@ -54,8 +55,9 @@ void mm_tile(const float* a, size_t lda, const float* b, size_t ldb, float* c, s
     for (size_t j = 0; j < NC; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
 }
 
-// c[m x n] += a[m x kdim] b[kdim x n] (a transposed with TransA); m a multiple of kRows, n of W.
-template <bool TransA = false>
+// c[m x n] += a[m x kdim] b[kdim x n] (a transposed with TransA; = without Accumulate); m a
+// multiple of kRows, n of W.
+template <bool TransA = false, bool Accumulate = true>
 void mm_acc(size_t m, size_t n, size_t kdim, const float* a, size_t lda, const float* b, size_t ldb, float* c,
             size_t ldc) {
   const size_t vecs = n / W;
@@ -63,11 +65,12 @@ void mm_acc(size_t m, size_t n, size_t kdim, const float* a, size_t lda, const f
     const float* ar = TransA ? a + r : a + r * lda;
     float* cr = c + r * ldc;
     size_t v = 0;
-    for (; v + kTile <= vecs; v += kTile) mm_tile<kTile, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim);
+    for (; v + kTile <= vecs; v += kTile)
+      mm_tile<kTile, TransA, Accumulate>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim);
     switch (vecs - v) {  // fewer than kTile left
-      case 3: mm_tile<3, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
-      case 2: mm_tile<2, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
-      case 1: mm_tile<1, TransA>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      case 3: mm_tile<3, TransA, Accumulate>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      case 2: mm_tile<2, TransA, Accumulate>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
+      case 1: mm_tile<1, TransA, Accumulate>(ar, lda, b + v * W, ldb, cr + v * W, ldc, kdim); break;
       default: break;
     }
   }
@@ -143,17 +146,25 @@ struct Geometry {
   Geometry(const AttentionProblem& p, size_t seq)
       : row0(p.first_row(seq)), T(p.length(seq)), Tp(round_up(std::max<size_t>(T, 1), kBlock)), ldt(Tp + W),
         hd(p.head_dim), hdp(round_up(p.head_dim, W)), ld(p.width()) {}
-  // Copies head h of the sequence from x (row stride ld) into dst (Tp x hdp), times scale.
-  void rows(const float* x, size_t h, float scale, float* dst) const {
+  // Copies head h of the sequence from x (row stride ld) into dst (Tp x hdp), times scale, with
+  // zeros in the padding (rows past T, columns past hd) and nowhere else written twice.
+  void rows(const float* x, size_t h, float scale, std::vector<float>& dst_buffer) const {
+    dst_buffer.resize(Tp * hdp);
+    float* dst = dst_buffer.data();
     for (size_t i = 0; i < T; ++i) {
       const float* src = x + (row0 + i) * ld + h * hd;
       for (size_t d = 0; d < hd; ++d) dst[i * hdp + d] = src[d] * scale;
+      std::fill(dst + i * hdp + hd, dst + (i + 1) * hdp, 0.f);
     }
+    std::fill(dst + T * hdp, dst + Tp * hdp, 0.f);
   }
-  // The same head transposed into dst (hd x Tp, row stride ldt), 16 x 16 blocks through
-  // registers where AVX-512 allows, 8 x 8 with AVX: element by element, the strided stores were a
-  // fifth of a mini step's backward attention task.
-  void columns(const float* x, size_t h, float* dst) const {
+  // The same head transposed into dst (hd x Tp, row stride ldt; columns T..Tp zeros), 16 x 16
+  // blocks through registers where AVX-512 allows, 8 x 8 with AVX: element by element, the
+  // strided stores were a fifth of a mini step's backward attention task.
+  void columns(const float* x, size_t h, std::vector<float>& dst_buffer) const {
+    dst_buffer.resize(hd * ldt);
+    float* dst = dst_buffer.data();
+    for (size_t d = 0; d < hd; ++d) std::fill(dst + d * ldt + T, dst + d * ldt + Tp, 0.f);
     size_t i0 = 0;
 #if defined(__AVX512F__)
     if (hd % 16 == 0)
@@ -187,18 +198,15 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
                   const float* v, float* out, float* stats, Scratch& sc) {
   const Geometry g(p, b);
   const size_t T = g.T, Tp = g.Tp, hdp = g.hdp;
-  Scratch::zero(sc.qs, Tp * hdp);
-  Scratch::zero(sc.kt, g.hd * g.ldt);
-  Scratch::zero(sc.vb, Tp * hdp);
   sc.mask.resize(Tp);
   sc.s.resize(kBlock * kBlock);
   sc.o.resize(kBlock * hdp);
   sc.m.resize(kBlock);
   sc.l.resize(kBlock);
   sc.mult.resize(kBlock);
-  g.rows(q, h, p.scale, sc.qs.data());
-  g.columns(k, h, sc.kt.data());
-  g.rows(v, h, 1.f, sc.vb.data());
+  g.rows(q, h, p.scale, sc.qs);
+  g.columns(k, h, sc.kt);
+  g.rows(v, h, 1.f, sc.vb);
   g.key_mask(p, b, sc.mask.data());
   const bool dropout = p.dropout_p > 0.f;
   const RowDropout drop(dropout ? p.dropout_p : 0.f, p.dropout_seed);
@@ -210,8 +218,7 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
     std::fill(sc.l.begin(), sc.l.end(), 0.f);
     for (size_t k0 = 0; k0 < T; k0 += kBlock) {
       float* s = sc.s.data();
-      std::fill(s, s + mrows * kBlock, 0.f);
-      mm_acc(mrows, kBlock, g.hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
+      mm_acc<false, false>(mrows, kBlock, g.hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
       for (size_t i = 0; i < mrows; ++i) {
         float* row = s + i * kBlock;
         for (size_t j = 0; j < kBlock; j += W)
@@ -244,12 +251,7 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
                    float* dv, Scratch& sc) {
   const Geometry g(p, b);
   const size_t T = g.T, Tp = g.Tp, hd = g.hd, hdp = g.hdp;
-  Scratch::zero(sc.qs, Tp * hdp);
-  Scratch::zero(sc.kb, Tp * hdp);
-  Scratch::zero(sc.kt, hd * g.ldt);
-  Scratch::zero(sc.vt, hd * g.ldt);
-  Scratch::zero(sc.dob, Tp * hdp);
-  Scratch::zero(sc.dq, Tp * hdp);
+  Scratch::zero(sc.dq, Tp * hdp);  // accumulated into
   sc.mask.resize(Tp);
   sc.row_max.resize(Tp);
   sc.row_log_sum.resize(Tp);
@@ -260,11 +262,11 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
   sc.dk.resize(kBlock * hdp);
   sc.dv.resize(kBlock * hdp);
   sc.mult.resize(kBlock * kBlock);
-  g.rows(q, h, p.scale, sc.qs.data());
-  g.rows(k, h, 1.f, sc.kb.data());
-  g.columns(k, h, sc.kt.data());
-  g.columns(v, h, sc.vt.data());
-  g.rows(dout, h, 1.f, sc.dob.data());
+  g.rows(q, h, p.scale, sc.qs);
+  g.rows(k, h, 1.f, sc.kb);
+  g.columns(k, h, sc.kt);
+  g.columns(v, h, sc.vt);
+  g.rows(dout, h, 1.f, sc.dob);
   g.key_mask(p, b, sc.mask.data());
   for (size_t i = 0; i < Tp; ++i) {
     if (i >= T) {  // padding rows: probability 0, no gradient
@@ -293,8 +295,7 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
       float* s = sc.s.data();
       float* dp = sc.dp.data();
       // P = exp(scale q.k + mask - max - log sum): the forward's probabilities, recomputed.
-      std::fill(s, s + mrows * kBlock, 0.f);
-      mm_acc(mrows, kBlock, hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
+      mm_acc<false, false>(mrows, kBlock, hd, sc.qs.data() + q0 * hdp, hdp, sc.kt.data() + k0, g.ldt, s, kBlock);
       for (size_t i = 0; i < mrows; ++i) {
         float* row = s + i * kBlock;
         const fbatch vm(sc.row_max[q0 + i]), vl(sc.row_log_sum[q0 + i]);
@@ -316,8 +317,7 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
       }
       mm_acc<true>(kBlock, hdp, mrows, pd, kBlock, sc.dob.data() + q0 * hdp, hdp, sc.dv.data(), hdp);
       // dP = dO V^T; dS = P * (dP * dropout - D)
-      std::fill(dp, dp + mrows * kBlock, 0.f);
-      mm_acc(mrows, kBlock, hd, sc.dob.data() + q0 * hdp, hdp, sc.vt.data() + k0, g.ldt, dp, kBlock);
+      mm_acc<false, false>(mrows, kBlock, hd, sc.dob.data() + q0 * hdp, hdp, sc.vt.data() + k0, g.ldt, dp, kBlock);
       for (size_t i = 0; i < mrows; ++i) {
         float* row = s + i * kBlock;
         const float* dpr = dp + i * kBlock;
