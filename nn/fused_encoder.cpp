@@ -36,37 +36,23 @@ vec::Unary unary_of(Activation a) {
 
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
-// Y (rows, out) = act(X (rows, in) W^T + bias), W stored (out, in) as Linear keeps it; Y has row
-// stride ldy. The GEMM's epilogue adds the bias and applies the activation (either may be absent)
-// in its own pass over Y.
+// Y (rows, out) = act(X (rows, in) W^T + bias) + beta Y, W stored (out, in) as Linear keeps it; Y
+// has row stride ldy. The GEMM's epilogue adds the bias and applies the activation (either may be
+// absent); beta 1 adds a residual stream held in Y, with no pass of its own.
 void linear_gemm(const float* x, size_t rows, const Linear& lin, const gemm::Epilogue& epilogue, float* y,
-                 size_t ldy) {
+                 size_t ldy, float beta = 0.f) {
   const size_t out = lin.weight.size(0), in = lin.weight.size(1);
   if (const auto packed = packed_weight_for(lin))
-    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, 0.f, y, ldy, epilogue);
+    gemm::sgemm_packed(false, rows, 1.f, x, in, *packed, beta, y, ldy, epilogue);
   else if (matmul_precision() == MatmulPrecision::BF16)
-    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, epilogue);
+    gemm::sgemm_bf16(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, beta, y, ldy, epilogue);
   else
-    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, 0.f, y, ldy, epilogue);
+    gemm::sgemm(false, true, rows, out, in, 1.f, x, in, lin.weight.data(), in, beta, y, ldy, epilogue);
 }
 
-// out = LayerNorm(y + residual) when norm, else y + residual; row by row. out may alias y or
-// residual.
-void residual_norm(const float* y, const float* residual, const LayerNorm* norm, float* out, size_t rows,
-                   size_t cols) {
-  parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
-    std::vector<float> tmp(cols);
-    for (size_t r = r0; r < r1; ++r) {
-      vec::add(y + r * cols, residual + r * cols, tmp.data(), cols);
-      if (norm) {
-        float mean, rstd;
-        vec::layer_norm(tmp.data(), param(norm->weight), param(norm->bias), out + r * cols, &mean, &rstd, 1, cols,
-                        norm->eps);
-      } else {
-        std::memcpy(out + r * cols, tmp.data(), cols * sizeof(float));
-      }
-    }
-  });
+// x += X W^T + bias: a projection added to the residual stream it belongs to, in its GEMM.
+void add_projection(const float* in, size_t rows, const Linear& lin, float* x) {
+  linear_gemm(in, rows, lin, {param(lin.bias)}, x, lin.weight.size(0), /*beta=*/1.f);
 }
 
 void layer_norm_rows(const float* x, const LayerNorm& norm, float* out, size_t rows, size_t cols) {
@@ -83,9 +69,11 @@ void layer_norm_rows(const float* x, const LayerNorm& norm, float* out, size_t r
 // it is read (zeroing them was 38 MB of stores per 8 x 128 base pass).
 struct Buffers {
   Buffers(size_t rows, size_t hidden, size_t intermediate)
-      : x(new float[rows * hidden]), x1(new float[rows * hidden]), normed(new float[rows * hidden]),
-        ctx(new float[rows * hidden]), qkv(new float[rows * 3 * hidden]), inter(new float[rows * intermediate]) {}
-  std::unique_ptr<float[]> x, x1, normed, ctx, qkv, inter;
+      : x(new float[rows * hidden]), normed(new float[rows * hidden]), ctx(new float[rows * hidden]),
+        qkv(new float[rows * 3 * hidden]), inter(new float[rows * intermediate]) {}
+  std::unique_ptr<float[]> x;       // the residual stream
+  std::unique_ptr<float[]> normed;  // a LayerNorm's output (x's, or the post-LN layer's between blocks)
+  std::unique_ptr<float[]> ctx, qkv, inter;
   attn::AttentionWorkspace attention;  // allocated by the first layer, reused by the others
 };
 
@@ -107,26 +95,27 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
                               1.f / std::sqrt(float(hd)), b.attention);
 }
 
-// One layer on b.x, leaving its output in b.x.
+// One layer on b.x, leaving its output in b.x. The output projections add into the residual
+// stream in their GEMMs (beta 1), so no residual pass is left.
 void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b) {
   const size_t H = v.attention->query->weight.size(0), I = v.up->weight.size(0);
-  float* y = b.normed.get();  // GEMM outputs before their residual pass
   const gemm::Epilogue up{param(v.up->bias), unary_of(v.act)};  // the feed-forward's first linear
-  if (v.pre_layer_norm) {  // x1 = x + attn(LN(x)); x = x1 + ffn(LN(x1))
-    layer_norm_rows(b.x.get(), *v.attention_norm, b.normed.get(), rows, H);
-    self_attention(*v.attention, b.normed.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, {param(v.attention_out->bias)}, y, H);
-    residual_norm(y, b.x.get(), nullptr, b.x1.get(), rows, H);
-    layer_norm_rows(b.x1.get(), *v.output_norm, b.normed.get(), rows, H);
-    linear_gemm(b.normed.get(), rows, *v.up, up, b.inter.get(), I);
-  } else {  // x1 = LN(x + attn(x)); x = LN(x1 + ffn(x1))
-    self_attention(*v.attention, b.x.get(), rows, cu_seqlens, b);
-    linear_gemm(b.ctx.get(), rows, *v.attention_out, {param(v.attention_out->bias)}, y, H);
-    residual_norm(y, b.x.get(), v.attention_norm, b.x1.get(), rows, H);
-    linear_gemm(b.x1.get(), rows, *v.up, up, b.inter.get(), I);
+  float *x = b.x.get(), *normed = b.normed.get();
+  if (v.pre_layer_norm) {  // x += attn(LN(x)); x += ffn(LN(x))
+    layer_norm_rows(x, *v.attention_norm, normed, rows, H);
+    self_attention(*v.attention, normed, rows, cu_seqlens, b);
+    add_projection(b.ctx.get(), rows, *v.attention_out, x);
+    layer_norm_rows(x, *v.output_norm, normed, rows, H);
+    linear_gemm(normed, rows, *v.up, up, b.inter.get(), I);
+    add_projection(b.inter.get(), rows, *v.down, x);
+  } else {  // normed = LN(x + attn(x)); x = LN(normed + ffn(normed))
+    self_attention(*v.attention, x, rows, cu_seqlens, b);
+    add_projection(b.ctx.get(), rows, *v.attention_out, x);
+    layer_norm_rows(x, *v.attention_norm, normed, rows, H);
+    linear_gemm(normed, rows, *v.up, up, b.inter.get(), I);
+    add_projection(b.inter.get(), rows, *v.down, normed);
+    layer_norm_rows(normed, *v.output_norm, x, rows, H);
   }
-  linear_gemm(b.inter.get(), rows, *v.down, {param(v.down->bias)}, y, H);
-  residual_norm(y, b.x1.get(), v.pre_layer_norm ? nullptr : v.output_norm, b.x.get(), rows, H);
 }
 
 }  // namespace
@@ -193,8 +182,8 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
   for (size_t r = 0; r < rows; ++r) std::memcpy(buf.x.get() + r * H, x.data() + positions[r] * H, H * sizeof(float));
   for (const auto& l : layers) encoder_layer(l, rows, cu_seqlens, buf);
   if (final_norm) {
-    layer_norm_rows(buf.x.get(), *final_norm, buf.x1.get(), rows, H);
-    std::swap(buf.x, buf.x1);
+    layer_norm_rows(buf.x.get(), *final_norm, buf.normed.get(), rows, H);
+    std::swap(buf.x, buf.normed);
   }
   Tensor out = Tensor::zeros({B, T, H});
   for (size_t r = 0; r < rows; ++r) std::memcpy(out.data() + positions[r] * H, buf.x.get() + r * H, H * sizeof(float));
