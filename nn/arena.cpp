@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
+#include <vector>
 
 #include "autograd/parallel.hpp"
 
@@ -84,13 +85,32 @@ void ParameterArena::zero_missing_grads(size_t offset, size_t numel) {
   }
 }
 
+namespace {
+constexpr size_t kNormChunk = 1 << 16;  // floats per partial sum: fixed, so no thread count shows
+
+// Sum of g[i]^2 in double over one chunk: eight accumulators in a fixed order (the compiler keeps
+// them in two AVX registers), not one dependent add per element.
+double sum_squares(const float* g, size_t n) {
+  double acc[8] = {};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j) acc[j] += double(g[i + j]) * double(g[i + j]);
+  for (; i < n; ++i) acc[i % 8] += double(g[i]) * double(g[i]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+}  // namespace
+
 double ParameterArena::grad_norm() {
   zero_missing_grads();
-  // One sequential double sum in parameter order (the padding adds exact zeros): the same value,
-  // bit for bit, as summing tensor by tensor, for any thread count.
+  // Partial sums over fixed chunks, on every thread, added in chunk order: the same value for any
+  // thread count. (One serial sum took 11 ms of a mini step in the trainer and 105 ms of base's.)
   const float* g = static_cast<const float*>(grads_->data());
+  std::vector<double> partial((numel_ + kNormChunk - 1) / kNormChunk);
+  parallel_for(partial.size(), [&](size_t c) {
+    partial[c] = sum_squares(g + c * kNormChunk, std::min(kNormChunk, numel_ - c * kNormChunk));
+  });
   double total = 0;
-  for (size_t i = 0; i < numel_; ++i) total += double(g[i]) * g[i];
+  for (double p : partial) total += p;
   return std::sqrt(total);
 }
 

@@ -40,7 +40,8 @@ class ParameterArena {
   // Afterwards the range holds every gradient, zeros where there is none: call it before reading
   // flat_grads() as a whole (grad_norm, scale_grads and the gradient buckets do).
   void zero_missing_grads(size_t offset = 0, size_t numel = SIZE_MAX);
-  // L2 norm of all gradients, one pass over the block.
+  // L2 norm of all gradients, one pass over the block on every thread (partial sums over fixed
+  // chunks, added in order: the same value for any thread count).
   double grad_norm();
   // Scales every gradient in one pass (in double, then rounded, as clip_grad_norm does).
   void scale_grads(double factor);
