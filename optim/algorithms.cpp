@@ -100,6 +100,7 @@ void Lamb::apply(const std::vector<Span>& spans) {
     const auto block_range = [&](size_t b) { return std::pair(b * kBlock, std::min(s.n, (b + 1) * kBlock)); };
     parallel_for(blocks, [&](size_t b) {
       const auto [lo, hi] = block_range(b);
+      scale_grads(s.g + lo, hi - lo);
       vec::lamb_direction(c, s.w + lo, s.g + lo, s.slot[0] + lo, s.slot[1] + lo, r.data() + lo, hi - lo, sums[b].data());
     });
     double w_sq = 0, r_sq = 0;

@@ -69,13 +69,16 @@ void Optimizer::bind(const nn::ParameterArena& arena) {
   arena_numel_ = arena.numel();
 }
 
-void Optimizer::step() {
+void Optimizer::step(double grad_scale) {
+  if (!(grad_scale > 0.0 && grad_scale <= 1.0))
+    throw std::invalid_argument(fmt::format("[optimizer] grad_scale {} is not in (0, 1]", grad_scale));
+  grad_scale_ = grad_scale;
   ++step_;
   const std::vector<std::string> names = slot_names();
   std::vector<Span> spans;
   for (auto& g : groups_)
     for (auto& [name, p] : g.params) {
-      const Tensor grad = p.grad();
+      Tensor grad = p.grad();  // scaled in place by a grad_scale
       if (!grad.defined()) continue;
       Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, false};
       auto& slots = state_[name];
@@ -87,6 +90,11 @@ void Optimizer::step() {
     }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.w < b.w; });
   apply(spans);
+}
+
+void Optimizer::scale_grads(float* g, size_t n) const {
+  if (grad_scale_ == 1.0) return;
+  for (size_t i = 0; i < n; ++i) g[i] = float(g[i] * grad_scale_);
 }
 
 void ElementwiseOptimizer::apply(const std::vector<Span>& spans) {
@@ -104,7 +112,18 @@ void ElementwiseOptimizer::apply(const std::vector<Span>& spans) {
       for (auto& p : part.slot)
         if (p) p += lo;
       part.n = hi - lo;
-      update_elements(part);
+      // Pieces small enough that the scaled gradients are still in L1 when the update reads them.
+      constexpr size_t kPiece = 2048;
+      for (size_t at = 0; at < part.n; at += kPiece) {
+        Span piece = part;
+        piece.w += at;
+        piece.g += at;
+        for (auto& p : piece.slot)
+          if (p) p += at;
+        piece.n = std::min(kPiece, part.n - at);
+        scale_grads(piece.g, piece.n);
+        update_elements(piece);
+      }
       begin = starts[i] + hi;
     }
   });
@@ -195,9 +214,12 @@ namespace {
 void check_max_norm(float max_norm) {
   if (!(max_norm > 0.f)) throw std::invalid_argument(fmt::format("[clip_grad_norm] max_norm {} must be > 0", max_norm));
 }
-// PyTorch's clip_grad_norm_ coefficient: scale only when it would shrink the gradients.
-double clip_coefficient(double norm, float max_norm) { return double(max_norm) / (norm + 1e-6); }
 }  // namespace
+
+double clip_scale(double norm, float max_norm) {
+  const double coef = double(max_norm) / (norm + 1e-6);  // PyTorch's clip_grad_norm_ coefficient
+  return coef < 1.0 ? coef : 1.0;                         // only ever shrinks
+}
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   check_max_norm(max_norm);
@@ -209,7 +231,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   for (const auto& g : grads)
     for (size_t i = 0, n = g.numel(); i < n; ++i) sq += double(g.data()[i]) * g.data()[i];
   const double norm = std::sqrt(sq);
-  const double coef = clip_coefficient(norm, max_norm);
+  const double coef = clip_scale(norm, max_norm);
   if (coef < 1.0)
     for (auto& g : grads)
       for (size_t i = 0, n = g.numel(); i < n; ++i) g.data()[i] = float(g.data()[i] * coef);
@@ -219,7 +241,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
 float clip_grad_norm(nn::ParameterArena& arena, float max_norm) {
   check_max_norm(max_norm);
   const double norm = arena.grad_norm();
-  const double coef = clip_coefficient(norm, max_norm);
+  const double coef = clip_scale(norm, max_norm);
   if (coef < 1.0) arena.scale_grads(coef);
   return float(norm);
 }

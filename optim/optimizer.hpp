@@ -37,8 +37,10 @@ class Optimizer {
   void bind(const nn::ParameterArena& arena);
 
   // One update from the current gradients, at the current lr; parameters without a gradient
-  // are skipped. Counts the step.
-  void step();
+  // are skipped. Counts the step. A grad_scale other than 1 (gradient clipping's coefficient)
+  // first scales each gradient in place as clip_grad_norm does, float(g * grad_scale), a piece at
+  // a time just before the update reads it: the gradients cross memory once, not three times.
+  void step(double grad_scale = 1.0);
   void zero_grad();
   float lr() const { return lr_; }
   void set_lr(float lr);
@@ -60,7 +62,7 @@ class Optimizer {
   // (in slot_names() order).
   struct Span {
     float* w;
-    const float* g;
+    float* g;
     float* slot[kMaxSlots];
     size_t n;
     float weight_decay;
@@ -70,14 +72,18 @@ class Optimizer {
   // The state each parameter keeps, e.g. {"exp_avg", "exp_avg_sq"}.
   virtual std::vector<std::string> slot_names() const = 0;
   // Applies the update to every span of this step (ordered by address, so a bound optimizer
-  // walks its flat blocks front to back).
+  // walks its flat blocks front to back), each piece's gradients scaled first by
+  // scale_grads(g, n).
   virtual void apply(const std::vector<Span>& spans) = 0;
+  // g[i] = float(g[i] * this step's grad_scale), as clip_grad_norm scales; nothing at scale 1.
+  void scale_grads(float* g, size_t n) const;
   virtual nlohmann::json settings() const = 0;
 
   std::vector<ParamGroup> groups_;
   std::map<std::string, std::map<std::string, Tensor>> state_;  // param name -> slot -> tensor
   float lr_;
   int64_t step_ = 0;
+  double grad_scale_ = 1.0;  // this step's
 
  private:
   // The slot's tensor for parameter p, created as zeros (in the flat block when bound).
@@ -177,6 +183,10 @@ class Lamb : public Optimizer {
   LambOptions opt_;
 };
 
+// The factor clip_grad_norm scales gradients of global L2 norm `norm` by: max_norm / (norm + 1e-6)
+// where that is below 1, else 1. Optimizer::step(clip_scale(arena.grad_norm(), max_norm)) clips
+// inside the update pass, with the same bits as clip_grad_norm then step().
+double clip_scale(double norm, float max_norm);
 // Scales all gradients so their global L2 norm is at most max_norm (PyTorch's clip_grad_norm_:
 // factor max_norm / (norm + 1e-6) when below 1). Returns the norm before clipping.
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);

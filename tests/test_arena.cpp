@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
 
 #include "nn/nn.hpp"
 #include "optim/optimizer.hpp"
@@ -350,4 +352,57 @@ TEST_CASE("arena: a linear's bias gradient is written into its slot, then added 
   fill_stale(arena);
   sum(linear(Tensor::zeros({0, 20}), w, b)).backward();
   CHECK(b.grad().to_vector() == std::vector<float>(600, 0.f));
+}
+
+namespace {
+class Wide : public Module {  // 6,400 weights: update pieces of 2,048 and a partial one
+ public:
+  Wide() {
+    a = register_module("a", std::make_shared<Linear>(64, 100));
+    b = register_module("b", std::make_shared<Linear>(100, 3));
+  }
+  Tensor loss(uint64_t seed) {
+    Generator g(seed);
+    const Tensor y = b->forward(tanh(a->forward(Tensor::normal({7, 64}, 0.f, 1.f, g))));
+    return sum(mul(y, y));
+  }
+  std::shared_ptr<Linear> a, b;
+};
+}  // namespace
+
+TEST_CASE("arena: step(clip_scale(norm)) clips inside the update, bit for bit as clip_grad_norm then step",
+          "[nn][arena][optim]") {
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(Module&)>;
+  const std::vector<std::pair<std::string, Make>> kinds = {
+      {"sgd", [](Module& m) { return std::make_unique<optim::Sgd>(std::vector<optim::ParamGroup>{{m.named_parameters(), 0.01f}}, 0.1f, optim::SgdOptions{0.9f}); }},
+      {"adam", [](Module& m) { return std::make_unique<optim::Adam>(std::vector<optim::ParamGroup>{{m.named_parameters(), 0.01f}}, 0.1f); }},
+      {"adamw", [](Module& m) { return std::make_unique<optim::AdamW>(std::vector<optim::ParamGroup>{{m.named_parameters(), 0.01f}}, 0.1f); }},
+      {"lamb", [](Module& m) { return std::make_unique<optim::Lamb>(std::vector<optim::ParamGroup>{{m.named_parameters(), 0.01f}}, 0.1f); }},
+  };
+  for (const auto& [name, make] : kinds) {
+    Wide clipped, folded;
+    randomize(clipped, 3);
+    randomize(folded, 3);
+    ParameterArena &arena_c = clipped.flatten_parameters(), &arena_f = folded.flatten_parameters();
+    auto opt_c = make(clipped), opt_f = make(folded);
+    opt_c->bind(arena_c);
+    opt_f->bind(arena_f);
+    for (int step = 0; step < 3; ++step) {
+      clipped.zero_grad();
+      folded.zero_grad();
+      clipped.loss(10 + step).backward();
+      folded.loss(10 + step).backward();
+      const float max_norm = step == 1 ? 1e9f : 0.05f;  // the middle step does not clip
+      optim::clip_grad_norm(arena_c, max_norm);
+      opt_c->step();
+      opt_f->step(optim::clip_scale(arena_f.grad_norm(), max_norm));
+      INFO(name << " step " << step);
+      CHECK(arena_f.flat_params().to_vector() == arena_c.flat_params().to_vector());
+      CHECK(arena_f.flat_grads().to_vector() == arena_c.flat_grads().to_vector());  // clipped in place
+    }
+  }
+  Wide net;
+  auto opt = kinds[1].second(net);
+  CHECK_THROWS_WITH(opt->step(0.0), Catch::Matchers::Contains("grad_scale 0"));
+  CHECK_THROWS_WITH(opt->step(1.5), Catch::Matchers::Contains("grad_scale 1.5"));
 }

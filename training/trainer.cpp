@@ -396,8 +396,9 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       sum_over_ranks(comm, this_step.loss, this_step.parts, this_step.counts, this_step.tokens);
     }
     const double loss = this_step.loss;
-    // The norm before clipping; computed without clipping too, for the non-finite guard.
-    const double norm = opt.clip > 0 ? double(optim::clip_grad_norm(*model.arena(), opt.clip)) : model.arena()->grad_norm();
+    // The norm before clipping (also the non-finite guard's); the clipping itself happens inside
+    // the optimizer's pass (step's grad_scale), not in a pass of its own over the gradients.
+    const double norm = model.arena()->grad_norm();
     const float lr = schedule.at(step);
     ++step;
     if (!std::isfinite(loss) || !std::isfinite(norm)) {
@@ -411,7 +412,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       say(fmt::format("step {}: {}; update skipped", step, what));
     } else {
       optimizer->set_lr(lr);
-      optimizer->step();
+      optimizer->step(opt.clip > 0 ? optim::clip_scale(norm, opt.clip) : 1.0);
       window.add_step(this_step);
     }
 
