@@ -67,8 +67,10 @@ Tensor ParameterArena::flat_grads() const {
 void ParameterArena::zero_grad() {
   for (size_t i = 0; i < entries_.size(); ++i) {
     TensorImpl& impl = *entries_[i].param.impl();
-    // Written in the last pass, or writable in the next one: no longer known to be zeros.
-    if (impl.grad || impl.requires_grad) slot_zero_[i] = false;
+    // Any slot may be written before the next zero_missing_grads (the engine writes slots without
+    // telling the arena, and a parameter may be unfrozen meanwhile): only a parameter frozen when
+    // the arena was made, with no slot, stays known to hold zeros.
+    if (impl.grad_slot) slot_zero_[i] = false;
     impl.grad.reset();
   }
 }

@@ -1,8 +1,8 @@
 #pragma once
 // Parameters as views of one flat block, gradients as views of a second one (llm.c's
-// malloc_and_point_parameters). Zeroing gradients, their global norm, a dtype cast and (later)
-// an all-reduce become single passes over one buffer, and gradient buckets are plain offset
-// ranges. Parameters are deduplicated by identity: a tied or shared tensor is one entry that
+// malloc_and_point_parameters). The gradients' global norm, clipping and an all-reduce become
+// single passes over one buffer, zeroing needs no pass (the first gradient into a slot overwrites
+// it), and gradient buckets are plain offset ranges. Parameters are deduplicated by identity: a tied or shared tensor is one entry that
 // carries every name it is registered under.
 #include <cstdint>
 #include <memory>
@@ -36,9 +36,11 @@ class ParameterArena {
   // it (the engine's fresh slots), and zero_missing_grads() zeroes the slots none reached.
   void zero_grad();
   // Zeroes the gradient slot of every parameter in [offset, offset + numel) of the block that has
-  // no gradient now (none came since zero_grad, or it is frozen), unless it already holds zeros.
-  // Afterwards the range holds every gradient, zeros where there is none: call it before reading
-  // flat_grads() as a whole (grad_norm, scale_grads and the gradient buckets do).
+  // no gradient now (none came since zero_grad, or it is frozen), unless it is known to hold
+  // zeros (only a parameter frozen before the arena was made, which has no slot). Afterwards the
+  // range holds every gradient, zeros where there is none: call it before reading flat_grads() as
+  // a whole (grad_norm, scale_grads and the gradient buckets do). A parameter no pass reaches
+  // (an unused pooler) is zeroed once per step: its size, not the block's.
   void zero_missing_grads(size_t offset = 0, size_t numel = SIZE_MAX);
   // L2 norm of all gradients, one pass over the block on every thread (partial sums over fixed
   // chunks, added in order: the same value for any thread count).
@@ -48,7 +50,7 @@ class ParameterArena {
 
  private:
   std::vector<Entry> entries_;
-  std::vector<char> slot_zero_;  // per entry: its gradient slot is known to hold zeros
+  std::vector<char> slot_zero_;  // per entry: its gradient slot is known to hold zeros (until the next zero_grad)
   std::shared_ptr<Storage> params_, grads_;
   size_t numel_ = 0;
 };

@@ -8,7 +8,8 @@
 //  - Attention is blocked with an online softmax (attn::packed_self_attention): memory linear
 //    in the sequence length.
 //  - Linear biases and the feed-forward's activation are their GEMM's epilogue (gemm::Epilogue);
-//    residual + LayerNorm is one pass per row right after its GEMM, on rows still in cache.
+//    the output projections add into the residual stream in their GEMMs (beta 1), and LayerNorm
+//    is one pass per row.
 // Encoder::forward takes this path when there is no tape to record (gradients off, eval mode)
 // and the mask is a padding mask; at padded positions its output rows are zero (real positions
 // agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are

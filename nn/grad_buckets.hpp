@@ -22,6 +22,7 @@ class GradientBuckets {
   // `grads` is a 1-D view of the bucket's range of the gradient block.
   using ReadyFn = std::function<void(const Bucket& bucket, const Tensor& grads)>;
 
+  // `arena` must outlive this object: a bucket zeroes its unreached slots through it when it fires.
   GradientBuckets(ParameterArena& arena, size_t bucket_bytes, ReadyFn on_ready);
 
   const std::vector<Bucket>& buckets() const;

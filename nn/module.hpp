@@ -49,7 +49,8 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  // Drops every parameter's gradient (one pass over the gradient arena once flattened).
+  // Drops every parameter's gradient (once flattened, the arena's zero_grad: no pass over the
+  // gradient block).
   void zero_grad();
   // Freezes (off) or unfreezes (on) every parameter of this module and its descendants:
   // frozen parameters get no gradient and optimizers leave them alone.

@@ -40,6 +40,7 @@ class Optimizer {
   // are skipped. Counts the step. A grad_scale other than 1 (gradient clipping's coefficient)
   // first scales each gradient in place as clip_grad_norm does, float(g * grad_scale), a piece at
   // a time just before the update reads it: the gradients cross memory once, not three times.
+  // It must be in (0, 1]. A subclass overriding apply() calls scale_grads on what it reads.
   void step(double grad_scale = 1.0);
   void zero_grad();
   float lr() const { return lr_; }
@@ -184,8 +185,9 @@ class Lamb : public Optimizer {
 };
 
 // The factor clip_grad_norm scales gradients of global L2 norm `norm` by: max_norm / (norm + 1e-6)
-// where that is below 1, else 1. Optimizer::step(clip_scale(arena.grad_norm(), max_norm)) clips
-// inside the update pass, with the same bits as clip_grad_norm then step().
+// where that is below 1, else 1. With a finite norm, Optimizer::step(clip_scale(arena.grad_norm(),
+// max_norm)) clips inside the update pass, with the same bits as clip_grad_norm then step(); an
+// infinite one gives 0, which step() refuses (clip_grad_norm would write zeros or NaNs).
 double clip_scale(double norm, float max_norm);
 // Scales all gradients so their global L2 norm is at most max_norm (PyTorch's clip_grad_norm_:
 // factor max_norm / (norm + 1e-6) when below 1). Returns the norm before clipping.

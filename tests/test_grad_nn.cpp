@@ -48,34 +48,38 @@ TEST_CASE("dropout: the mask follows its documented draws, for any thread count"
   // Chunks of 16384 elements, chunk c drawn from Generator(seed + 0x9e3779b97f4a7c15 * (c + 1)),
   // elements 2j and 2j + 1 from the low and high halves of draw j. Checkpoints' resume and the
   // recomputed backward rely on the masks staying what they were; this pins them.
-  const size_t n = 8 * 16384 + 1001;  // nine chunks, the last odd: tasks of 4 (AVX2) or 8 chunks and one more
-  const Tensor x = randn({int64_t(n)}, 68);
-  const float p = 0.3f, scale = 1.f / (1.f - p);
-  const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
-  Generator seeds(11);
-  const uint64_t seed = seeds.next_u64();
-  std::vector<float> expected(n);
-  for (size_t c = 0; c * 16384 < n; ++c) {
-    Generator g(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
-    uint64_t draw = 0;
-    for (size_t i = c * 16384; i < std::min(n, (c + 1) * 16384); ++i) {
-      if ((i - c * 16384) % 2 == 0) draw = g.next_u64();
-      const uint64_t bits = (i - c * 16384) % 2 == 0 ? draw & 0xffffffffu : draw >> 32;
-      expected[i] = bits >= threshold ? x.data()[i] * scale : 0.f;
+  // Three, six and nine chunks, the last odd: tasks of 2, 4 or 8 chunks side by side (SSE2, AVX2,
+  // AVX-512), the short chunk alone in its task or beside full ones.
+  for (const size_t n : {2 * 16384 + 1001, 5 * 16384 + 1001, 8 * 16384 + 1001}) {
+    INFO("n " << n);
+    const Tensor x = randn({n}, 68);
+    const float p = 0.3f, scale = 1.f / (1.f - p);
+    const uint64_t threshold = uint64_t(double(p) * 4294967296.0);
+    Generator seeds(11);
+    const uint64_t seed = seeds.next_u64();
+    std::vector<float> expected(n);
+    for (size_t c = 0; c * 16384 < n; ++c) {
+      Generator g(seed + 0x9e3779b97f4a7c15ULL * (c + 1));
+      uint64_t draw = 0;
+      for (size_t i = c * 16384; i < std::min(n, (c + 1) * 16384); ++i) {
+        if ((i - c * 16384) % 2 == 0) draw = g.next_u64();
+        const uint64_t bits = (i - c * 16384) % 2 == 0 ? draw & 0xffffffffu : draw >> 32;
+        expected[i] = bits >= threshold ? x.data()[i] * scale : 0.f;
+      }
     }
-  }
-  RestoreThreads restore;  // also when a REQUIRE below throws
-  for (int t : {1, 2, 3}) {
-    set_num_threads(t);
+    RestoreThreads restore;  // also when a REQUIRE below throws
+    for (int t : {1, 2, 3}) {
+      set_num_threads(t);
+      Generator g(11);
+      const Tensor y = dropout(x, p, /*training=*/true, g);
+      const auto first_difference = std::mismatch(expected.begin(), expected.end(), y.data()).first - expected.begin();
+      INFO("threads " << t);
+      CHECK(size_t(first_difference) == n);
+    }
     Generator g(11);
-    const Tensor y = dropout(x, p, /*training=*/true, g);
-    const auto first_difference = std::mismatch(expected.begin(), expected.end(), y.data()).first - expected.begin();
-    INFO("threads " << t);
-    CHECK(size_t(first_difference) == n);
+    const Tensor all = dropout(x, 1.f, /*training=*/true, g);
+    for (size_t i = 0; i < n; ++i) REQUIRE(all.data()[i] == 0.f);
   }
-  Generator g(11);
-  const Tensor all = dropout(x, 1.f, /*training=*/true, g);
-  for (size_t i = 0; i < n; ++i) REQUIRE(all.data()[i] == 0.f);
 }
 
 TEST_CASE("grad: cross_entropy with ignore_index, every reduction", "[grad][loss]") {

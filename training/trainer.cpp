@@ -401,7 +401,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     const double norm = model.arena()->grad_norm();
     const float lr = schedule.at(step);
     ++step;
-    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+    if (!std::isfinite(loss) || !std::isfinite(float(norm))) {  // a norm past float's range too
       const std::string what = std::isfinite(loss) ? fmt::format("the gradient norm is {}", norm) : fmt::format("the loss is {}", loss);
       if (opt.on_nonfinite == "stop")
         throw std::runtime_error(fmt::format(

@@ -2,7 +2,7 @@
 // one head: it copies that head's queries (pre-scaled), keys, values (and in the backward the
 // output gradient) into zero-padded scratch once, both row-major and transposed as the block
 // products need them, then walks blocks of kBlock queries x kBlock keys. Every product is the
-// same register-tiled kernel, C += A B with B's rows contiguous.
+// same register-tiled kernel, C (+)= A B with B's rows contiguous.
 #include "autograd/kernels/flash_attention.hpp"
 
 #include <algorithm>

@@ -59,7 +59,11 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
         continue;
       }
       float loss = -(1.f - e) * (xr[targets[i]] - row_lse);
-      if (e > 0.f) loss -= e * (vec::sum(xr, C) / float(C) - row_lse);
+      if (e > 0.f) {  // mean log p over the row, each term x - lse on its own: no cancellation
+        double sum_logp = 0;
+        for (size_t c = 0; c < C; ++c) sum_logp += double(xr[c] - row_lse);
+        loss -= e * float(sum_logp / double(C));
+      }
       per_row.data()[i] = loss;
     }
   });
