@@ -132,3 +132,23 @@ TEST_CASE("grad: cross_entropy with label smoothing", "[grad][loss]") {
   const std::vector<int64_t> t = {1, 3, -100, 0, 2};
   check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::Mean, 0.1f); }, {logits});
 }
+
+TEST_CASE("cross_entropy with label smoothing: each row's loss is PyTorch's formula, on wide rows", "[loss]") {
+  // -(1-e) log p[t] - e mean_c log p[c], from log p in double; rows wide enough for the SIMD sums.
+  const size_t N = 3, C = 30522;
+  const Tensor logits = randn({N, C}, 17, 3.f);
+  const std::vector<int64_t> t = {5, C - 1, 12345};
+  const float e = 0.1f;
+  const Tensor loss = cross_entropy(logits, t, -100, Reduction::None, e);
+  for (size_t i = 0; i < N; ++i) {
+    const float* x = logits.data() + i * C;
+    double m = x[0], s = 0, sum_logp = 0;
+    for (size_t c = 0; c < C; ++c) m = std::max(m, double(x[c]));
+    for (size_t c = 0; c < C; ++c) s += std::exp(double(x[c]) - m);
+    const double lse = m + std::log(s);
+    for (size_t c = 0; c < C; ++c) sum_logp += double(x[c]) - lse;
+    const double expected = -(1 - e) * (double(x[t[i]]) - lse) - e * sum_logp / double(C);
+    INFO("row " << i);
+    CHECK(loss.data()[i] == Approx(expected).epsilon(1e-6));
+  }
+}

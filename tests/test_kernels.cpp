@@ -187,6 +187,22 @@ TEST_CASE("simd softmax / log_softmax forward and backward match scalar", "[kern
   }
 }
 
+TEST_CASE("simd sum_shifted matches the scalar double sum, and a row of an MLM head's width", "[kernels]") {
+  // Label smoothing's mean log p: sum(x - lse). All terms share a sign, so the float lanes of 32
+  // vectors are within ~32 ulp relative of the double sum; 2e-6 allows that with margin.
+  std::vector<size_t> sizes(kSizes.begin(), kSizes.end());
+  sizes.push_back(30522);  // BERT's vocabulary, many flushes plus a tail
+  for (size_t n : sizes) {
+    const auto x = random_vec(n, 13, -30.f, 12.f);
+    const float shift = vec::log_sum_exp(x.data(), n);
+    const double simd = vec::sum_shifted(x.data(), shift, n), ref = vec::scalar::sum_shifted(x.data(), shift, n);
+    INFO("n " << n);
+    CHECK(simd == Approx(ref).epsilon(2e-6));
+    if (n > 1) CHECK(simd < 0.0);  // x - lse < 0 for every x: a shift lost somewhere would show
+  }
+  CHECK(vec::sum_shifted(nullptr, 1.f, 0) == 0.0);
+}
+
 TEST_CASE("simd log_sum_exp and cross_entropy_grad match scalar and the log-softmax route", "[kernels]") {
   for (size_t cols : kSizes) {
     const auto x = random_vec(cols, 9, -8.f, 8.f);

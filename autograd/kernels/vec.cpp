@@ -214,6 +214,21 @@ void unary_backward(Unary op, const float* xy, const float* g, float* dx, size_t
 }
 
 float sum(const float* x, size_t n) { return reduce_sum(x, n, Identity{}); }
+
+double sum_shifted(const float* x, float shift, size_t n) {
+  const fbatch vshift(shift);
+  double total = 0;
+  size_t i = 0;
+  while (i + 2 * W <= n) {  // two float accumulators over <= 32 vectors, then into the double
+    fbatch a0(0.f), a1(0.f);
+    for (const size_t end = std::min(n - n % (2 * W), i + 32 * W); i < end; i += 2 * W) {
+      a0 += load(x + i) - vshift;
+      a1 += load(x + i + W) - vshift;
+    }
+    total += double(hsum(a0 + a1));
+  }
+  return total + scalar::sum_shifted(x + i, shift, n - i);
+}
 float max(const float* x, size_t n) { return row_max(x, n); }
 
 void softmax(const float* x, float* y, size_t rows, size_t cols) {

@@ -52,6 +52,8 @@ struct LambStep {
                             size_t cols);                                                       \
   /* log(sum(exp(x[i]))) of one row, as log_softmax works it out (max, then a sum of exps) */   \
   float log_sum_exp(const float* x, size_t n);                                                  \
+  /* sum(x[i] - shift) in double: float lanes of 32 vectors at a time, then into the double */   \
+  double sum_shifted(const float* x, float shift, size_t n);                                    \
   /* One row of a cross-entropy gradient from the logits x and their log_sum_exp lse:           \
      dx[i] = (exp(x[i] - lse) - smooth - (i == target ? target_sub : 0)) * g */                 \
   void cross_entropy_grad(const float* x, float lse, float smooth, size_t target,              \

@@ -96,6 +96,12 @@ float sum(const float* x, size_t n) {
   return float(s);
 }
 
+double sum_shifted(const float* x, float shift, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(x[i] - shift);
+  return s;
+}
+
 float max(const float* x, size_t n) {
   float m = -INFINITY;
   for (size_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;

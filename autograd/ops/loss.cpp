@@ -59,11 +59,8 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
         continue;
       }
       float loss = -(1.f - e) * (xr[targets[i]] - row_lse);
-      if (e > 0.f) {  // mean log p over the row, each term x - lse on its own: no cancellation
-        double sum_logp = 0;
-        for (size_t c = 0; c < C; ++c) sum_logp += double(xr[c] - row_lse);
-        loss -= e * float(sum_logp / double(C));
-      }
+      if (e > 0.f)  // mean log p over the row, each term x - lse on its own: no cancellation
+        loss -= e * float(vec::sum_shifted(xr, row_lse, C) / double(C));
       per_row.data()[i] = loss;
     }
   });
