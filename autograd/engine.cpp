@@ -169,6 +169,7 @@ void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
     Tensor slot(leaf.grad_slot);
     detail::copy_into(slot, g.dtype() == slot.dtype() ? g : g.to(slot.dtype()));
     leaf.grad = leaf.grad_slot;
+    leaf.grad_slot_written = true;
   } else if (!leaf.grad) {
     // A packed gradient nobody else holds (a leaf with no arena slot) is adopted, not copied.
     const bool sole_owner = g.impl().use_count() <= 2 && g.impl()->storage.use_count() == 1;
@@ -276,6 +277,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
       const auto& leaf = node->inputs[i].leaf;
       if (!into[i].dst.defined() || input_grads[i].defined()) continue;
       if (!leaf->grad) leaf->grad = leaf->grad_slot;
+      leaf->grad_slot_written = true;
       leaf_added(leaf);
     }
     if (g_detect_anomaly)

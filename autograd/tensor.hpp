@@ -47,6 +47,11 @@ struct TensorImpl {
   // Where this leaf's gradient lives when set (a view of a flat gradient arena): backward
   // writes there instead of allocating, and grad points at it once written.
   std::shared_ptr<TensorImpl> grad_slot;
+  // The slot may hold something other than zeros: set wherever a gradient goes into it (and by
+  // ParameterArena::zero_grad, which cannot know who else wrote the block), cleared by the arena
+  // when it zeroes the slot. Kept here, not in the arena, so a gradient dropped by
+  // any caller (Tensor::zero_grad, an optimizer's zero_grad) still gets its slot zeroed.
+  bool grad_slot_written = false;
 };
 
 std::string shape_str(const Shape& s);

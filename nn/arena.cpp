@@ -40,7 +40,6 @@ ParameterArena::ParameterArena(const NamedTensors& params) {
   grads_ = std::make_shared<Storage>(numel_ * sizeof(float));
   std::memset(params_->data(), 0, params_->nbytes());
   std::memset(grads_->data(), 0, grads_->nbytes());
-  slot_zero_.assign(entries_.size(), 1);
   for (auto& e : entries_) {
     const Tensor old = e.param.detach();
     Tensor view = Tensor::view_of(params_, Dtype::Float32, old.shape(), contiguous_strides(old.shape()), e.offset);
@@ -52,6 +51,7 @@ ParameterArena::ParameterArena(const NamedTensors& params) {
     impl.offset = e.offset;
     impl.grad.reset();
     impl.grad_slot.reset();
+    impl.grad_slot_written = false;  // the new block is zeros
     if (impl.requires_grad)
       impl.grad_slot = Tensor::view_of(grads_, Dtype::Float32, old.shape(), view.strides(), e.offset).impl();
   }
@@ -65,26 +65,32 @@ Tensor ParameterArena::flat_grads() const {
 }
 
 void ParameterArena::zero_grad() {
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    TensorImpl& impl = *entries_[i].param.impl();
-    // Any slot may be written before the next zero_missing_grads (the engine writes slots without
-    // telling the arena, and a parameter may be unfrozen meanwhile): only a parameter frozen when
-    // the arena was made, with no slot, stays known to hold zeros.
-    if (impl.grad_slot) slot_zero_[i] = false;
+  for (auto& e : entries_) {
+    TensorImpl& impl = *e.param.impl();
     impl.grad.reset();
+    // flat_grads() is writable by anyone (a hand-made all-reduce): after this zero_grad every
+    // slot is zeroed once if no gradient comes, whatever wrote it.
+    if (impl.grad_slot) impl.grad_slot_written = true;
   }
 }
 
 void ParameterArena::zero_missing_grads(size_t offset, size_t numel) {
   const size_t end = numel > numel_ - std::min(offset, numel_) ? numel_ : offset + numel;
   float* g = static_cast<float*>(grads_->data());
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    const Entry& e = entries_[i];
+  for (const Entry& e : entries_) {
     if (e.offset >= end || e.offset + e.numel <= offset) continue;
-    if (slot_zero_[i] || e.param.impl()->grad) continue;
+    TensorImpl& impl = *e.param.impl();
+    if (impl.grad || !impl.grad_slot_written) continue;
     fill_in_parallel(g + e.offset, e.numel, 0.f);
-    slot_zero_[i] = true;
+    impl.grad_slot_written = false;
   }
+}
+
+void ParameterArena::mark_slots_written(size_t offset, size_t numel) {
+  const size_t end = numel > numel_ - std::min(offset, numel_) ? numel_ : offset + numel;
+  for (const Entry& e : entries_)
+    if (e.offset < end && e.offset + e.numel > offset && e.param.impl()->grad_slot)
+      e.param.impl()->grad_slot_written = true;
 }
 
 namespace {

@@ -151,6 +151,39 @@ TEST_CASE("arena: zero_grad leaves the block; slots no gradient reached read as 
   CHECK(range_of(net.b->weight) == stale);
 }
 
+TEST_CASE("arena: a gradient dropped by the optimizer's or a tensor's zero_grad still reads as zeros", "[nn][arena][optim]") {
+  // Not the arena's own zero_grad: the engine's writes mark the slot, so a step that reaches b
+  // and then one that does not leave no stale gradient in the norm.
+  TiedNet net;
+  randomize(net, 9);
+  ParameterArena& arena = net.flatten_parameters();
+  optim::Sgd opt({{net.named_parameters(), 0.f}}, 0.1f);
+  Generator g(4);
+  const auto a_only_norm = [&] {
+    const Tensor y = net.a->forward(Tensor::normal({5, 6}, 0.f, 1.f, g));
+    sum(mul(y, y)).backward();
+    double sq = 0;
+    for (const Tensor& p : {net.a->weight, net.a->bias})
+      for (float v : p.grad().to_vector()) sq += double(v) * v;
+    return std::sqrt(sq);
+  };
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    loss_of(net, 10 + round).backward();  // reaches b
+    REQUIRE(arena.grad_norm() > 0.0);
+    if (round == 0) {
+      opt.zero_grad();
+    } else {
+      for (Tensor p : {net.a->weight, net.a->bias, net.b->weight, net.b->bias}) p.zero_grad();
+    }
+    CHECK(arena.grad_norm() == 0.0);  // every gradient dropped: the block reads as zeros
+    const double expected = a_only_norm();  // reaches a alone
+    REQUIRE_FALSE(net.b->bias.grad().defined());
+    CHECK(arena.grad_norm() == Approx(expected).epsilon(1e-12));
+    opt.zero_grad();
+  }
+}
+
 TEST_CASE("arena: the optimizer steps a tied weight once", "[nn][arena][optim]") {
   TiedNet net;
   randomize(net, 4);

@@ -109,3 +109,30 @@ TEST_CASE("grad buckets: each bucket fires once per pass, with its final gradien
     }
   }
 }
+
+TEST_CASE("grad buckets: what a reduce wrote into a slot with no gradient is gone by the next pass", "[nn][arena][buckets]") {
+  // The callback stands in for an all-reduce that writes the whole range, `unused`'s slot too;
+  // gradients are dropped tensor by tensor (not by the arena's zero_grad) between the passes.
+  Stack net(2);
+  ParameterArena& arena = net.flatten_parameters();
+  size_t unused_offset = 0;
+  for (const auto& e : arena.entries())
+    if (e.param.impl() == net.unused->weight.impl()) unused_offset = e.offset;
+  std::vector<float> unused_seen;
+  GradientBuckets buckets(arena, 1 << 20, [&](const GradientBuckets::Bucket& b, const Tensor& g) {
+    const std::vector<float> all = g.to_vector();
+    const auto from = all.begin() + long(unused_offset - b.offset);
+    unused_seen.assign(from, from + 64);
+    float* data = const_cast<float*>(g.data());
+    std::fill_n(data, g.numel(), 7.f);
+  });
+  REQUIRE(buckets.buckets().size() == 1);
+  Generator gen(5);
+  for (int pass = 0; pass < 2; ++pass) {
+    INFO("pass " << pass);
+    for (auto& [_, p] : net.named_parameters()) p.zero_grad();
+    net.forward(Tensor::normal({4, 8}, 0.f, 1.f, gen)).backward();
+    buckets.finish_backward();
+    CHECK(unused_seen == std::vector<float>(64, 0.f));
+  }
+}
