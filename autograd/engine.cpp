@@ -188,9 +188,10 @@ void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
 
 // Where a backward may write `leaf`'s gradient in place (see GradInto): its gradient when that is
 // float32 and contiguous, else its arena slot (zeroed when `zero`); undefined when neither.
-GradInto gradient_into(const TensorImpl& leaf, bool zero) {
+GradInto gradient_into(TensorImpl& leaf, bool zero) {
   if (leaf.grad) return adds_in_place(leaf.grad) ? GradInto{Tensor(leaf.grad), false} : GradInto{};
   if (!adds_in_place(leaf.grad_slot)) return {};
+  leaf.grad_slot_written = true;  // from now on, even if the backward throws halfway
   Tensor slot(leaf.grad_slot);
   if (zero) fill_in_parallel(slot.data(), slot.numel(), 0.f);
   return {slot, !zero};
@@ -277,7 +278,6 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
       const auto& leaf = node->inputs[i].leaf;
       if (!into[i].dst.defined() || input_grads[i].defined()) continue;
       if (!leaf->grad) leaf->grad = leaf->grad_slot;
-      leaf->grad_slot_written = true;
       leaf_added(leaf);
     }
     if (g_detect_anomaly)

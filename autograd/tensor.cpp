@@ -300,11 +300,13 @@ void Tensor::set_grad(const Tensor& g) {
     throw std::invalid_argument(fmt::format("[set_grad] gradient shape {} != tensor shape {}",
                                             shape_str(g.shape()), shape_str(shape())));
   impl_->grad = g.impl();
+  if (impl_->grad_slot) impl_->grad_slot_written = true;  // the slot may hold the old gradient
 }
 
 void Tensor::zero_grad() {
   check_defined(impl_, "zero_grad");
   impl_->grad.reset();
+  if (impl_->grad_slot) impl_->grad_slot_written = true;  // the slot still holds it
 }
 
 void Tensor::register_grad_hook(GradHook hook) {

@@ -47,9 +47,11 @@ struct TensorImpl {
   // Where this leaf's gradient lives when set (a view of a flat gradient arena): backward
   // writes there instead of allocating, and grad points at it once written.
   std::shared_ptr<TensorImpl> grad_slot;
-  // The slot may hold something other than zeros: set wherever a gradient goes into it (and by
-  // ParameterArena::zero_grad, which cannot know who else wrote the block), cleared by the arena
-  // when it zeroes the slot. Kept here, not in the arena, so a gradient dropped by
+  // The slot may hold something other than zeros: set wherever a gradient goes into it or is
+  // dropped (zero_grad, set_grad, ParameterArena::zero_grad), cleared by the arena when it zeroes
+  // the slot. A reduce that writes a slot with no gradient leaves it unset, so this step's norm
+  // still reads what it wrote; the next drop sets it. A caller that keeps the slot's view past
+  // zero_grad and writes into it later bypasses it. Kept here, not in the arena, so a gradient dropped by
   // any caller (Tensor::zero_grad, an optimizer's zero_grad) still gets its slot zeroed.
   bool grad_slot_written = false;
 };

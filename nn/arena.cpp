@@ -86,12 +86,6 @@ void ParameterArena::zero_missing_grads(size_t offset, size_t numel) {
   }
 }
 
-void ParameterArena::mark_slots_written(size_t offset, size_t numel) {
-  const size_t end = numel > numel_ - std::min(offset, numel_) ? numel_ : offset + numel;
-  for (const Entry& e : entries_)
-    if (e.offset < end && e.offset + e.numel > offset && e.param.impl()->grad_slot)
-      e.param.impl()->grad_slot_written = true;
-}
 
 namespace {
 constexpr size_t kNormChunk = 1 << 16;  // floats per partial sum: fixed, so no thread count shows

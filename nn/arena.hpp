@@ -38,14 +38,11 @@ class ParameterArena {
   // Zeroes the gradient slot of every parameter in [offset, offset + numel) of the block that has
   // no gradient now (none came since its gradient was last dropped, by this zero_grad or any
   // other, or it is frozen) and whose slot may hold something else (TensorImpl::grad_slot_written:
-  // set by the engine's writes, by this zero_grad for every slot, and by mark_slots_written).
+  // set by the engine's writes and by any drop of the gradient, this zero_grad's included).
   // Afterwards the range holds every gradient, zeros where there is none: call it before reading
   // flat_grads() as a whole (grad_norm, scale_grads and the gradient buckets do). A parameter no
   // pass reaches (an unused pooler) is zeroed once per step: its size, not the block's.
   void zero_missing_grads(size_t offset = 0, size_t numel = SIZE_MAX);
-  // Records that something outside the engine wrote [offset, offset + numel) of the gradient
-  // block (an all-reduce into a bucket): slots there are zeroed again when their gradient is missing.
-  void mark_slots_written(size_t offset, size_t numel);
   // L2 norm of all gradients, one pass over the block on every thread (partial sums over fixed
   // chunks, added in order: the same value for any thread count).
   double grad_norm();

@@ -19,7 +19,6 @@ struct GradientBuckets::State {
     const Bucket& bucket = buckets[b];
     arena->zero_missing_grads(bucket.offset, bucket.numel);  // frozen ones, or none came
     on_ready(bucket, slice(flat_grads, 0, long(bucket.offset), long(bucket.offset + bucket.numel)));
-    arena->mark_slots_written(bucket.offset, bucket.numel);  // the reduce may write any slot in it
   }
   void arm() {
     for (size_t b = 0; b < buckets.size(); ++b) {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -110,19 +111,22 @@ TEST_CASE("grad buckets: each bucket fires once per pass, with its final gradien
   }
 }
 
-TEST_CASE("grad buckets: what a reduce wrote into a slot with no gradient is gone by the next pass", "[nn][arena][buckets]") {
-  // The callback stands in for an all-reduce that writes the whole range, `unused`'s slot too;
-  // gradients are dropped tensor by tensor (not by the arena's zero_grad) between the passes.
+TEST_CASE("grad buckets: what a reduce wrote into a slot with no gradient counts in this step, not the next", "[nn][arena][buckets]") {
+  // The callback stands in for an all-reduce that writes the whole range, `unused`'s slots too
+  // (another rank's gradient): this step's norm reads all of it, on every rank alike; gradients
+  // are dropped tensor by tensor (not by the arena's zero_grad) between the passes.
   Stack net(2);
   ParameterArena& arena = net.flatten_parameters();
-  size_t unused_offset = 0;
-  for (const auto& e : arena.entries())
+  size_t unused_offset = 0, unused_end = 0;
+  for (const auto& e : arena.entries()) {
     if (e.param.impl() == net.unused->weight.impl()) unused_offset = e.offset;
+    if (e.param.impl() == net.unused->bias.impl()) unused_end = e.offset + e.numel;
+  }
+  REQUIRE(unused_end > unused_offset);
   std::vector<float> unused_seen;
   GradientBuckets buckets(arena, 1 << 20, [&](const GradientBuckets::Bucket& b, const Tensor& g) {
     const std::vector<float> all = g.to_vector();
-    const auto from = all.begin() + long(unused_offset - b.offset);
-    unused_seen.assign(from, from + 64);
+    unused_seen.assign(all.begin() + long(unused_offset - b.offset), all.begin() + long(unused_end - b.offset));
     float* data = const_cast<float*>(g.data());
     std::fill_n(data, g.numel(), 7.f);
   });
@@ -133,6 +137,9 @@ TEST_CASE("grad buckets: what a reduce wrote into a slot with no gradient is gon
     for (auto& [_, p] : net.named_parameters()) p.zero_grad();
     net.forward(Tensor::normal({4, 8}, 0.f, 1.f, gen)).backward();
     buckets.finish_backward();
-    CHECK(unused_seen == std::vector<float>(64, 0.f));
+    CHECK(unused_seen == std::vector<float>(unused_end - unused_offset, 0.f));
+    REQUIRE_FALSE(net.unused->weight.grad().defined());
+    const double written = double(buckets.buckets()[0].numel);
+    CHECK(arena.grad_norm() == Approx(7.0 * std::sqrt(written)).epsilon(1e-12));
   }
 }
