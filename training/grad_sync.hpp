@@ -20,13 +20,18 @@ class GradientSync {
   void set_reducing(bool on) { *reducing_ = on; }
   // After each backward(): starts the buckets no hook started.
   void finish_backward() { buckets_->finish_backward(); }
-  // Waits until every started all-reduce is done: the gradients are then the global ones.
-  // Returns the seconds spent waiting (the part of the exchange the backward pass did not hide).
+  // Waits until every started all-reduce is done: the gradients are then the global ones. A
+  // parameter some rank reached and this one did not gets the reduced sum as its gradient, so
+  // every rank's optimizer steps the same parameters (PyTorch DDP's find_unused_parameters: a
+  // one-float-per-parameter max-reduce of which ranks have a gradient); one no rank reached
+  // stays without. Returns the seconds spent waiting (the part of the exchange the backward pass
+  // did not hide).
   double wait();
   size_t bucket_count() const { return buckets_->buckets().size(); }
 
  private:
   Communicator& comm_;
+  nn::ParameterArena& arena_;  // the model's; outlives this, as the buckets need it to
   std::shared_ptr<bool> reducing_;
   std::unique_ptr<nn::GradientBuckets> buckets_;
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training over MPI (issue 14), with 2 ranks on this machine:
 #   data_parallel.sh BIN_DIR SOURCE_DIR MPIEXEC GROUP
-# GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP
+# GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP;
+#                   a parameter only one rank reaches is stepped alike on both (dp_check unused)
 #        families   the same for RoBERTa (MLM) and ALBERT (MLM+SOP with LAMB)
 #        finetune   the same for sequence classification (bert_finetune)
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
@@ -61,6 +62,9 @@ pretrain)
   run "$W/one.log" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/one"
   same_weights "$W/two/checkpoint-000010" "$W/one/checkpoint-000010"
   grep -q "data-parallel over 2 ranks" "$W/two.log" || fail "the 2-rank run does not say it is data-parallel"
+  # a parameter one rank reaches and the other does not: both step it alike
+  run "$W/unused.log" timeout 60 "${MPI[@]}" "$BIN/dp_check" unused
+  grep -q "unused parameters: ok over 2 ranks" "$W/unused.log" || fail "dp_check unused: $(cat "$W/unused.log")"
   # the logged losses are the global batch's: each step's within 1e-5 of the single rank's
   losses() { grep -o '"loss":[0-9.]*' "$1" | cut -d: -f2; }
   paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl") |

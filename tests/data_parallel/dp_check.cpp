@@ -7,6 +7,9 @@
 //       (the other ranks must not hang).
 //   dp_check allreduce FLOATS REPEATS
 //       times a blocking all-reduce of FLOATS floats (the README's measurements)
+//   dp_check unused
+//       a parameter only rank 0 reaches: every rank must step it with the reduced gradient (the
+//       replicas stay equal), and one no rank reaches must not move
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -15,8 +18,11 @@
 #include <csignal>
 #include <vector>
 
+#include "nn/nn.hpp"
 #include "nn/safetensors.hpp"
+#include "optim/optimizer.hpp"
 #include "training/distributed.hpp"
+#include "training/grad_sync.hpp"
 #include "training/tasks/pretraining.hpp"
 
 using namespace xg;
@@ -110,6 +116,52 @@ int time_allreduce(size_t floats, int repeats) {
   return 0;
 }
 
+// Three linears: `a` every rank uses, `b` only rank 0, `c` none. AdamW with weight decay would
+// move `c` if it were stepped with a zero gradient.
+int unused_parameters() {
+  Communicator& comm = Communicator::world();
+  struct Net : nn::Module {
+    std::shared_ptr<nn::Linear> a, b, c;
+    Net() {
+      a = register_module("a", std::make_shared<nn::Linear>(4, 4));
+      b = register_module("b", std::make_shared<nn::Linear>(4, 4));
+      c = register_module("c", std::make_shared<nn::Linear>(4, 4));
+    }
+  };
+  manual_seed(7);  // the same weights on every rank
+  Net net;
+  nn::ParameterArena& arena = net.flatten_parameters();
+  GradientSync sync(comm, arena);
+  optim::AdamW opt({{net.named_parameters(), 0.1f}}, 0.05f);
+  opt.bind(arena);
+  const std::vector<float> c_before = net.c->weight.to_vector();
+  Generator data(100 + uint64_t(comm.rank()));  // each rank its own examples
+  int failures = 0;
+  for (int step = 0; step < 3; ++step) {
+    net.zero_grad();
+    sync.set_reducing(true);
+    const Tensor h = net.a->forward(Tensor::normal({3, 4}, 0.f, 1.f, data));
+    const Tensor out = comm.rank() == 0 ? net.b->forward(h) : h;
+    sum(mul(out, out)).backward();
+    sync.finish_backward();
+    sync.wait();
+    if (!net.b->weight.grad().defined() || net.c->weight.grad().defined()) {
+      fmt::print("rank {} step {}: b {} a gradient, c {}\n", comm.rank(), step,
+                 net.b->weight.grad().defined() ? "has" : "lacks", net.c->weight.grad().defined() ? "has one" : "has none");
+      ++failures;
+    }
+    opt.step();
+  }
+  // Replicas equal: the max and min of every weight over the ranks agree.
+  std::vector<float> hi = arena.flat_params().to_vector(), lo = hi;
+  comm.allreduce(hi.data(), hi.size(), ReduceOp::Max);
+  comm.allreduce(lo.data(), lo.size(), ReduceOp::Min);
+  if (hi != lo) fmt::print("rank {}: the replicas' weights differ\n", comm.rank()), ++failures;
+  if (net.c->weight.to_vector() != c_before) fmt::print("rank {}: c moved\n", comm.rank()), ++failures;
+  if (failures == 0 && comm.rank() == 0) fmt::print("unused parameters: ok over {} ranks\n", comm.size());
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +169,8 @@ int main(int argc, char** argv) {
   if (mode == "compare" && argc == 5) return compare(argv[2], argv[3], std::stod(argv[4]));
   if (mode == "allreduce" && argc == 4) return time_allreduce(std::stoul(argv[2]), std::stoi(argv[3]));
   if (mode == "pretrain") return pretrain_with_fault(argc - 1, argv + 1);
-  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ...\n");
+  if (mode == "unused" && argc == 2) return unused_parameters();
+  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ... | "
+                     "dp_check allreduce FLOATS REPEATS | dp_check unused\n");
   return 2;
 }
