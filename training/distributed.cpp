@@ -27,6 +27,7 @@ Communicator& Communicator::world() {
 
 struct Communicator::Requests {
   std::vector<MPI_Request> list;
+  std::vector<MPI_Comm> channels;  // duplicates of MPI_COMM_WORLD; channel 0 is the world itself
 };
 
 namespace {
@@ -59,7 +60,10 @@ Communicator::~Communicator() {
   if (!mpi_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  for (MPI_Comm& c : pending_->channels)
+    if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
+  MPI_Finalize();
 }
 
 void Communicator::allreduce(float* data, size_t n, ReduceOp op) {
@@ -87,10 +91,25 @@ void Communicator::barrier() {
   if (mpi_ && size_ > 1) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
 
-void Communicator::start_allreduce(float* data, size_t n) {
+void Communicator::reserve_channels(size_t count) {
+  if (!mpi_ || size_ == 1) return;
+  auto& channels = pending_->channels;
+  if (channels.empty()) channels.push_back(MPI_COMM_WORLD);
+  while (channels.size() < count) {
+    MPI_Comm c;
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    channels.push_back(c);
+  }
+}
+
+void Communicator::start_allreduce(float* data, size_t n, size_t channel) {
   if (!mpi_ || size_ == 1 || n == 0) return;
+  if (channel > 0 && channel >= pending_->channels.size())
+    throw std::logic_error(fmt::format("[distributed] all-reduce on channel {}, but only {} reserved", channel,
+                                       pending_->channels.size()));
+  MPI_Comm comm = channel == 0 ? MPI_COMM_WORLD : pending_->channels[channel];
   MPI_Request r;
-  check(MPI_Iallreduce(MPI_IN_PLACE, data, int(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r), "MPI_Iallreduce");
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, int(n), MPI_FLOAT, MPI_SUM, comm, &r), "MPI_Iallreduce");
   pending_->list.push_back(r);
 }
 void Communicator::progress() {
@@ -125,7 +144,8 @@ void Communicator::allreduce(double*, size_t, ReduceOp) {}
 void Communicator::broadcast(void*, size_t, int) {}
 void Communicator::broadcast(std::string&, int) {}
 void Communicator::barrier() {}
-void Communicator::start_allreduce(float*, size_t) {}
+void Communicator::reserve_channels(size_t) {}
+void Communicator::start_allreduce(float*, size_t, size_t) {}
 void Communicator::progress() {}
 void Communicator::wait_all() {}
 void Communicator::abort(int code) { std::_Exit(code); }

@@ -41,7 +41,13 @@ class Communicator {
 
   // A non-blocking in-place float sum: start it, then wait_all() before reading the data.
   // progress() lets the library move started reductions on (MPI progresses only inside calls).
-  void start_allreduce(float* data, size_t n);
+  // Reductions on one channel match across ranks in the order they start; on different channels
+  // they match by channel, whatever order each rank starts them in (gradient buckets: a rank that
+  // does not reach a parameter starts its bucket later than the others). Each channel is its own
+  // copy of the world communicator, made by reserve_channels: a collective, so every rank calls
+  // it with the same count at the same point.
+  void reserve_channels(size_t count);
+  void start_allreduce(float* data, size_t n, size_t channel = 0);
   void progress();
   void wait_all();
 

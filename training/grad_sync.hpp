@@ -2,7 +2,8 @@
 // Data parallelism's gradient exchange, as PyTorch DDP's Reducer does it: the gradient block is
 // cut into buckets (nn::GradientBuckets), and each bucket's all-reduce (a sum: the Trainer has
 // already weighed each rank's loss by its share of the global batch) starts from the backward
-// hooks as soon as the bucket is final, so it overlaps the rest of the backward pass. Only the
+// hooks as soon as the bucket is final, so it overlaps the rest of the backward pass, on a
+// channel of its own (a rank that does not reach a parameter starts that bucket later). Only the
 // last micro-batch of an accumulated step reduces; the earlier ones only accumulate.
 #include <memory>
 

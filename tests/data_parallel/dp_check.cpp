@@ -131,7 +131,10 @@ int unused_parameters() {
   manual_seed(7);  // the same weights on every rank
   Net net;
   nn::ParameterArena& arena = net.flatten_parameters();
-  GradientSync sync(comm, arena);
+  // A bucket per linear: rank 0 starts b's during backward, rank 1 only at finish_backward,
+  // after a's (the reductions must still pair b with b).
+  GradientSync sync(comm, arena, 64);
+  if (sync.bucket_count() != 3) return fmt::print("expected 3 buckets, got {}\n", sync.bucket_count()), 1;
   optim::AdamW opt({{net.named_parameters(), 0.1f}}, 0.05f);
   opt.bind(arena);
   const std::vector<float> c_before = net.c->weight.to_vector();
@@ -139,11 +142,16 @@ int unused_parameters() {
   int failures = 0;
   for (int step = 0; step < 3; ++step) {
     net.zero_grad();
-    sync.set_reducing(true);
-    const Tensor h = net.a->forward(Tensor::normal({3, 4}, 0.f, 1.f, data));
-    const Tensor out = comm.rank() == 0 ? net.b->forward(h) : h;
-    sum(mul(out, out)).backward();
-    sync.finish_backward();
+    // Step 1 accumulates two micro-batches: in the first (not reduced) only rank 1 reaches b.
+    const int micros = step == 1 ? 2 : 1;
+    for (int micro = 0; micro < micros; ++micro) {
+      const bool last = micro + 1 == micros;
+      sync.set_reducing(last);
+      const Tensor h = net.a->forward(Tensor::normal({3, 4}, 0.f, 1.f, data));
+      const Tensor out = comm.rank() == (last ? 0 : 1) ? net.b->forward(h) : h;
+      sum(mul(out, out)).backward();
+      sync.finish_backward();
+    }
     sync.wait();
     if (!net.b->weight.grad().defined() || net.c->weight.grad().defined()) {
       fmt::print("rank {} step {}: b {} a gradient, c {}\n", comm.rank(), step,
