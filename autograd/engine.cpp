@@ -166,10 +166,10 @@ bool adds_in_place(const std::shared_ptr<TensorImpl>& grad) {
 
 void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   if (!leaf.grad && leaf.grad_slot) {  // first contribution into the arena: a copy, no allocation
+    leaf.grad_slot_written = true;  // before the write, as gradient_into does
     Tensor slot(leaf.grad_slot);
     detail::copy_into(slot, g.dtype() == slot.dtype() ? g : g.to(slot.dtype()));
     leaf.grad = leaf.grad_slot;
-    leaf.grad_slot_written = true;
   } else if (!leaf.grad) {
     // A packed gradient nobody else holds (a leaf with no arena slot) is adopted, not copied.
     const bool sole_owner = g.impl().use_count() <= 2 && g.impl()->storage.use_count() == 1;

@@ -86,7 +86,6 @@ void ParameterArena::zero_missing_grads(size_t offset, size_t numel) {
   }
 }
 
-
 namespace {
 constexpr size_t kNormChunk = 1 << 16;  // floats per partial sum: fixed, so no thread count shows
 

@@ -152,8 +152,8 @@ TEST_CASE("arena: zero_grad leaves the block; slots no gradient reached read as 
 }
 
 TEST_CASE("arena: a gradient dropped by the optimizer's or a tensor's zero_grad still reads as zeros", "[nn][arena][optim]") {
-  // Not the arena's own zero_grad: the engine's writes mark the slot, so a step that reaches b
-  // and then one that does not leave no stale gradient in the norm.
+  // Not the arena's own zero_grad: dropping the gradient marks the slot, so a step that reaches
+  // b and then one that does not leave no stale gradient in the norm.
   TiedNet net;
   randomize(net, 9);
   ParameterArena& arena = net.flatten_parameters();

@@ -229,6 +229,7 @@ double sum_shifted(const float* x, float shift, size_t n) {
   }
   return total + scalar::sum_shifted(x + i, shift, n - i);
 }
+
 float max(const float* x, size_t n) { return row_max(x, n); }
 
 void softmax(const float* x, float* y, size_t rows, size_t cols) {

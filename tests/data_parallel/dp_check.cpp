@@ -23,6 +23,7 @@
 #include "optim/optimizer.hpp"
 #include "training/distributed.hpp"
 #include "training/grad_sync.hpp"
+#include "training/rank_checks.hpp"
 #include "training/tasks/pretraining.hpp"
 
 using namespace xg;
@@ -160,11 +161,12 @@ int unused_parameters() {
     }
     opt.step();
   }
-  // Replicas equal: the max and min of every weight over the ranks agree.
-  std::vector<float> hi = arena.flat_params().to_vector(), lo = hi;
-  comm.allreduce(hi.data(), hi.size(), ReduceOp::Max);
-  comm.allreduce(lo.data(), lo.size(), ReduceOp::Min);
-  if (hi != lo) fmt::print("rank {}: the replicas' weights differ\n", comm.rank()), ++failures;
+  try {  // replicas equal, bit for bit
+    check_same_parameters(comm, arena, 3);
+  } catch (const CollectiveError& e) {
+    fmt::print("rank {}: {}\n", comm.rank(), e.what());
+    ++failures;
+  }
   if (net.c->weight.to_vector() != c_before) fmt::print("rank {}: c moved\n", comm.rank()), ++failures;
   if (failures == 0 && comm.rank() == 0) fmt::print("unused parameters: ok over {} ranks\n", comm.size());
   return failures == 0 ? 0 : 1;
