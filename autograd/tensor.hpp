@@ -51,8 +51,8 @@ struct TensorImpl {
   // dropped (zero_grad, set_grad, ParameterArena::zero_grad), cleared by the arena when it zeroes
   // the slot. A reduce that writes a slot with no gradient leaves it unset, so this step's norm
   // still reads what it wrote; the next drop sets it. A caller that keeps the slot's view past
-  // zero_grad and writes into it later bypasses it. Kept here, not in the arena, so a gradient dropped by
-  // any caller (Tensor::zero_grad, an optimizer's zero_grad) still gets its slot zeroed.
+  // zero_grad and writes into it later bypasses it. Kept here, not in the arena, so a gradient
+  // dropped by any caller (Tensor::zero_grad, an optimizer's zero_grad) still gets its slot zeroed.
   bool grad_slot_written = false;
 };
 

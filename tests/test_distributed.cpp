@@ -14,6 +14,7 @@
 #include "training/checkpoints.hpp"
 #include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
+#include "training/grad_sync.hpp"
 #include "training/rank_checks.hpp"
 
 using namespace xg;
@@ -41,6 +42,16 @@ TEST_CASE("started without mpirun, the world is one rank whose collectives chang
   check_same_settings(w, {{"batch", 4}});  // one rank agrees with itself
 }
 
+TEST_CASE("gradient buckets are capped at kMaxBuckets communicators however small --bucket-mb is", "[distributed]") {
+  nn::Sequential net;
+  for (size_t i = 0; i < 200; ++i) net.push_back(std::make_shared<nn::Linear>(4, 4));  // 400 parameters of 64 B or less
+  nn::ParameterArena& arena = net.flatten_parameters();
+  CHECK(GradientSync(Communicator::world(), arena, 1 << 20).bucket_count() == 1);
+  const size_t tiny = GradientSync(Communicator::world(), arena, 1).bucket_count();
+  CHECK(tiny <= GradientSync::kMaxBuckets);
+  CHECK(tiny > GradientSync::kMaxBuckets / 2);  // raised just enough, not to one bucket
+}
+
 TEST_CASE("one rank's share of a batch is the whole loss, its parts unchanged", "[distributed]") {
   Communicator& w = Communicator::world();
   const Tensor mlm = Tensor::scalar(2.5f), nsp = Tensor::scalar(0.5f);
@@ -49,8 +60,10 @@ TEST_CASE("one rank's share of a batch is the whole loss, its parts unchanged", 
   CHECK(share.loss.item() == 3.f);
   CHECK(share.parts == Scalars{{"mlm", 2.5}, {"nsp", 0.5}});
   // A term over nothing (no masked token in this batch) adds nothing, not NaN.
-  BatchLoss empty{nsp, {{"nsp", 0.5}}, {}, 30, {{"mlm", Tensor::scalar(NAN), 0}, {"nsp", nsp, 4}}};
-  CHECK(share_of_global_batch(w, empty, 4).loss.item() == 0.5f);
+  BatchLoss empty{nsp, {{"mlm", NAN}, {"nsp", 0.5}}, {}, 30, {{"mlm", Tensor::scalar(NAN), 0}, {"nsp", nsp, 4}}};
+  const BatchLoss empty_share = share_of_global_batch(w, empty, 4);
+  CHECK(empty_share.loss.item() == 0.5f);
+  CHECK(empty_share.parts == Scalars{{"mlm", 0.0}, {"nsp", 0.5}});  // the logged part too
   // Without terms: the loss is one mean over the batch's examples.
   CHECK(share_of_global_batch(w, BatchLoss{nsp, {}, {}, 30}, 4).loss.item() == 0.5f);
 }

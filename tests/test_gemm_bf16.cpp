@@ -2,6 +2,7 @@
 // fallback): against a double-precision product of the bf16-rounded inputs, against fp32 sgemm
 // within the bf16 rounding bound, and with B given as bf16 bits.
 #include <catch2/catch.hpp>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -143,11 +144,12 @@ TEST_CASE("sgemm_bf16 with few rows gives one thread's bits on two", "[gemm][bf1
   }
 }
 
-// The fallback rounds A's and B's panels as they are packed (SIMD lanes, and a scalar tail where a
-// panel's size is not a whole number of vectors): every value as float_to_bf16 rounds it.
-TEST_CASE("sgemm_bf16's fallback rounds as float_to_bf16: ties to even, NaN, infinities, subnormals", "[gemm][bf16]") {
+// Both paths round A's and B's panels as they are packed (SIMD lanes, and a scalar tail where a
+// panel's size is not a whole number of vectors): every value as float_to_bf16 rounds it, except
+// that the native kernel flushes subnormal inputs to zero (vcvtne2ps2bf16, vdpbf16ps). Each
+// operand layout goes through its own packer: A and B, k or rows contiguous.
+TEST_CASE("sgemm_bf16 rounds as float_to_bf16: ties to even, NaN, infinities, subnormals", "[gemm][bf16]") {
   Restore restore;
-  gemm::set_bf16_kernel(gemm::Bf16Kernel::Fallback);
   set_num_threads(1);
   auto from_bits = [](uint32_t u) {
     float f;
@@ -163,18 +165,27 @@ TEST_CASE("sgemm_bf16's fallback rounds as float_to_bf16: ties to even, NaN, inf
       3.14159265f, -2.5e-3f, 65504.f, 1e30f, from_bits(0x00800000u)};
   const size_t n = special.size();
   const std::vector<float> one = {1.f};
-  for (bool b_side : {true, false}) {
-    // b_side: C (1 x n) = 1 * B, B's row of specials; else C (n x 1) = A * 1, A's column of them
-    const size_t M = b_side ? 1 : n, N = b_side ? n : 1;
-    std::vector<float> C(n, 7.f);
-    gemm::sgemm_bf16(false, false, M, N, 1, 1.f, b_side ? one.data() : special.data(), 1,
-                     b_side ? special.data() : one.data(), N, 0.f, C.data(), N);
-    for (size_t i = 0; i < n; ++i) {
-      const float want = bf16_to_float(float_to_bf16(special[i]));
-      INFO("B side " << b_side << ", value " << i << " = " << special[i]);
-      if (std::isnan(want)) CHECK(std::isnan(C[i]));
-      else CHECK(C[i] == want);
-    }
+  for (auto kernel : kernels_here()) {
+    gemm::set_bf16_kernel(kernel);
+    const bool native = kernel == gemm::Bf16Kernel::Native;
+    for (bool b_side : {true, false})
+      for (bool trans : {false, true}) {
+        // b_side: C (1 x n) = 1 * op(B), B's n specials; else C (n x 1) = op(A) * 1, A's n specials.
+        // A 1 x n or n x 1 operand's leading dimension is n or 1.
+        const size_t M = b_side ? 1 : n, N = b_side ? n : 1;
+        const size_t lda = b_side ? 1 : (trans ? n : 1), ldb = b_side ? (trans ? 1 : n) : 1;
+        std::vector<float> C(n, 7.f);
+        gemm::sgemm_bf16(!b_side && trans, b_side && trans, M, N, 1, 1.f, b_side ? one.data() : special.data(), lda,
+                         b_side ? special.data() : one.data(), ldb, 0.f, C.data(), N);
+        for (size_t i = 0; i < n; ++i) {
+          const bool subnormal = std::fpclassify(special[i]) == FP_SUBNORMAL;
+          const float want = native && subnormal ? 0.f : bf16_to_float(float_to_bf16(special[i]));
+          INFO("native " << native << ", B side " << b_side << ", transposed " << trans << ", value " << i << " = "
+                         << special[i]);
+          if (std::isnan(want)) CHECK(std::isnan(C[i]));
+          else CHECK(C[i] == want);
+        }
+      }
   }
 }
 
@@ -193,19 +204,23 @@ TEST_CASE("sgemm_bf16 with bf16 B equals the float-B call bit for bit", "[gemm][
   Restore restore;
   for (auto kernel : kernels_here()) {
     gemm::set_bf16_kernel(kernel);
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        const size_t M = 29, N = 70, K = 97, pad = 2;
-        const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
-        const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
-        std::vector<uint16_t> B16(B.size());
-        for (size_t i = 0; i < B.size(); ++i) B16[i] = float_to_bf16(B[i]);
-        std::vector<float> C(M * N), C16(M * N);
-        gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), N);
-        gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B16.data(), ldb, 0.f, C16.data(), N);
-        INFO("ta=" << ta << " tb=" << tb);
-        REQUIRE(C == C16);
-      }
+    const std::array<size_t, 3> shapes[] = {{29, 70, 97}, {130, 1124, 801}};  // the second past NC and KC
+    for (int threads : {1, 2})
+      for (const auto& [M, N, K] : shapes)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            set_num_threads(threads);
+            const size_t pad = 2;
+            const size_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
+            const auto A = random_vec((ta ? K : M) * lda, 21), B = random_vec((tb ? N : K) * ldb, 22);
+            std::vector<uint16_t> B16(B.size());
+            for (size_t i = 0; i < B.size(); ++i) B16[i] = float_to_bf16(B[i]);
+            std::vector<float> C(M * N), C16(M * N);
+            gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B.data(), ldb, 0.f, C.data(), N);
+            gemm::sgemm_bf16(ta, tb, M, N, K, 1.f, A.data(), lda, B16.data(), ldb, 0.f, C16.data(), N);
+            INFO("M=" << M << " ta=" << ta << " tb=" << tb << " threads=" << threads);
+            REQUIRE(C == C16);
+          }
   }
 }
 

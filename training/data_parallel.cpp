@@ -15,7 +15,11 @@ BatchLoss share_of_global_batch(Communicator& comm, BatchLoss local, size_t batc
   Tensor share;
   for (size_t k = 0; k < global.size(); ++k) {
     const LossTerm& t = local.terms[k];
-    if (t.count == 0) continue;  // a mean over nothing (a rank without masked tokens) adds nothing
+    if (t.count == 0) {  // a mean over nothing (a rank without masked tokens) adds nothing, logged part included
+      for (auto& [name, value] : local.parts)
+        if (name == t.name) value = 0.0;
+      continue;
+    }
     const float weight = float(t.count / global[k]);
     const Tensor part = mul(t.mean, Tensor::scalar(weight));
     share = share.defined() ? add(share, part) : part;

@@ -43,9 +43,10 @@ class Communicator {
   // progress() lets the library move started reductions on (MPI progresses only inside calls).
   // Reductions on one channel match across ranks in the order they start; on different channels
   // they match by channel, whatever order each rank starts them in (gradient buckets: a rank that
-  // does not reach a parameter starts its bucket later than the others). Each channel is its own
-  // copy of the world communicator, made by reserve_channels: a collective, so every rank calls
-  // it with the same count at the same point.
+  // does not reach a parameter starts its bucket later than the others). Channel 0 is the world
+  // communicator, which the blocking calls above use too; channels 1 to count - 1 are copies of
+  // it, made by reserve_channels: a collective, so every rank calls it with the same count at the
+  // same point.
   void reserve_channels(size_t count);
   void start_allreduce(float* data, size_t n, size_t channel = 0);
   void progress();

@@ -15,6 +15,9 @@ namespace xg::training {
 class GradientSync {
  public:
   static constexpr size_t kDefaultBucketBytes = 25u << 20;  // DDP's default bucket_cap_mb
+  // At most this many buckets (each reduces on a communicator of its own): a smaller
+  // bucket_bytes is raised to the gradient block's size / kMaxBuckets.
+  static constexpr size_t kMaxBuckets = 256;
   GradientSync(Communicator& comm, nn::ParameterArena& arena, size_t bucket_bytes = kDefaultBucketBytes);
 
   // Whether the next backward pass's buckets are all-reduced (true for the last micro-batch).

@@ -242,7 +242,10 @@ RunResult Trainer::run_on_this_rank() {
   std::string ckpt;
   TrainingState state;
   if (!opt.resume.empty()) {
-    ckpt = resolve_checkpoint(opt.resume);
+    // Rank 0 picks the checkpoint (a run directory's newest) for every rank: ranks resolving it
+    // themselves could see different newest ones on a shared file system and start at different steps.
+    if (comm.rank() == 0) ckpt = resolve_checkpoint(opt.resume);
+    comm.broadcast(ckpt, 0);
     verify_checksums(ckpt);  // flipped bits would otherwise train on silently
     state = TrainingState::read(ckpt);
     const std::string source = (fs::path(ckpt) / "training_state.json").string();
@@ -307,9 +310,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   }
   if (opt.eval_every < 0 && lengthened) {  // evaluating each of many short epochs would cost more than the training
     opt.eval_every = std::max<int64_t>(1, (opt.steps + 9) / 10);
-  } else if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes
-    const size_t rank_step = opt.batch * opt.grad_accum;
-    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + rank_step - 1) / rank_step));
+  } else if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes (all ranks')
+    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + per_step - 1) / per_step));
   }
   MatmulPrecisionGuard precision(training_precision(opt));  // for training and evaluation alike
   nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
@@ -331,6 +333,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     step = state.step;
     task->restore_data_state(state.data);
     default_generator().set_state(state.rng);
+    if (sync) check_same_parameters(comm, *model.arena(), step);  // every rank loaded the same weights
     if (state.world_size != comm.size())
       say(fmt::format("note: the checkpoint was written by {} rank(s), this run has {}: the data goes on from the next unread "
                       "example, in global batches of {} x {} examples", state.world_size, comm.size(), comm.size(), opt.batch));

@@ -53,9 +53,10 @@ void sgemm_reference(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, f
 
 // bf16 GEMM (autograd/kernels/gemm_bf16.cpp): sgemm's signature and semantics, with op(A) and
 // op(B) rounded to bf16 (round to nearest even, as float_to_bf16) and the products summed in
-// fp32. On a CPU with AVX512-BF16 it runs a vdpbf16ps micro-kernel (subnormal inputs and
-// products flush to zero there); elsewhere, or when forced, the fallback runs sgemm's kernel on
-// panels of A and B rounded to bf16 as they are packed (the same math up to summation order).
+// fp32. On a CPU with AVX512-BF16 it runs a vdpbf16ps micro-kernel (subnormal inputs, products,
+// partial sums and results flush to zero there, and each pair's odd k is added before its even
+// one); elsewhere, or when forced, the fallback runs sgemm's kernel on panels of A and B rounded
+// to bf16 as they are packed (the same math up to summation order).
 void sgemm_bf16(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha,
                 const float* A, size_t lda, const float* B, size_t ldb, float beta, float* C,
                 size_t ldc, const Epilogue& epilogue = {});

@@ -4,7 +4,7 @@
 # GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP;
 #                   a parameter only one rank reaches is stepped alike on both (dp_check unused)
 #        families   the same for RoBERTa (MLM) and ALBERT (MLM+SOP with LAMB)
-#        finetune   the same for sequence classification (bert_finetune)
+#        finetune   the same for sequence classification (bert_finetune); --epochs evaluates once per epoch
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
 #        faults     a rank's weights nudged: the checksum stops the run; a rank killed: the job ends;
 #                   SIGTERM: every rank stops at one step, saved; different settings: refused, naming the option
@@ -97,6 +97,15 @@ finetune)
   run "$W/two.log" "${MPI[@]}" "$BIN/bert_finetune" "${FT[@]}" --batch 4 --out "$W/two"
   run "$W/one.log" "$BIN/bert_finetune" "${FT[@]}" --batch 8 --out "$W/one"
   same_weights "$W/two/checkpoint-000010" "$W/one/checkpoint-000010"
+  # --epochs with the default --eval-every: once per epoch of global batches, as one rank does
+  # (an epoch is 2 steps of 2 x 8 examples: evaluations at steps 2, 4 and the last, 5)
+  EPOCHS=(--train "$W/train.tsv" --dev "$W/train.tsv" --vocab "$VOCAB" --model "$W/config.json" --max-len 16 --threads 1
+          --epochs 3 --grad-accum 2 --lr 3e-3)
+  run "$W/two_epochs.log" "${MPI[@]}" "$BIN/bert_finetune" "${EPOCHS[@]}" --batch 4 --out "$W/two_epochs"
+  run "$W/one_epochs.log" "$BIN/bert_finetune" "${EPOCHS[@]}" --batch 8 --out "$W/one_epochs"
+  eval_steps() { grep '"eval_' "$1" | grep -o '"step":[0-9]*' | cut -d: -f2 | tr '\n' ' '; }
+  [[ "$(eval_steps "$W/two_epochs/metrics.jsonl")" == "2 4 5 " && "$(eval_steps "$W/one_epochs/metrics.jsonl")" == "2 4 5 " ]] ||
+    fail "evaluated at steps '$(eval_steps "$W/two_epochs/metrics.jsonl")' (2 ranks) and '$(eval_steps "$W/one_epochs/metrics.jsonl")' (1 rank), expected '2 4 5 '"
   ;;
 resume)
   run "$W/straight.log" "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/straight"
