@@ -196,6 +196,15 @@ TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping
     const FinetuneResult r = run_finetuning(t, o, kind);
     CHECK(r.run.step == 2);
     CHECK(r.scores.at("dev").at("examples") == 50);
+    // Relaunched with --resume (a scheduler's retry): the run ended, so it stays ended, and a
+    // trailing slash on the checkpoint's path still finds OUT/best.
+    TrainerOptions again = t;
+    again.out = "";
+    again.resume = dir + "/patient/checkpoint-000002/";
+    const FinetuneResult resumed = run_finetuning(again, o, kind);
+    CHECK(resumed.run.step == 2);
+    CHECK(fs::equivalent(resumed.run.out, dir + "/patient"));
+    CHECK(resumed.scores.at("dev").at("examples") == 50);
   }
   SECTION("--max-train-examples trains on a seeded sample, and --predictions writes each dev label") {
     o.max_train_examples = 10;

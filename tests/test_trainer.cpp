@@ -211,7 +211,37 @@ TEST_CASE("rotation removes only the run's older checkpoints, by renaming first,
   for (const auto& e : fs::directory_iterator(t.out)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"checkpoint-000006", "checkpoint-000008", "checkpoint-000012", "metrics.jsonl"});
+  // The first run's rows after step 4 were dropped on resuming there: each step is logged once.
+  std::vector<int64_t> steps;
+  for (const auto& r : rows(t.out))
+    if (r.contains("loss")) steps.push_back(r["step"]);
+  CHECK(steps == std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  // Relaunched with the same --stop-at: already there, so no step (not one more per relaunch).
+  resumed.resume = t.out + "/checkpoint-000006";
+  CHECK(train_line(resumed) == 6);
+  CHECK(!fs::exists(t.out + "/checkpoint-000007"));
   fs::remove_all(t.out);
+}
+
+TEST_CASE("checkpoints order by step past a million, for resume and rotation", "[trainer]") {
+  const std::string out = temp_path("xgrad_trainer_million");
+  fs::remove_all(out);
+  for (int64_t step : {998000, 999000, 1000000, 1001000}) {
+    fs::create_directories(fs::path(out) / checkpoint_name(step));
+    std::ofstream(fs::path(out) / checkpoint_name(step) / "training_state.json") << "{}";
+  }
+  fs::create_directories(fs::path(out) / "checkpoint-000005.tmp.7");  // not a checkpoint
+  CHECK(checkpoint_step("checkpoint-1000000") == 1000000);
+  CHECK(checkpoint_step("checkpoint-000005.tmp.7") == std::nullopt);
+  const auto all = list_checkpoints(out);
+  REQUIRE(all.size() == 4);
+  CHECK(fs::path(all.back()).filename() == "checkpoint-1001000");
+  CHECK(resolve_checkpoint(out) == (fs::path(out) / "checkpoint-1001000").string());
+  prune_checkpoints(out, 2, 1001000);  // keeps the two newest by step
+  CHECK(!fs::exists(fs::path(out) / "checkpoint-998000"));
+  CHECK(!fs::exists(fs::path(out) / "checkpoint-999000"));
+  CHECK(fs::exists(fs::path(out) / "checkpoint-1000000"));
+  fs::remove_all(out);
 }
 
 TEST_CASE("one run per --out: locked, an earlier run's files refused unless --overwrite, nothing left by a failed start", "[trainer]") {
@@ -232,10 +262,22 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
   t.overwrite = true;
   t.steps = 5;
   fs::create_directories(t.out + "/notes");  // not a run's file: left alone
+  fs::create_directories(t.out + "/best");   // the earlier run's best model: replaced with it
+  // An --overwrite start that fails puts the earlier run back as it was.
+  const size_t earlier_rows = rows(t.out).size();
+  TrainerOptions failing = t;
+  failing.tensorboard = "/proc/xgrad_tb";
+  CHECK_THROWS_WITH(train_line(failing), Contains("/proc/xgrad_tb"));
+  CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
+  CHECK(fs::exists(t.out + "/best"));
+  CHECK(rows(t.out).size() == earlier_rows);
   REQUIRE(train_line(t) == 5);
   CHECK(!fs::exists(t.out + "/checkpoint-000012"));
+  CHECK(!fs::exists(t.out + "/best"));
   CHECK(fs::exists(t.out + "/notes"));
   CHECK(rows(t.out).size() == 5 + 2);  // this run's metrics only: 5 steps, 2 evaluations
+  for (const auto& e : fs::directory_iterator(t.out))  // nothing set aside is left
+    CHECK(e.path().filename().string().rfind(".replaced.", 0) != 0);
   fs::remove_all(t.out);
 
   // A start that fails after the directory was made leaves none behind; an unwritable one is

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <unistd.h>
 
 #include "util/atomic_file.hpp"
@@ -21,14 +24,28 @@ constexpr int kStateFormat = 2;  // 1 (no "format" field): before the Trainer/Ta
 
 std::string checkpoint_name(int64_t step) { return fmt::format("checkpoint-{:06d}", step); }
 
+std::optional<int64_t> checkpoint_step(const std::string& name) {
+  constexpr std::string_view prefix = "checkpoint-";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  int64_t step = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
 std::vector<std::string> list_checkpoints(const std::string& dir) {
-  std::vector<std::string> all;
+  std::vector<std::pair<int64_t, std::string>> numbered;
   if (fs::is_directory(dir))
-    for (auto& e : fs::directory_iterator(dir)) {
-      const std::string n = e.path().filename().string();
-      if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos) all.push_back(e.path().string());
-    }
-  std::sort(all.begin(), all.end());
+    for (auto& e : fs::directory_iterator(dir))
+      if (const auto step = checkpoint_step(e.path().filename().string())) numbered.emplace_back(*step, e.path().string());
+  // By step, not by name: the 6-digit names of steps below a million sort before longer ones as text
+  // only by luck ("checkpoint-1000000" < "checkpoint-999000").
+  std::sort(numbered.begin(), numbered.end());
+  std::vector<std::string> all;
+  for (auto& [step, path] : numbered) all.push_back(std::move(path));
   return all;
 }
 
@@ -43,10 +60,9 @@ void remove_checkpoint(const std::string& dir) {
 void prune_checkpoints(const std::string& out_dir, size_t keep, int64_t saved_step) {
   // Only this run's line: checkpoints numbered above the one just saved came from elsewhere (a run
   // resumed from an earlier checkpoint) and are not this save's to judge; the new one always stays.
-  const std::string newest = checkpoint_name(saved_step);
   std::vector<std::string> line;
   for (const auto& c : list_checkpoints(out_dir))
-    if (fs::path(c).filename().string() <= newest) line.push_back(c);
+    if (*checkpoint_step(fs::path(c).filename().string()) <= saved_step) line.push_back(c);
   for (size_t i = 0; i + std::max<size_t>(keep, 1) < line.size(); ++i) remove_checkpoint(line[i]);
 }
 
@@ -87,6 +103,7 @@ TrainingState TrainingState::read(const std::string& checkpoint_dir) {
     }
     if (j.contains("world_size")) s.world_size = json_integer<int>(j["world_size"], "world_size");
     if (s.world_size < 1) throw std::runtime_error(fmt::format("world_size {} is not a number of ranks", s.world_size));
+    if (j.contains("stopped_early")) s.stopped_early = j["stopped_early"].get<bool>();
   } catch (const std::exception& e) {  // JSON errors name the field
     throw std::runtime_error(fmt::format("[resume] {}: {}", path, e.what()));
   }
@@ -101,7 +118,8 @@ void TrainingState::write(const std::string& dir) const {
                             {"schedule", schedule.to_json()},
                             {"options", options},
                             {"data", data},
-                            {"world_size", world_size}};
+                            {"world_size", world_size},
+                            {"stopped_early", stopped_early}};
   write_text_atomically((fs::path(dir) / kStateFile).string(), j.dump(2) + "\n");
 }
 

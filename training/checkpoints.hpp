@@ -3,6 +3,7 @@
 // state saved in each beside the model (training_state.json).
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,11 @@
 namespace xg::training {
 
 std::string checkpoint_name(int64_t step);  // "checkpoint-000042"
+// The step of a checkpoint directory's name ("checkpoint-000042": 42); none for other names
+// (the .tmp/.old/.del directories of an unfinished save or removal among them).
+std::optional<int64_t> checkpoint_step(const std::string& name);
 
-// The checkpoint-NNNNNN directories of an --out directory, oldest first (the zero-padded step
-// sorts by name); the .tmp/.old directories of an unfinished save are not among them.
+// The checkpoint-N directories of an --out directory, oldest (lowest step) first.
 std::vector<std::string> list_checkpoints(const std::string& out_dir);
 
 // Removes a checkpoint directory: renamed to DIR.del.PID, then deleted.
@@ -38,6 +41,7 @@ struct TrainingState {
   nlohmann::json data;         // the task's data position
   std::string task;            // empty in checkpoints written before tasks existed
   int world_size = 1;          // ranks of the data-parallel run that wrote it
+  bool stopped_early = false;  // the task asked the run to stop here (--patience): a resume has nothing to do
 
   // Reads `checkpoint_dir`/training_state.json. A state written before the Trainer existed (data
   // position as data_epoch/data_index, no task name) reads as its equivalent. Throws naming the

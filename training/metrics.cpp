@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "util/atomic_file.hpp"
 
 namespace xg::training {
 
@@ -26,9 +29,30 @@ void TensorBoardSink::write(int64_t step, const Scalars& scalars) {
   writer_.flush();
 }
 
-std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir) {
+namespace {
+// Keeps the rows of steps <= `step` (and drops a line a kill cut short).
+void drop_rows_after(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_object() && row.contains("step") && row["step"].is_number_integer() && row["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+    else
+      dropped = true;
+  }
+  if (dropped) write_text_atomically(path, kept);
+}
+}  // namespace
+
+std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir,
+                                                     int64_t resumed_step) {
   std::vector<std::unique_ptr<MetricsSink>> sinks;
-  sinks.push_back(std::make_unique<JsonlSink>((std::filesystem::path(out_dir) / "metrics.jsonl").string()));
+  const std::string jsonl = (std::filesystem::path(out_dir) / "metrics.jsonl").string();
+  if (resumed_step >= 0) drop_rows_after(jsonl, resumed_step);
+  sinks.push_back(std::make_unique<JsonlSink>(jsonl));
   if (!tensorboard_dir.empty()) sinks.push_back(std::make_unique<TensorBoardSink>(tensorboard_dir));
   return sinks;
 }

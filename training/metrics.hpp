@@ -43,7 +43,10 @@ class TensorBoardSink : public MetricsSink {
 };
 
 // The sinks a run asks for: `out_dir`/metrics.jsonl always; TensorBoard event files in
-// `tensorboard_dir` when it is not empty.
-std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir);
+// `tensorboard_dir` when it is not empty. A run resumed at `resumed_step` (>= 0) first drops the
+// metrics.jsonl rows of later steps (logged after that checkpoint by a run killed before its next
+// one: they are logged again). TensorBoard does the same itself when a tag's steps go back.
+std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir,
+                                                     int64_t resumed_step = -1);
 
 }  // namespace xg::training

@@ -19,15 +19,21 @@ namespace xg::training {
 namespace {
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted. Under the
-// lock no other run is writing here, so they are stale.
+constexpr const char* kReplacedPrefix = ".replaced.";
+
+// checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted; .replaced.123:
+// the files an --overwrite run set aside, killed before its first step. Under the lock no other
+// run is writing here, so they are stale.
 bool is_leftover(const std::string& name) {
-  return starts_with(name, "checkpoint-") &&
-         (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos || name.find(".del.") != std::string::npos);
+  return (starts_with(name, "checkpoint-") && (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos ||
+                                              name.find(".del.") != std::string::npos)) ||
+         starts_with(name, kReplacedPrefix);
 }
-// What a run writes into its --out directory (and --overwrite removes).
+// What a run writes into its --out directory (and --overwrite replaces): checkpoints, the best
+// model and multi-task's per-task ones, metrics, a vocabulary trained from the corpus.
 bool is_run_file(const std::string& name) {
-  return starts_with(name, "checkpoint-") || name == "metrics.jsonl" || name == "vocab.txt";
+  static const char* const kFiles[] = {"metrics.jsonl", "best", "tasks", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"};
+  return starts_with(name, "checkpoint-") || std::find(std::begin(kFiles), std::end(kFiles), name) != std::end(kFiles);
 }
 }  // namespace
 
@@ -69,8 +75,16 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
                                              "--overwrite replaces it, or choose another --out",
                                              path, shown, path));
       }
-      for (const auto& name : held)
-        if (is_run_file(name)) fs::remove_all(fs::path(path) / name);
+      // Set aside, not removed, until this run makes its first step: a start that fails (a mistyped
+      // corpus) puts them back.
+      for (const auto& name : held) {
+        if (!is_run_file(name)) continue;
+        if (replaced_.empty()) {
+          replaced_ = (fs::path(path) / fmt::format("{}{}", kReplacedPrefix, ::getpid())).string();
+          fs::create_directory(replaced_);
+        }
+        fs::rename(fs::path(path) / name, fs::path(replaced_) / name);
+      }
     }
   } catch (...) {
     ::close(fd_);
@@ -83,9 +97,26 @@ OutputDirectory::~OutputDirectory() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
-void OutputDirectory::discard_if_created() {
+void OutputDirectory::drop_replaced() {
+  if (replaced_.empty()) return;
+  fs::remove_all(replaced_);
+  replaced_.clear();
+}
+
+void OutputDirectory::discard_start() {
   std::error_code ec;  // best effort: the error that failed the start is the one to report
-  if (created_) fs::remove_all(path_, ec);
+  if (created_) {
+    fs::remove_all(path_, ec);
+    return;
+  }
+  if (replaced_.empty()) return;
+  for (const auto& e : fs::directory_iterator(replaced_, ec)) {
+    const fs::path back = fs::path(path_) / e.path().filename();
+    fs::remove_all(back, ec);  // what the failed start wrote in its place (a vocabulary)
+    fs::rename(e.path(), back, ec);
+  }
+  fs::remove(replaced_, ec);
+  replaced_.clear();
 }
 
 }  // namespace xg::training

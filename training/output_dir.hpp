@@ -9,21 +9,26 @@ namespace xg::training {
 class OutputDirectory {
  public:
   // `resuming`: the run continues one saved in `path` (its files are expected there).
-  // `overwrite`: a fresh run may replace an earlier run's files there (checkpoint-*, metrics.jsonl,
-  // vocab.txt; anything else is left alone). Throws naming the path and what is wrong.
+  // `overwrite`: a fresh run may replace an earlier run's files there (checkpoint-*, best, tasks/,
+  // metrics.jsonl, a trained vocabulary; anything else is left alone): they are set aside in
+  // .replaced.PID until drop_replaced() or discard_start(). Throws naming the path and what is wrong.
   OutputDirectory(const std::string& path, bool resuming, bool overwrite);
   ~OutputDirectory();  // releases the lock (the kernel does too when the process dies)
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
 
+  // Once the run has made a step: removes the earlier run's files that --overwrite set aside.
+  void drop_replaced();
   // For a start that failed: removes the directory if this run created it (nothing of value is
-  // in it yet), so a mistyped run leaves nothing behind.
-  void discard_if_created();
+  // in it yet), else puts back the earlier run's files --overwrite set aside, so a mistyped run
+  // leaves the directory as it found it.
+  void discard_start();
 
  private:
   std::string path_;
   int fd_ = -1;
   bool created_ = false;
+  std::string replaced_;  // .replaced.PID while it holds an earlier run's files
 };
 
 }  // namespace xg::training

@@ -267,22 +267,25 @@ RunResult Trainer::run_on_this_rank() {
   bool started = false;
   try {
     if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));
-    const RunResult result = train(ckpt, state, started);
+    RunResult result = train(ckpt, state, started, out_dir ? &*out_dir : nullptr);
+    result.out = opt.out;
     comm.barrier();  // rank 0's last checkpoint is written when run() returns, on every rank
+    if (out_dir) out_dir->drop_replaced();
     return result;
   } catch (...) {
-    if (!started && out_dir) out_dir->discard_if_created();  // a run that never started leaves no directory behind
+    // a run that never started leaves the directory as it found it
+    if (out_dir) started ? out_dir->drop_replaced() : out_dir->discard_start();
     throw;
   }
 }
 
-RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bool& started) {
+RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bool& started, OutputDirectory* out_dir) {
   TrainerOptions& opt = opt_;
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
   Communicator& comm = Communicator::world();
   const bool writer = comm.rank() == 0;
   std::vector<std::unique_ptr<MetricsSink>> sinks;
-  if (writer) sinks = make_sinks(opt.out, opt.tensorboard);
+  if (writer) sinks = make_sinks(opt.out, opt.tensorboard, ckpt.empty() ? -1 : state.step);
 
   // ---- the task (model and data), optimizer, schedule ----
   std::unique_ptr<Task> task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
@@ -340,8 +343,10 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   } else {
     manual_seed(opt.seed);  // dropout draws from the default generator
   }
-  if (step >= opt.steps) {
-    say(fmt::format("already at step {} of {}; nothing to do", step, opt.steps));
+  if (step >= opt.steps || state.stopped_early || (opt.stop_at >= 0 && step >= opt.stop_at)) {
+    say(state.stopped_early ? fmt::format("the run stopped early at step {} (the task asked it to); nothing to do", step)
+        : step >= opt.steps ? fmt::format("already at step {} of {}; nothing to do", step, opt.steps)
+                            : fmt::format("already at step {}, --stop-at {}; nothing to do", step, opt.stop_at));
     started = true;
     return {step, 0};
   }
@@ -352,11 +357,11 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
                     comm.size(), comm.size(), opt.batch, opt.grad_accum, sync->bucket_count()));
 
   // ---- checkpoints: the task's files, then the optimizer and training state, swapped in whole ----
-  auto save = [&](int64_t at_step) {
+  auto save = [&](int64_t at_step, bool stopped_early) {
     const std::string dir = (fs::path(opt.out) / checkpoint_name(at_step)).string();
     if (!writer) return dir;  // rank 0 writes it
     TrainingState now{at_step, default_generator().state(), schedule, TrainerOptions::table().saved(opt), task->data_state(),
-                      task->name(), comm.size()};
+                      task->name(), comm.size(), stopped_early};
     now.options.update(task_options_.saved());  // json keys differ: they come from distinct flags
     task->save(dir, [&](const std::string& tmp) {
       optimizer->save_state((fs::path(tmp) / "optimizer").string());
@@ -455,6 +460,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
       }
       converged = e.stop;
     }
+    if (!started && out_dir) out_dir->drop_replaced();  // the earlier run's files, kept until now
     started = true;  // a step was made: what is in --out now is worth keeping
     // mpirun passes a signal on to every rank, not at the same instant, and only rank 0 evaluates: agree
     double seen[2] = {double(g_signal), converged ? 1.0 : 0.0};
@@ -462,7 +468,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     const int signal = int(seen[0]);
     converged = seen[1] != 0;
     const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
-    if (step == opt.steps || stop || converged || (opt.save_every > 0 && step % opt.save_every == 0)) last_dir = save(step);
+    if (step == opt.steps || stop || converged || (opt.save_every > 0 && step % opt.save_every == 0))
+      last_dir = save(step, converged);
     if (converged && !stop) {
       if (tty) progress.finish();
       say(fmt::format("stopped early at step {} of {}: the task asked to stop; checkpoint {}", step, opt.steps, last_dir));

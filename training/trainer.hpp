@@ -29,6 +29,8 @@
 
 namespace xg::training {
 
+class OutputDirectory;
+
 struct TrainerOptions : ResumableOptions {
   // what shapes the updates (restored on resume)
   size_t batch = 16;       // examples per micro-batch (of each rank)
@@ -84,6 +86,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::v
 struct RunResult {
   int64_t step = 0;  // the step reached
   int signal = 0;    // SIGINT or SIGTERM that stopped it (after saving a checkpoint); 0: it was not
+  std::string out;   // the directory it wrote into: --out, else the resumed run's
 };
 
 class Trainer {
@@ -97,7 +100,8 @@ class Trainer {
 
  private:
   // The run after its --out directory is taken: `started` turns true once a step was made.
-  RunResult train(const std::string& checkpoint, const TrainingState& state, bool& started);
+  // `out_dir`: rank 0's (null on the others), told when the first step is made.
+  RunResult train(const std::string& checkpoint, const TrainingState& state, bool& started, OutputDirectory* out_dir);
   RunResult run_on_this_rank();
 
   TrainerOptions opt_;

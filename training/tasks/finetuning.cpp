@@ -368,9 +368,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   FinetuneResult result{t.run(), pool, sampled, nullptr};
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
   if (Communicator::world().rank() != 0) return result;  // rank 0 alone kept OUT/best and reports
-  // where the Trainer wrote: --out, else the resumed run's directory
-  std::string out = trainer.out;
-  if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
+  const std::string& out = result.run.out;
   const std::string best = (fs::path(out) / "best").string();
   if (!fs::exists(best)) throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: was --eval-every 0?", out));
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";

@@ -332,8 +332,7 @@ MultiTaskResult run_multitask(TrainerOptions trainer, FinetuneOptions shared, Mu
             });
   MultiTaskResult result{t.run(), nullptr};
   if (result.run.signal != 0 || (trainer.stop_at >= 0 && result.run.step >= trainer.stop_at)) return result;
-  std::string out = trainer.out;
-  if (out.empty()) out = trainer.resume.empty() ? trainer.default_out : fs::path(resolve_checkpoint(trainer.resume)).parent_path().string();
+  const std::string& out = result.run.out;
   const MatmulPrecisionGuard precision(run_precision(trainer));  // scored as evaluated during training
   nlohmann::json scores = nlohmann::json::object();
   for (auto& p : prepare_multitask(m.file, shared)) {
