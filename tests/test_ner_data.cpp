@@ -10,6 +10,7 @@
 
 #include "tests/temp_path.hpp"
 #include "text/bert_tokenizer.hpp"
+#include "text/roberta_tokenizer.hpp"
 #include "training/tasks/ner_data.hpp"
 
 using namespace xg;
@@ -62,6 +63,21 @@ TEST_CASE("ner data: a CoNLL file in IOB1 encodes to IOB2 labels and padded batc
   TempFile unknown("Bonn B-MISC\n");
   CHECK_THROWS_WITH(encode_conll(unknown.path, {}, bert(), kLabels, align),
                     Contains(":1: tag 'B-MISC' (as IOB2 'B-MISC') is not among the model's labels (O, B-LOC, B-PER, I-PER)"));
+}
+
+// transformers' run_ner gives RoBERTa's tokenizer add_prefix_space=True and the words one by one
+// (is_split_into_words): each word, the first included, starts with its space mark (Ġ). Ids and
+// word ids from RobertaTokenizerFast (transformers 4.45.2) on GPT-2's files, as
+// tools/gen_bpe_goldens.py loads them.
+TEST_CASE("ner data: byte-level BPE words are tokenized as run_ner does, the first word too", "[ner]") {
+  const std::string data = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/";
+  const auto roberta = text::RobertaTokenizer::from_files(data + "gpt2-vocab.json", data + "gpt2-merges.txt", {});
+  TempFile f("EU B-LOC\nrejects O\nGerman B-PER\ncall O\nU.S. B-LOC\ndon't O\nGrasmere B-LOC\nna\xc3\xafve O\n");
+  const NerSet set = encode_conll(f.path, {}, roberta, kLabels, {});
+  REQUIRE(set.windows.size() == 1);
+  CHECK(set.windows[0].ids == std::vector<int32_t>{50257, 4576, 28317, 2679, 869, 471, 13, 50, 13, 836, 470, 1902, 8597, 567, 41492, 50258});
+  // the label on each word's first token: word ids None 0 1 2 3 4 4 4 4 5 5 6 6 6 7 None
+  CHECK(set.windows[0].labels == std::vector<int64_t>{-100, 1, 0, 2, 0, 1, -100, -100, -100, 0, -100, 1, -100, -100, 0, -100});
 }
 
 TEST_CASE("ner data: words take the tag of their first sub-token, from the window with more context", "[ner]") {

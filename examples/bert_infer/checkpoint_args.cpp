@@ -81,4 +81,11 @@ Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const
   return c;
 }
 
+size_t max_tokens(const Checkpoint& c) {
+  const auto& config = c.model().config_json();
+  const size_t positions = config.value("max_position_embeddings", size_t(512));
+  const size_t skipped = c.model().model_type() == "roberta" ? config.value("pad_token_id", size_t(1)) + 1 : 0;
+  return positions > skipped ? positions - skipped : 0;
+}
+
 }  // namespace xg::infer

@@ -43,4 +43,8 @@ struct Checkpoint {
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
                            const std::string& head_name = "");
 
+// The tokens one sequence may hold, special ones included: the position table's rows, less those
+// RoBERTa's positions skip (they start at pad_token_id + 1: 512 of roberta-base's 514).
+size_t max_tokens(const Checkpoint& c);
+
 }  // namespace xg::infer

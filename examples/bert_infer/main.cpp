@@ -76,7 +76,7 @@ struct ClassifyArgs {
   bool jsonl = false;
   size_t top_k = 1;
   size_t batch = 32;
-  size_t max_len = 512;  // capped at the model's max_position_embeddings
+  size_t max_len = 512;  // capped at what the model's positions hold (infer::max_tokens)
 };
 
 // Encodes stdin line `n` (from 1), naming it in errors (invalid UTF-8, ...).
@@ -216,7 +216,7 @@ int embed(const EmbedArgs& a) {
   const infer::Checkpoint c = infer::open_checkpoint(a.tok, "embed");
   const auto& tok = c.tok;
   text::EncodeOptions eo;
-  eo.max_length = size_t(c.model().config_json().at("max_position_embeddings"));
+  eo.max_length = infer::max_tokens(c);
   for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<text::Encoding> encoded;
     try {
@@ -304,7 +304,7 @@ int classify(const ClassifyArgs& a) {
   const bool regression = head.num_labels() == 1 && head.problem_type != "single_label_classification" &&
                           head.problem_type != "multi_label_classification";
   text::EncodeOptions eo;
-  eo.max_length = std::min(a.max_len, size_t(config.at("max_position_embeddings")));
+  eo.max_length = std::min(a.max_len, infer::max_tokens(c));
   for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<models::Sequence> sequences;
     for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(*tok, lines[i], first + i, a.jsonl, eo));
@@ -435,7 +435,7 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*classify_cmd, "--top-k", c.top_k, "labels printed per line, most likely first")->check(xg::cli::positive());
   xg::cli::add_number(*classify_cmd, "--batch", c.batch, "lines per forward pass")->check(xg::cli::positive());
   xg::cli::add_number(*classify_cmd, "--max-len", c.max_len, "tokens per input, special tokens included (longer ones are truncated; "
-                                                             "at most the model's max_position_embeddings)")->check(xg::cli::positive());
+                                                             "at most what its positions hold: max_position_embeddings, less RoBERTa's pad_token_id + 1)")->check(xg::cli::positive());
   classify_cmd->footer("Prints one line per input: label<TAB>probability (softmax over the labels; each label's sigmoid for a\n"
                        "multi-label model), the top --top-k of them; for a regression model (one output) its value.");
 

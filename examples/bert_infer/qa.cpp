@@ -78,7 +78,7 @@ int run_qa(const QaArgs& a) {
   models::PretrainedModel& model = c.model();
   const auto& tok = c.tok;
   text::SquadFeatureOptions fo = a.features;
-  if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, model.config_json().value("max_position_embeddings", kDefaultMaxLen));
+  if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, max_tokens(c));
   if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
   NoGradGuard no_grad;
   std::ifstream file;

@@ -342,6 +342,15 @@ infer)
   printf 'one line\nand another\n' > "$W/two_lines.txt"
   STDIN_FILE=$W/two_lines.txt
   expect 0 "" "$I" embed --model "$M" --pooling mean --normalize
+  # RoBERTa's positions start at pad_token_id + 1: a line longer than the table is cut to 40 - 2 tokens
+  printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+ "max_position_embeddings": 40, "type_vocab_size": 1}\n' > "$W/roberta.json"
+  STDIN_FILE=/dev/null
+  expect 0 "done: step 1" "$BIN/bert_pretrain" --corpus "$CORPUS" --model "$W/roberta.json" --train-vocab 300 --seq-len 32 \
+    --batch 4 --eval-every 0 --threads 1 --steps 1 --out "$W/roberta"
+  seq 1 200 | tr '\n' ' ' > "$W/long_line.txt"
+  STDIN_FILE=$W/long_line.txt
+  expect 0 "" "$I" embed --model "$W/roberta/checkpoint-000001"
   STDIN_FILE=/dev/null
   expect 0 "tokens/s: " "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1
   expect 0 "tokens/s: " "$I" bench --model tiny --batch 1 --seq-len 4 --steps 1

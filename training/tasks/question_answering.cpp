@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "training/qa_inference.hpp"
 #include "training/squad_metrics.hpp"
@@ -87,7 +88,11 @@ Answered answer_set(models::PretrainedModel& model, const QaSet& set, int64_t pa
     null_odds[q.id] = a.predictions[i].null_odds;
   }
   Scores& s = a.scores;
-  s.values = d.version_2 ? squad::evaluate_v2(gold, predicted, null_odds) : squad::evaluate_v1(gold, predicted);
+  // v2.0: the answers as written (their no-answer choice already made with
+  // --null-score-diff-threshold, as transformers' run_qa scores them), and the null odds for the
+  // best_* threshold search alone; the script's own cut at 1.0 would score some answers as "".
+  s.values = d.version_2 ? squad::evaluate_v2(gold, predicted, null_odds, std::numeric_limits<double>::infinity())
+                         : squad::evaluate_v1(gold, predicted);
   s.values.emplace_back("questions", double(set.questions.size()));
   const auto value = [&](const std::string& name) {
     for (const auto& [n, v] : s.values)
