@@ -206,6 +206,20 @@ TEST_CASE("fine-tuning controls: frozen layers, layer-wise rates, early stopping
     CHECK(fs::equivalent(resumed.run.out, dir + "/patient"));
     CHECK(resumed.scores.at("dev").at("examples") == 50);
   }
+  SECTION("resumed into another --out, the run saves its best there") {
+    TrainerOptions t = quiet_trainer(dir + "/first", 2, 25, 0.f, 50);  // 4 steps; lr 0: the score never improves
+    t.eval_every = 1;
+    t.stop_at = 2;
+    CHECK(run_finetuning(t, o, kind).run.step == 2);
+    TrainerOptions moved = t;
+    moved.out = dir + "/moved";
+    moved.resume = dir + "/first/checkpoint-000002";
+    moved.stop_at = -1;
+    const FinetuneResult r = run_finetuning(moved, o, kind);
+    CHECK(r.run.step == 4);
+    CHECK(fs::exists(dir + "/moved/best"));  // the best so far lives in the first run's directory
+    CHECK(r.scores.at("dev").at("examples") == 50);
+  }
   SECTION("--max-train-examples trains on a seeded sample, and --predictions writes each dev label") {
     o.max_train_examples = 10;
     o.predictions = dir + "/predictions.tsv";

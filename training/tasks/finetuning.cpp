@@ -281,6 +281,12 @@ std::vector<size_t> FinetuneTask::next_rows(size_t batch_size, size_t train_size
   return shard_.keep(std::move(rows));
 }
 
+void forget_best_elsewhere(const std::string& out, double& best, size_t& evals_since_best) {
+  if (!std::isfinite(best) || fs::exists(fs::path(out) / "best")) return;
+  best = -std::numeric_limits<double>::infinity();
+  evals_since_best = 0;
+}
+
 Evaluation FinetuneTask::evaluate(size_t batch_size) {
   const Scores s = score_dev(batch_size);
   last_score_ = s.values.empty() ? -std::numeric_limits<double>::infinity() : s.main / s.full_scale;
@@ -312,6 +318,7 @@ void FinetuneTask::restore_data_state(const nlohmann::json& s) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[{}] bad data position {}: {}", kind_, json_summary(s), e.what()));
   }
+  forget_best_elsewhere(ctx_.out, best_, evals_since_best_);
   if (index_ >= train_examples_per_epoch())
     throw std::runtime_error(fmt::format("[{}] data position {} is beyond the {} training examples", kind_, index_,
                                          train_examples_per_epoch()));
@@ -370,7 +377,9 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   if (Communicator::world().rank() != 0) return result;  // rank 0 alone kept OUT/best and reports
   const std::string& out = result.run.out;
   const std::string best = (fs::path(out) / "best").string();
-  if (!fs::exists(best)) throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: was --eval-every 0?", out));
+  if (!fs::exists(best))
+    throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: no evaluation saved one (--eval-every 0, or a "
+                                         "resumed run with no step left to train)", out));
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";
   const MatmulPrecisionGuard precision(run_precision(trainer));  // scored as evaluated during training
   nlohmann::json report = nlohmann::json::object();

@@ -98,6 +98,10 @@ size_t length_group_size(size_t examples, size_t batch);
 // or >= n): the training subset of --max-train-examples, the same for a seed whatever the kind.
 std::vector<size_t> sample_indices(size_t n, size_t limit, uint64_t seed);
 
+// A run resumed into another --out has no OUT/best there: its best score so far (and the
+// evaluations since, for --patience) start over, so that its first evaluation saves one.
+void forget_best_elsewhere(const std::string& out, double& best, size_t& evals_since_best);
+
 class FinetuneTask : public Task {
  public:
   // `kind` names the task in checkpoints; `head_suffix` picks the family's head class.

@@ -301,6 +301,7 @@ void MultiTask::restore_data_state(const nlohmann::json& s) {
   }
   best_ = s.value("best", nlohmann::json(nullptr)).is_number() ? s.at("best").get<double>() : -std::numeric_limits<double>::infinity();
   evals_since_best_ = s.value("evals_since_best", size_t(0));
+  forget_best_elsewhere(ctx_.out, best_, evals_since_best_);
 }
 
 void MultiTask::save(const std::string& dir, const std::function<void(const std::string&)>& extra) const {
