@@ -35,9 +35,15 @@ TEST_CASE("classification data: TSV with a header needs no column options", "[da
   CHECK(e[0].text_b.empty());
   CHECK(e[1].line == 4);  // the blank line is skipped but counted
   // pairs: text_b is picked up by its name
-  const auto p = read(".tsv", "label\ttext\ttext_b\nentailment\tA man sleeps.\tSomeone rests.\n");
+  const auto p = read(".tsv", "label\ttext\ttext_b\nentailment\tA man sleeps.\tSomeone rests.\nneutral\tA man sleeps.\t\n");
   CHECK(p[0].text_b == "Someone rests.");
   CHECK(p[0].label == "entailment");
+  CHECK(!e[0].pair);
+  // an empty second text is still a pair (transformers' batches encode it [CLS] a [SEP] [SEP])
+  CHECK(p[1].text_b.empty());
+  CHECK((p[0].pair && p[1].pair));
+  const auto j = read(".jsonl", "{\"label\": 1, \"text\": \"a\", \"text_b\": \"\"}\n{\"label\": 0, \"text\": \"b\"}\n");
+  CHECK((j[0].pair && !j[1].pair));
   // the repository's data file reads as it is
   const auto uci = read_text_examples(std::string(XGRAD_TEST_DATA_DIR) + "/../../data/sentiment_uci.tsv");
   CHECK(uci.size() == 3000);

@@ -145,6 +145,10 @@ TEST_CASE("BertTokenizer through the Tokenizer interface", "[tokenizer][iface]")
   CHECK(e.type_ids == std::vector<int32_t>{0, 0, 0, 0, 1, 1, 1, 1, 1});
   CHECK(e.offsets[1] == std::pair<size_t, size_t>{0, 5});
   CHECK(e.offsets[5] == std::pair<size_t, size_t>{3, 6});  // "##ffa" of "unaffable!"
+  // an empty second text, as BertTokenizerFast encodes it in a batch of pairs
+  const Encoding empty_b = tok.encode_pair("good day", "");
+  CHECK(empty_b.ids == std::vector<int32_t>{101, 2204, 2154, 102, 102});
+  CHECK(empty_b.type_ids == std::vector<int32_t>{0, 0, 0, 0, 1});
   EncodeOptions longest;
   longest.pad_to_longest = true;
   const auto batch = tok.encode_batch({"a", "a b c"}, longest, 2);

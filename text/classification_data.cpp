@@ -200,7 +200,8 @@ std::vector<TextExample> table_examples(std::vector<Record> records, const TextC
     TextExample e;
     e.line = r.line;
     e.text_a = joined(at.text, field);
-    if (!at.text_b.empty()) e.text_b = joined(at.text_b, field);
+    e.pair = !at.text_b.empty();
+    if (e.pair) e.text_b = joined(at.text_b, field);
     if (at.id != kNone) e.id = r.fields[at.id];
     if (at.label != kNone) {
       e.label = r.fields[at.label];
@@ -248,6 +249,7 @@ std::vector<TextExample> jsonl_examples(const std::string& text, const TextColum
     TextExample e;
     e.line = line;
     e.text_a = joined(spec_parts(c.text), [&](const std::string& key) { return text_of(key, true); });
+    e.pair = !c.text_b.empty() || j.contains("text_b");
     if (c.text_b.empty()) e.text_b = text_of("text_b", false);
     else e.text_b = joined(spec_parts(c.text_b), [&](const std::string& key) { return text_of(key, true); });
     if (!c.id.empty()) {

@@ -15,6 +15,9 @@ namespace xg::text {
 
 struct TextExample {
   std::string text_a, text_b;  // text_b empty for single sentences
+  // Read from a text_b column or key, even an empty one: encoded as a pair ([CLS] a [SEP] [SEP]
+  // for an empty one, as transformers' run_glue encodes its batches).
+  bool pair = false;
   std::string label;           // as written ("positive", "1", "3.8", "true"); empty when the file has none
   std::string id;              // the id column's value ("17"), when one is named
   size_t line = 0;             // where the record starts (1-based), for errors

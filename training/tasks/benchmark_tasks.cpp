@@ -192,7 +192,7 @@ void write_test_predictions(const BenchmarkTask& task, models::PretrainedModel& 
     std::vector<models::Sequence> sequences;
     for (size_t i = start; i < std::min(examples.size(), start + batch); ++i) {
       const auto& e = examples[i];
-      const text::Encoding enc = e.text_b.empty() ? tok.encode(e.text_a, eo) : tok.encode_pair(e.text_a, e.text_b, eo);
+      const text::Encoding enc = e.pair ? tok.encode_pair(e.text_a, e.text_b, eo) : tok.encode(e.text_a, eo);
       sequences.push_back({{enc.ids.begin(), enc.ids.end()}, {enc.type_ids.begin(), enc.type_ids.end()}});
     }
     const std::vector<float> outputs = model.forward_named(models::pad_sequences(sequences, tok.pad_id())).at("logits").to_vector();

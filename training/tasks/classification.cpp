@@ -71,7 +71,7 @@ EncodedSet encode_file(const std::string& path, const ClassificationOptions& c, 
   text::EncodeOptions eo;
   eo.max_length = max_len;
   for (const auto& e : examples) {
-    const text::Encoding enc = e.text_b.empty() ? tok.encode(e.text_a, eo) : tok.encode_pair(e.text_a, e.text_b, eo);
+    const text::Encoding enc = e.pair ? tok.encode_pair(e.text_a, e.text_b, eo) : tok.encode(e.text_a, eo);
     set.sequences.push_back({std::vector<int64_t>(enc.ids.begin(), enc.ids.end()),
                              std::vector<int64_t>(enc.type_ids.begin(), enc.type_ids.end())});
   }
