@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <ostream>
 #include <stdexcept>
 
@@ -26,8 +28,13 @@ std::string shape_str(const Shape& s) {
 }
 
 size_t shape_numel(const Shape& s) {
+  if (std::find(s.begin(), s.end(), size_t(0)) != s.end()) return 0;
   size_t n = 1;
-  for (size_t d : s) n *= d;
+  for (size_t d : s) {
+    // a product past 2^64 would wrap to a small size, and a tensor would be allocated too small
+    if (n > SIZE_MAX / d) throw std::runtime_error(fmt::format("shape {} has more elements than memory can hold", shape_str(s)));
+    n *= d;
+  }
   return n;
 }
 
@@ -69,7 +76,15 @@ Tensor Tensor::empty(const Shape& shape, Dtype dtype) {
   static const bool tuned = keep_freed_memory();
   (void)tuned;
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype));
+  const size_t numel = shape_numel(shape);
+  if (numel > SIZE_MAX / 16)  // no dtype is wider than 16 bytes: the byte count cannot wrap either
+    throw std::runtime_error(fmt::format("shape {} has more elements than memory can hold", shape_str(shape)));
+  try {
+    impl->storage = std::make_shared<Storage>(numel * dtype_size(dtype));
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error(fmt::format("cannot allocate a tensor of shape {} ({:.3g} GB)", shape_str(shape),
+                                         double(numel) * double(dtype_size(dtype)) / 1e9));
+  }
   impl->dtype = dtype;
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);

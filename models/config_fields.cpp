@@ -12,6 +12,9 @@ namespace xg::models::config {
 
 void Positive::operator()(const char* field, size_t v) const {
   if (v == 0) throw std::invalid_argument(fmt::format("{} must be positive, got 0", field));
+  // Far above any real model's size (the largest vocabularies hold ~250K tokens), and low enough
+  // that no product of two sizes wraps; memory runs out first, with an error naming the shape.
+  if (v > kMaxSize) throw std::invalid_argument(fmt::format("{} is {}: more than {} (a corrupt config?)", field, v, kMaxSize));
 }
 
 void NonNegative::operator()(const char* field, int64_t v) const {

@@ -24,7 +24,8 @@ namespace xg::models::config {
 
 // Field checks: called with the field's name and value, they throw std::invalid_argument naming
 // both when the value is out of range.
-struct Positive {
+struct Positive {  // in [1, kMaxSize]: a size
+  static constexpr size_t kMaxSize = size_t(1) << 24;
   void operator()(const char* field, size_t v) const;
 };
 struct NonNegative {

@@ -12,6 +12,7 @@
 namespace xg::models {
 
 HeadConfig HeadConfig::with_num_labels(size_t n) {
+  config::positive("num_labels", n);  // before making n names: a corrupt count would exhaust memory
   std::vector<std::string> labels;
   for (size_t i = 0; i < n; ++i) labels.push_back(fmt::format("LABEL_{}", i));
   return with_labels(std::move(labels));

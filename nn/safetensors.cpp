@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -120,14 +121,16 @@ File read(const std::string& path) {
     const uint64_t b = as_u64(off[0], path, "data_offsets"), en = as_u64(off[1], path, "data_offsets");
     if (b > en || en > data_size)
       fail(path, fmt::format("tensor '{}' data_offsets [{}, {}] are outside the {} data bytes", name, b, en, data_size));
-    if (en - b != numel * dtype_size(e.dtype))
-      fail(path, fmt::format("tensor '{}' has {} bytes but shape {} of {} needs {}", name, en - b,
-                             shape_str(e.shape), dtype_name(e.dtype), numel * dtype_size(e.dtype)));
+    // by division: numel * 8 can pass 2^64 and wrap around to the span's size
+    if ((en - b) % dtype_size(e.dtype) != 0 || (en - b) / dtype_size(e.dtype) != numel)
+      fail(path, fmt::format("tensor '{}' has {} bytes but shape {} of {} needs {} elements of {} bytes", name, en - b,
+                             shape_str(e.shape), dtype_name(e.dtype), numel, dtype_size(e.dtype)));
     spans.push_back({b, en, name});
     f.tensors.emplace(name, std::move(e));
   }
   // The data must be exactly the tensors, back to back: no overlaps, no holes.
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // by (begin, end): an empty tensor at the offset where another starts comes first, not as an overlap
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
   uint64_t at = 0;
   for (size_t i = 0; i < spans.size(); ++i) {
     if (spans[i].begin < at)

@@ -47,6 +47,13 @@ std::string archive_prefix(const StoredZip& zip) {
   return prefix;
 }
 
+// Whether `bytes` are exactly the storage's element count of its dtype: compared by division, as
+// a forged count (2^62 floats) would wrap the product around to the entry's size.
+bool holds_exactly(uint64_t bytes, const Object& storage) {
+  const uint64_t esize = safetensors::dtype_size(storage.dtype);
+  return storage.i >= 0 && bytes % esize == 0 && bytes / esize == uint64_t(storage.i);
+}
+
 // One tensor's elements, gathered from its storage through its offset and strides.
 safetensors::Entry gather(const std::string& path, const std::string& name, const Object& t, const Object& storage,
                           const std::vector<uint8_t>& data) {
@@ -127,12 +134,11 @@ std::map<std::string, safetensors::Entry> read(const std::string& path) {
     if (it == storages.end()) {
       const std::string entry = prefix + "/data/" + storage.s;
       if (!zip.contains(entry)) fail(path, fmt::format("tensor '{}': its storage '{}' is not in the archive", key.s, entry));
-      const uint64_t need = uint64_t(storage.i) * safetensors::dtype_size(storage.dtype);
-      if (zip.size_of(entry) != need)
-        fail(path, fmt::format("storage '{}' holds {} bytes, {} elements of {} need {}", entry, zip.size_of(entry), storage.i,
-                               safetensors::dtype_name(storage.dtype), need));
+      if (!holds_exactly(zip.size_of(entry), storage))
+        fail(path, fmt::format("storage '{}' holds {} bytes, not {} elements of {} ({} bytes each)", entry, zip.size_of(entry),
+                               storage.i, safetensors::dtype_name(storage.dtype), safetensors::dtype_size(storage.dtype)));
       it = storages.emplace(storage.s, zip.read(entry)).first;
-    } else if (uint64_t(storage.i) * safetensors::dtype_size(storage.dtype) != it->second.size()) {
+    } else if (!holds_exactly(it->second.size(), storage)) {
       fail(path, fmt::format("storage '{}' is used with two different sizes or types", storage.s));
     }
     out.emplace(key.s, gather(path, key.s, value, storage, it->second));

@@ -137,6 +137,12 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   CHECK_THROWS_WITH(c.validate(), Contains("hidden_size 128") && Contains("num_attention_heads 3"));
   CHECK_THROWS_WITH(BertConfig::from_json({{"hidden_size", -5}}, "x.json"), Contains("hidden_size") && Contains("x.json"));
   CHECK_THROWS_WITH(BertConfig::from_json({{"hidden_act", "swish"}}, "y.json"), Contains("'swish'"));
+  // sizes a corrupt config could hold: refused before any tensor (whose byte count would wrap) is made
+  CHECK_THROWS_WITH(BertConfig::from_json({{"vocab_size", uint64_t(1) << 56}}, "z.json"),
+                    Contains("vocab_size is 72057594037927936: more than 16777216"));
+  CHECK_THROWS_WITH(HeadConfig::with_num_labels(size_t(1) << 40), Contains("num_labels is 1099511627776"));
+  CHECK_THROWS_WITH(Tensor::zeros({size_t(1) << 40, size_t(1) << 40}), Contains("more elements than memory can hold"));
+  CHECK(shape_numel({size_t(1) << 40, size_t(1) << 40, 0}) == 0);
   CHECK_THROWS_WITH(load_pretrained("/nonexistent_dir"), Contains("not a directory"));
   // a checkpoint with the wrong shape for one tensor
   const std::string dir = temp_path("xgrad_bert_bad");

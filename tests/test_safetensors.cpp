@@ -130,6 +130,13 @@ TEST_CASE("corrupt and hostile safetensors files give clear errors", "[safetenso
   CHECK_THROWS_WITH(safetensors::read(write_raw(
                         "overflow", R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", bytes(8))),
                     Contains("overflows"));
+  // 2^61 int64s are 2^64 bytes: the byte count wraps to the empty span's 0
+  CHECK_THROWS_WITH(safetensors::read(write_raw("wraps", R"({"x":{"dtype":"I64","shape":[2305843009213693952],"data_offsets":[0,0]}})", "")),
+                    Contains("has 0 bytes but shape [2305843009213693952]"));
+  // an empty tensor at the offset where another starts: valid (transformers reads it), whatever the names' order
+  CHECK_NOTHROW(safetensors::read(write_raw(
+      "empty_first", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})",
+      bytes(8))));
   CHECK_THROWS_WITH(
       safetensors::read(write_raw("missing", R"({"w":{"dtype":"F32","shape":[2]}})", bytes(8))),
       Contains("data_offsets"));

@@ -14,6 +14,7 @@
 #include "nn/safetensors.hpp"
 #include "tests/temp_path.hpp"
 #include "training/output_dir.hpp"
+#include "util/checksums.hpp"
 #include "training/trainer.hpp"
 
 using namespace xg;
@@ -221,6 +222,22 @@ TEST_CASE("rotation removes only the run's older checkpoints, by renaming first,
   CHECK(train_line(resumed) == 6);
   CHECK(!fs::exists(t.out + "/checkpoint-000007"));
   fs::remove_all(t.out);
+}
+
+TEST_CASE("a forged checksums.json cannot reach outside the checkpoint or exhaust the stack", "[trainer]") {
+  const std::string dir = temp_path("xgrad_trainer_checksums");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(fs::path(dir) / "model.safetensors") << "weights";
+  write_checksums(dir);
+  CHECK_NOTHROW(verify_checksums(dir));
+  for (const char* name : {"../model.safetensors", "/etc/hostname"}) {
+    std::ofstream(fs::path(dir) / "checksums.json") << nlohmann::json{{"files", {{name, {{"size", 1}, {"crc32c", "0"}}}}}}.dump();
+    CHECK_THROWS_WITH(verify_checksums(dir), Contains(std::string("lists '") + name + "', not a file of the checkpoint's directory"));
+  }
+  std::ofstream(fs::path(dir) / "checksums.json") << "{\"files\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  CHECK_THROWS_WITH(verify_checksums(dir), Contains("unreadable"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoints order by step past a million, for resume and rotation", "[trainer]") {

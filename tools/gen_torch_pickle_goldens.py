@@ -114,6 +114,8 @@ archive("offset_past_storage.bin", {"t": FakeTensor(fs(12), 100, (2,), (1,))}, {
 archive("stride_past_storage.bin", {"t": FakeTensor(fs(12), 0, (3, 4), (10, 1))}, {"0": twelve})
 archive("absurd_size.bin", {"t": FakeTensor(fs(12), 0, (1 << 40, 1 << 40), (0, 0))}, {"0": twelve})
 archive("storage_size_mismatch.bin", {"t": FakeTensor(fs(1000), 0, (2,), (1,))}, {"0": twelve})
+# 2^62 floats: the byte count wraps to 0 in 64 bits, the size of the empty entry beside it.
+archive("storage_count_wraps.bin", {"t": FakeTensor(fs(1 << 62), 0, (1024,), (1,))}, {"0": b""})
 archive("missing_storage.bin", {"t": FakeTensor(fs(12, key="7"), 0, (2,), (1,))}, {"0": twelve})
 archive("negative_size.bin", {"t": FakeTensor(fs(12), 0, (-2,), (1,))}, {"0": twelve})
 archive("not_a_dict.bin", [FakeTensor(fs(12), 0, (2,), (1,))], {"0": twelve})

@@ -13,6 +13,7 @@
 
 #include "util/atomic_file.hpp"
 #include "util/crc32c.hpp"
+#include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
 
@@ -60,12 +61,16 @@ void verify_checksums(const std::string& dir) {
   nlohmann::json files;
   try {
     std::ifstream in(list);
-    files = nlohmann::json::parse(in).at("files");
+    files = parse_json_bounded(in).at("files");  // bounded nesting: a forged file cannot exhaust the stack
     if (!files.is_object()) throw std::runtime_error("\"files\" is not an object");
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("[checksums] {}: unreadable ({})", list.string(), e.what()));
   }
   for (const auto& [name, want] : files.items()) {
+    // names of the directory's own files: nothing absolute, no way out of it
+    const fs::path relative = fs::path(name).lexically_normal();
+    if (name.empty() || relative.is_absolute() || *relative.begin() == "..")
+      throw std::runtime_error(fmt::format("[checksums] {}: lists '{}', not a file of the checkpoint's directory", list.string(), name));
     const fs::path path = fs::path(dir) / name;
     if (!fs::is_regular_file(path))
       throw std::runtime_error(fmt::format("[checksums] {}: missing (listed in {})", path.string(), list.string()));
