@@ -61,8 +61,10 @@ float LrSchedule::at(int64_t step) const {
       if (step >= total_steps) return end_lr;
       return float((base_lr - end_lr) * std::pow(1.0 - progress, double(power)) + end_lr);
     case Kind::InverseSqrt: {
-      const double w = double(std::max<int64_t>(1, warmup_steps));
-      return float(base_lr * std::sqrt(w / std::max(w, double(step))));
+      // transformers' get_inverse_sqrt_schedule: timescale = warm-up, or 10,000 without one (not
+      // 1, which would divide the rate by sqrt(step) from the first step)
+      const double warmup = double(std::max<int64_t>(0, warmup_steps)), timescale = warmup > 0 ? warmup : 10000.0;
+      return float(base_lr / std::sqrt((double(step) + timescale - warmup) / timescale));
     }
   }
   return base_lr;

@@ -22,7 +22,8 @@ struct LrSchedule {
   static LrSchedule linear(float lr, int64_t warmup, int64_t total);
   static LrSchedule cosine(float lr, int64_t warmup, int64_t total);
   static LrSchedule polynomial(float lr, int64_t warmup, int64_t total, float end_lr = 0.f, float power = 1.f);
-  // Warm-up, then lr * sqrt(warmup / step) (the original Transformer's decay).
+  // Warm-up, then lr * sqrt(warmup / step) (the original Transformer's decay); without warm-up
+  // lr / sqrt((step + 10000) / 10000), as transformers' get_inverse_sqrt_schedule.
   static LrSchedule inverse_sqrt(float lr, int64_t warmup);
   // Parses "constant", "linear", "cosine", "polynomial", "inverse_sqrt".
   static Kind kind_from_name(const std::string& name);

@@ -155,6 +155,13 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   nn::safetensors::write(dir + "/model.safetensors", weights);
   CHECK_THROWS_WITH(load_pretrained(dir), Contains("bert.pooler.dense.bias") &&
                                               Contains("bert.encoder.layer.1.output.dense.weight") && Contains("model.safetensors"));
+  // an untied decoder: refused, not loaded with the word embeddings in its place
+  std::filesystem::copy_file(dir_of("a") + "/model.safetensors", dir + "/model.safetensors",
+                             std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json untied = nlohmann::json::parse(std::ifstream(dir_of("a") + "/config.json"));
+  untied["tie_word_embeddings"] = false;
+  std::ofstream(dir + "/config.json") << untied.dump();
+  CHECK_THROWS_WITH(load_pretrained(dir), Contains("tie_word_embeddings is false") && Contains(dir + "/config.json"));
   std::filesystem::remove_all(dir);
   // inputs outside the model's ranges
   LoadedBert m = load_pretrained(dir_of("a"));

@@ -89,6 +89,8 @@ TEST_CASE("schedules: warm-up and each decay shape", "[optim]") {
   const auto isr = LrSchedule::inverse_sqrt(1.f, 4);
   CHECK(isr.at(2) == Approx(0.5f));
   CHECK(isr.at(16) == Approx(0.5f));
+  CHECK(LrSchedule::inverse_sqrt(1.f, 0).at(100) == Approx(1.0 / std::sqrt(1.01)));  // transformers' timescale 10,000
+  CHECK(LrSchedule::inverse_sqrt(1.f, 0).at(30000) == Approx(0.5f));
   CHECK(LrSchedule::constant(0.3f).at(1000) == Approx(0.3f));
   // a schedule survives a JSON round trip, so a resumed run uses the same rates
   CHECK(LrSchedule::from_json(poly.to_json()).at(7) == poly.at(7));

@@ -3,6 +3,8 @@
 // training through the library's trainer.
 #include <catch2/catch.hpp>
 
+#include <cctype>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -104,7 +106,25 @@ TEST_CASE("SentencePiece offsets, truncation, padding, batch and word starts", "
   const int32_t the = albert().token_to_id("\xE2\x96\x81the");
   REQUIRE(the >= 0);
   CHECK(albert().starts_word(the));
-  CHECK_FALSE(albert().starts_word(albert().token_to_id(",")));
+  // ALBERT's _is_start_piece_sp: punctuation, digits and non-ASCII pieces start words too (n-gram
+  // masking then keeps "▁hello ," apart, and each CJK piece is its own word); letters continue one
+  const auto starts = [](const std::string& piece) {
+    const int32_t id = albert().token_to_id(piece);
+    INFO(piece);
+    REQUIRE(albert().id_to_token(id) == piece);
+    return albert().starts_word(id);
+  };
+  CHECK(starts(","));
+  CHECK(starts("<pad>"));
+  for (int32_t id = 0; id < int32_t(albert().vocab_size()); ++id) {
+    const std::string piece = albert().id_to_token(id);
+    if (piece.rfind("\xE2\x96\x81", 0) == 0 || piece.size() < 2) continue;
+    bool letters = true, digit = false;
+    for (char c : piece) letters = letters && std::isalpha(static_cast<unsigned char>(c)), digit = digit || std::isdigit(static_cast<unsigned char>(c));
+    INFO(piece);
+    if (letters) CHECK_FALSE(albert().starts_word(id));
+    if (digit) CHECK(albert().starts_word(id));
+  }
 }
 
 TEST_CASE("SentencePiece errors name the missing or corrupt spiece.model", "[spiece]") {

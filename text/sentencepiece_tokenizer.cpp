@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utf8proc.h>
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 
 #include "text/hf_tokenizer_files.hpp"
@@ -24,6 +25,19 @@ namespace xg::text {
 namespace {
 constexpr char32_t kWordMark = U'\u2581';
 const std::string kWordMarkUtf8 = "\u2581";
+
+// ALBERT's create_pretraining_data _is_start_piece_sp: a piece starts a word when it carries the
+// word mark, is "<...>", is one ASCII punctuation character, or holds any character besides
+// ASCII letters and punctuation (digits, accented and CJK text: each such piece its own word).
+bool is_start_piece(const std::string& piece) {
+  // the reference's set, which has no apostrophe (a piece with one, "'s", starts a word)
+  static const std::string kPunctuation = "!\"#$%&()*+,-./:;?@[\\]^_`{|}~";
+  if (piece.rfind(kWordMarkUtf8, 0) == 0 || piece.rfind("<", 0) == 0) return true;
+  if (piece.size() == 1 && kPunctuation.find(piece[0]) != std::string::npos) return true;
+  for (const char c : piece)
+    if (!std::isalpha(static_cast<unsigned char>(c)) && kPunctuation.find(c) == std::string::npos) return true;  // bytes >= 0x80 too
+  return false;
+}
 
 // Python's str.isspace (what str.split() splits on): Unicode White_Space plus the separators
 // U+001C..U+001F.
@@ -101,7 +115,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, Se
   std::stable_sort(specials_.begin(), specials_.end(),
                    [](const SpecialMatch& a, const SpecialMatch& b) { return a.content.size() > b.content.size(); });
   word_starts_.resize(sp_->GetPieceSize());
-  for (int id = 0; id < sp_->GetPieceSize(); ++id) word_starts_[id] = sp_->IdToPiece(id).rfind(kWordMarkUtf8, 0) == 0;
+  for (int id = 0; id < sp_->GetPieceSize(); ++id) word_starts_[id] = is_start_piece(sp_->IdToPiece(id));
   const int32_t cls = cls_id(), sep = sep_id();
   using P = SpecialTokenTemplate;
   template_.single = {{cls, 0}, {P::kFirstText, 0}, {sep, 0}};
