@@ -70,7 +70,7 @@ TEST_CASE("static instances hold Google's invariants", "[pretraining]") {
     CHECK(in.segment_id(in.a_end + 1) == 1);
     random_next += in.is_random_next;
     short_seqs += t.size() < opt.max_seq_length / 2;
-    const size_t expected = std::min(opt.max_predictions_per_seq, std::max<size_t>(1, size_t(std::lround(t.size() * 0.15))));
+    const size_t expected = masked_count(t.size(), opt);
     REQUIRE(in.masked_positions.size() == expected);  // no whole-word constraint here: always exact
     REQUIRE(std::is_sorted(in.masked_positions.begin(), in.masked_positions.end()));
     for (size_t k = 0; k < in.masked_positions.size(); ++k) {
@@ -116,6 +116,17 @@ uint64_t fingerprint(const std::vector<Instance>& instances) {
   return h;
 }
 }  // namespace
+
+TEST_CASE("masked counts round as Python's round(len * masked_lm_prob): halves to even", "[pretraining]") {
+  PretrainingOptions o;  // masked_lm_prob 0.15, at most 20
+  // python3 -c "print([round(n * 0.15) for n in (10, 30, 50, 70, 110, 128)])": [2, 4, 8, 10, 16, 19]
+  const std::vector<size_t> want = {2, 4, 8, 10, 16, 19};
+  std::vector<size_t> got;
+  for (size_t n : {10, 30, 50, 70, 110, 128}) got.push_back(masked_count(n, o));
+  CHECK(got == want);
+  CHECK(masked_count(1000, o) == 20);  // capped
+  CHECK(masked_count(3, o) == 1);      // at least one
+}
 
 TEST_CASE("very long sentences: split on load, truncated in linear time, same draws as before", "[pretraining]") {
   // A corpus without newlines: one line of 150,000 words, then a short document.

@@ -241,6 +241,15 @@ void create_instances(const std::vector<Document>& docs, const std::vector<size_
   for (size_t d : order) create_instances_from_document(docs, d, opt, vocab, rng, out);
 }
 
+size_t masked_count(size_t tokens, const PretrainingOptions& opt) {
+  // Google's min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob)))) in
+  // Python: the product in double of the decimal the flag was given as (a float prints as its
+  // shortest decimal, 0.15f as "0.15"), rounded half to even (30 tokens: 4.5 -> 4, not 5).
+  const double prob = std::stod(fmt::format("{}", opt.masked_lm_prob));
+  const double want = std::nearbyint(double(tokens) * prob);
+  return std::min(opt.max_predictions_per_seq, std::max<size_t>(1, size_t(want)));
+}
+
 void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingVocab& vocab, Generator& rng) {
   auto& tokens = inst.tokens;
   const bool whole_words = opt.whole_word_mask || opt.max_ngram > 1;
@@ -253,8 +262,7 @@ void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingV
     else
       candidates.push_back({i});
   }
-  const size_t to_predict = std::min(opt.max_predictions_per_seq,
-                                     std::max<size_t>(1, size_t(std::lround(double(tokens.size()) * opt.masked_lm_prob))));
+  const size_t to_predict = masked_count(tokens.size(), opt);
   std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
   const std::vector<int32_t> original = tokens;
   auto mask_word = [&](const std::vector<size_t>& word) {

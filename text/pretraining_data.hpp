@@ -91,6 +91,9 @@ void pack_full_sentences(const std::vector<Document>& docs, const std::vector<si
 void create_instances(const std::vector<Document>& docs, const std::vector<size_t>& order, const PretrainingOptions& opt,
                       const MaskingVocab& vocab, Generator& rng, std::vector<Instance>& out);
 
+// How many of `tokens` tokens an instance masks, as Google's script counts them (Python's round).
+size_t masked_count(size_t tokens, const PretrainingOptions& opt);
+
 // Google's create_masked_lm_predictions: masked_lm_prob of the tokens (at least 1, at most
 // max_predictions_per_seq), never a special token, whole words together when asked; each chosen
 // token becomes [MASK] 80% of the time, a random token 10%, itself 10%.
