@@ -106,7 +106,7 @@ void Lamb::apply(const std::vector<Span>& spans) {
     double w_sq = 0, r_sq = 0;
     for (const auto& [w_part, r_part] : sums) w_sq += w_part, r_sq += r_part;
     const double w_norm = std::sqrt(w_sq), r_norm = std::sqrt(r_sq);
-    const float trust = (w_norm > 0 && r_norm > 0) ? float(w_norm / r_norm) : 1.f;
+    const float trust = (s.layer_adaptation && w_norm > 0 && r_norm > 0) ? float(w_norm / r_norm) : 1.f;
     const float lr = lr_ * s.lr_scale;
     parallel_for(blocks, [&](size_t b) {
       const auto [lo, hi] = block_range(b);

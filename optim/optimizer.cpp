@@ -15,7 +15,7 @@
 namespace xg::optim {
 
 std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float weight_decay) {
-  ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.f};
+  ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.f, 1.f, /*layer_adaptation=*/false};
   auto ends_with = [](const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
@@ -80,7 +80,7 @@ void Optimizer::step(double grad_scale) {
     for (auto& [name, p] : g.params) {
       Tensor grad = p.grad();  // scaled in place by a grad_scale
       if (!grad.defined()) continue;
-      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, false};
+      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, g.layer_adaptation, false};
       auto& slots = state_[name];
       for (size_t k = 0; k < names.size(); ++k) {
         s.fresh |= !slots.count(names[k]);

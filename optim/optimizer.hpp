@@ -19,9 +19,13 @@ struct ParamGroup {
   nn::NamedTensors params;
   float weight_decay = 0.f;
   float lr_scale = 1.f;  // the group's rate is lr * lr_scale (layer-wise decay in fine-tuning)
+  // LAMB: scale each parameter's update by its trust ratio |w| / |r|. Off for the no-decay group
+  // (biases, LayerNorm), as ALBERT's LAMB (exclude_from_layer_adaptation) and NVIDIA's do.
+  bool layer_adaptation = true;
 };
 
-// BERT's grouping: biases and LayerNorm weights get no weight decay, everything else does.
+// BERT's grouping: biases and LayerNorm weights get no weight decay (nor LAMB's layer adaptation),
+// everything else does.
 std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float weight_decay);
 
 class Optimizer {
@@ -68,6 +72,7 @@ class Optimizer {
     size_t n;
     float weight_decay;
     float lr_scale;
+    bool layer_adaptation;
     bool fresh;  // its state was created for this step (zeros)
   };
   // The state each parameter keeps, e.g. {"exp_avg", "exp_avg_sq"}.

@@ -186,7 +186,9 @@ def groups(model, wd):
 
 
 def lamb_step(params, state, lr, b1=0.9, b2=0.999, eps=1e-6):
-    """Straightforward LAMB (You et al. 2019) with bias correction; params are (p, weight_decay)."""
+    """Straightforward LAMB (You et al. 2019) with bias correction; params are (p, weight_decay).
+    The no-decay parameters (biases, LayerNorm) take no trust ratio, as ALBERT's LAMB excludes
+    them from layer adaptation (exclude_from_layer_adaptation defaults to the decay exclusions)."""
     for p, wd in params:
         g = p.grad
         st = state.setdefault(p, {"m": torch.zeros_like(p), "v": torch.zeros_like(p), "t": 0})
@@ -197,7 +199,7 @@ def lamb_step(params, state, lr, b1=0.9, b2=0.999, eps=1e-6):
         vhat = st["v"] / (1 - b2 ** st["t"])
         r = mhat / (vhat.sqrt() + eps) + wd * p
         wn, rn = p.norm(), r.norm()
-        trust = (wn / rn) if (wn > 0 and rn > 0) else torch.tensor(1.0)
+        trust = (wn / rn) if (wd != 0 and wn > 0 and rn > 0) else torch.tensor(1.0)
         p.sub_(lr * trust * r)
 
 

@@ -229,6 +229,7 @@ std::vector<optim::ParamGroup> FinetuneTask::parameter_groups(float weight_decay
       auto& s = split[depth];
       s.weight_decay = g.weight_decay;
       s.lr_scale = float(std::pow(double(opt_.layer_lr_decay), double(layers - depth)));
+      s.layer_adaptation = g.layer_adaptation;
       s.params.push_back(np);
     }
     for (auto& [_, s] : split) by_depth.push_back(std::move(s));
