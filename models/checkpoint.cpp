@@ -43,14 +43,16 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
       config.erase("label2id");
     }
     config.update(config_overrides);
-    // Every head here decodes with the word embeddings: an untied decoder's own weights would be
-    // dropped without a word, and the logits would be wrong.
-    if (config.contains("tie_word_embeddings") && config["tie_word_embeddings"] == false)
-      throw std::invalid_argument(fmt::format("[load_pretrained] {}: tie_word_embeddings is false, and only decoders tied to "
-                                              "the word embeddings are supported", config_path));
   }
   out.model = build_model(config, config_path, architecture);
   PretrainedModel& model = *out.model;
+  // The language-model heads here decode with the word embeddings: an untied decoder's own weights
+  // would be dropped without a word, and the logits would be wrong. (Other heads have no decoder.)
+  const std::string arch = model.architecture();
+  const bool decodes = arch.find("ForMaskedLM") != std::string::npos || arch.find("ForPreTraining") != std::string::npos;
+  if (decodes && config.is_object() && config.contains("tie_word_embeddings") && config["tie_word_embeddings"] == false)
+    throw std::invalid_argument(fmt::format("[load_pretrained] {}: tie_word_embeddings is false, and only {} decoders tied to "
+                                            "the word embeddings are supported", config_path, arch));
   Generator gen(seed);
   model.init_weights(gen);
   nn::StateDict state;

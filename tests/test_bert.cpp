@@ -162,6 +162,7 @@ TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   untied["tie_word_embeddings"] = false;
   std::ofstream(dir + "/config.json") << untied.dump();
   CHECK_THROWS_WITH(load_pretrained(dir), Contains("tie_word_embeddings is false") && Contains(dir + "/config.json"));
+  CHECK_NOTHROW(models::load_pretrained(dir, 0, "BertForSequenceClassification"));  // no decoder: nothing dropped
   std::filesystem::remove_all(dir);
   // inputs outside the model's ranges
   LoadedBert m = load_pretrained(dir_of("a"));

@@ -78,6 +78,24 @@ TEST_CASE("ner data: byte-level BPE words are tokenized as run_ner does, the fir
   CHECK(set.windows[0].ids == std::vector<int32_t>{50257, 4576, 28317, 2679, 869, 471, 13, 50, 13, 836, 470, 1902, 8597, 567, 41492, 50258});
   // the label on each word's first token: word ids None 0 1 2 3 4 4 4 4 5 5 6 6 6 7 None
   CHECK(set.windows[0].labels == std::vector<int64_t>{-100, 1, 0, 2, 0, 1, -100, -100, -100, 0, -100, 1, -100, -100, 0, -100});
+
+  // Raw text (bert_infer ner) goes in as the same ids, and its entities keep the text's offsets.
+  std::vector<int64_t> seen;
+  const auto found = tag_texts({"EU rejects German call"}, roberta, kLabels, {}, 8,
+                               [&](const models::ModelInputs& in) {
+                                 seen = in.input_ids.to_ints();
+                                 const size_t T = in.input_ids.size(1);
+                                 std::vector<float> logits;
+                                 for (size_t t = 0; t < T; ++t)  // B-LOC everywhere
+                                   for (size_t c = 0; c < kLabels.size(); ++c) logits.push_back(c == 1 ? 5.f : 0.f);
+                                 return Tensor::from_vector(logits, {1, T, kLabels.size()});
+                               },
+                               [](size_t) { return std::string("text"); });
+  CHECK(seen == std::vector<int64_t>{50257, 4576, 28317, 2679, 869, 50258});
+  REQUIRE(found.size() == 1);
+  REQUIRE(!found[0].empty());
+  CHECK(found[0][0].text == "EU");
+  CHECK(found[0][0].start == 0);
 }
 
 TEST_CASE("ner data: words take the tag of their first sub-token, from the window with more context", "[ner]") {

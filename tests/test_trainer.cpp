@@ -288,6 +288,26 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
   CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
   CHECK(fs::exists(t.out + "/best"));
   CHECK(rows(t.out).size() == earlier_rows);
+  // ... and so does one told to stop before its first step
+  failing = t;
+  failing.stop_at = 0;
+  CHECK(train_line(failing) == 0);
+  CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
+  CHECK(fs::exists(t.out + "/best"));
+  // best/ stays in place until the task is built (it may start from it), then goes aside with the rest
+  {
+    OutputDirectory d(t.out, /*resuming=*/false, /*overwrite=*/true);
+    CHECK(!fs::exists(t.out + "/checkpoint-000012"));
+    CHECK(fs::exists(t.out + "/best"));
+    d.set_aside_models();
+    CHECK(!fs::exists(t.out + "/best"));
+  }  // killed before its first step: the files stay set aside ...
+  CHECK(!fs::exists(t.out + "/checkpoint-000012"));
+  {
+    OutputDirectory d(t.out, /*resuming=*/true, /*overwrite=*/false);  // ... and the next start puts them back
+    CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
+    CHECK(fs::exists(t.out + "/best"));
+  }
   REQUIRE(train_line(t) == 5);
   CHECK(!fs::exists(t.out + "/checkpoint-000012"));
   CHECK(!fs::exists(t.out + "/best"));

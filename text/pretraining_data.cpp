@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -245,7 +246,9 @@ size_t masked_count(size_t tokens, const PretrainingOptions& opt) {
   // Google's min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob)))) in
   // Python: the product in double of the decimal the flag was given as (a float prints as its
   // shortest decimal, 0.15f as "0.15"), rounded half to even (30 tokens: 4.5 -> 4, not 5).
-  const double prob = std::stod(fmt::format("{}", opt.masked_lm_prob));
+  const std::string decimal = fmt::format("{}", opt.masked_lm_prob);
+  double prob = opt.masked_lm_prob;
+  std::from_chars(decimal.data(), decimal.data() + decimal.size(), prob);  // whatever the C locale's decimal point
   const double want = std::nearbyint(double(tokens) * prob);
   return std::min(opt.max_predictions_per_seq, std::max<size_t>(1, size_t(want)));
 }

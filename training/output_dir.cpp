@@ -21,19 +21,35 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 constexpr const char* kReplacedPrefix = ".replaced.";
 
-// checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted; .replaced.123:
-// the files an --overwrite run set aside, killed before its first step. Under the lock no other
-// run is writing here, so they are stale.
+// checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted. Under the
+// lock no other run is writing here, so they are stale.
 bool is_leftover(const std::string& name) {
-  return (starts_with(name, "checkpoint-") && (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos ||
-                                              name.find(".del.") != std::string::npos)) ||
-         starts_with(name, kReplacedPrefix);
+  return starts_with(name, "checkpoint-") &&
+         (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos || name.find(".del.") != std::string::npos);
 }
-// What a run writes into its --out directory (and --overwrite replaces): checkpoints, the best
-// model and multi-task's per-task ones, metrics, a vocabulary trained from the corpus.
+// What a run writes into its --out directory (and --overwrite replaces): checkpoints, metrics, a
+// vocabulary trained from the corpus ...
 bool is_run_file(const std::string& name) {
-  static const char* const kFiles[] = {"metrics.jsonl", "best", "tasks", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"};
+  static const char* const kFiles[] = {"metrics.jsonl", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"};
   return starts_with(name, "checkpoint-") || std::find(std::begin(kFiles), std::end(kFiles), name) != std::end(kFiles);
+}
+// ... and the best model and multi-task's per-task ones, set aside only once the task is built:
+// the new run may start from the earlier one's best (--model OUT/best).
+bool is_run_model(const std::string& name) { return name == "best" || name == "tasks"; }
+
+// Moves what `stash` holds back into `dir`, replacing what is there when `replace`, else keeping
+// it; then removes the stash. Best effort (errors ignored): it runs on the way out of a failure.
+void put_back(const fs::path& stash, const fs::path& dir, bool replace) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(stash, ec)) {
+    const fs::path back = dir / e.path().filename();
+    if (fs::exists(back, ec)) {
+      if (!replace) continue;
+      fs::remove_all(back, ec);
+    }
+    fs::rename(e.path(), back, ec);
+  }
+  fs::remove_all(stash, ec);
 }
 }  // namespace
 
@@ -59,12 +75,20 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
     ::close(probe_fd);
     ::unlink(probe.c_str());
 
-    std::vector<std::string> leftovers, held;
+    std::vector<std::string> leftovers, stashes, held;
     for (const auto& e : fs::directory_iterator(path)) {
       const std::string name = e.path().filename().string();
-      (is_leftover(name) ? leftovers : held).push_back(name);
+      if (starts_with(name, kReplacedPrefix)) stashes.push_back(name);
+      else if (is_leftover(name)) leftovers.push_back(name);
     }
     for (const auto& name : leftovers) fs::remove_all(fs::path(path) / name);
+    // an earlier run's files that an --overwrite start set aside and could not put back (killed
+    // before its first step): back where they were
+    for (const auto& name : stashes) put_back(fs::path(path) / name, path, /*replace=*/false);
+    for (const auto& e : fs::directory_iterator(path)) {
+      const std::string name = e.path().filename().string();
+      if (!is_leftover(name) && !starts_with(name, ".write-test.")) held.push_back(name);
+    }
     std::sort(held.begin(), held.end());
     if (!resuming && !held.empty()) {
       if (!overwrite) {
@@ -75,16 +99,8 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
                                              "--overwrite replaces it, or choose another --out",
                                              path, shown, path));
       }
-      // Set aside, not removed, until this run makes its first step: a start that fails (a mistyped
-      // corpus) puts them back.
-      for (const auto& name : held) {
-        if (!is_run_file(name)) continue;
-        if (replaced_.empty()) {
-          replaced_ = (fs::path(path) / fmt::format("{}{}", kReplacedPrefix, ::getpid())).string();
-          fs::create_directory(replaced_);
-        }
-        fs::rename(fs::path(path) / name, fs::path(replaced_) / name);
-      }
+      overwriting_ = true;
+      set_aside(is_run_file);
     }
   } catch (...) {
     ::close(fd_);
@@ -97,9 +113,34 @@ OutputDirectory::~OutputDirectory() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the flock
 }
 
+// Set aside, not removed, until this run makes its first step: a start that fails (a mistyped
+// corpus) puts them back.
+void OutputDirectory::set_aside(bool (*which)(const std::string&)) {
+  std::vector<fs::path> names;
+  for (const auto& e : fs::directory_iterator(path_))
+    if (which(e.path().filename().string())) names.push_back(e.path().filename());
+  if (names.empty()) return;
+  if (replaced_.empty()) {
+    replaced_ = (fs::path(path_) / fmt::format("{}{}", kReplacedPrefix, ::getpid())).string();
+    fs::create_directory(replaced_);
+  }
+  try {
+    for (const auto& name : names) fs::rename(fs::path(path_) / name, fs::path(replaced_) / name);
+  } catch (...) {  // none lost: what was moved goes back
+    put_back(replaced_, path_, /*replace=*/false);
+    replaced_.clear();
+    throw;
+  }
+}
+
+void OutputDirectory::set_aside_models() {
+  if (overwriting_) set_aside(is_run_model);
+}
+
 void OutputDirectory::drop_replaced() {
   if (replaced_.empty()) return;
-  fs::remove_all(replaced_);
+  std::error_code ec;  // best effort: a stash left behind goes back at the next start, never over this run's files
+  fs::remove_all(replaced_, ec);
   replaced_.clear();
 }
 
@@ -110,12 +151,7 @@ void OutputDirectory::discard_start() {
     return;
   }
   if (replaced_.empty()) return;
-  for (const auto& e : fs::directory_iterator(replaced_, ec)) {
-    const fs::path back = fs::path(path_) / e.path().filename();
-    fs::remove_all(back, ec);  // what the failed start wrote in its place (a vocabulary)
-    fs::rename(e.path(), back, ec);
-  }
-  fs::remove(replaced_, ec);
+  put_back(replaced_, path_, /*replace=*/true);  // over what the failed start wrote (a vocabulary)
   replaced_.clear();
 }
 

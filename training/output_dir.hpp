@@ -9,14 +9,19 @@ namespace xg::training {
 class OutputDirectory {
  public:
   // `resuming`: the run continues one saved in `path` (its files are expected there).
-  // `overwrite`: a fresh run may replace an earlier run's files there (checkpoint-*, best, tasks/,
-  // metrics.jsonl, a trained vocabulary; anything else is left alone): they are set aside in
-  // .replaced.PID until drop_replaced() or discard_start(). Throws naming the path and what is wrong.
+  // `overwrite`: a fresh run may replace an earlier run's files there (checkpoint-*, metrics.jsonl,
+  // a trained vocabulary, and with set_aside_models() best/ and tasks/; anything else is left
+  // alone): they are set aside in .replaced.PID until drop_replaced() or discard_start(); a start
+  // killed before either leaves them there, and the next run in the directory puts them back.
+  // Throws naming the path and what is wrong.
   OutputDirectory(const std::string& path, bool resuming, bool overwrite);
   ~OutputDirectory();  // releases the lock (the kernel does too when the process dies)
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
 
+  // Once the task is built (it may have loaded its model from OUT/best): sets aside the earlier
+  // run's best/ and tasks/ too, when overwriting.
+  void set_aside_models();
   // Once the run has made a step: removes the earlier run's files that --overwrite set aside.
   void drop_replaced();
   // For a start that failed: removes the directory if this run created it (nothing of value is
@@ -28,6 +33,8 @@ class OutputDirectory {
   std::string path_;
   int fd_ = -1;
   bool created_ = false;
+  void set_aside(bool (*which)(const std::string&));
+  bool overwriting_ = false;
   std::string replaced_;  // .replaced.PID while it holds an earlier run's files
 };
 

@@ -270,7 +270,7 @@ RunResult Trainer::run_on_this_rank() {
     RunResult result = train(ckpt, state, started, out_dir ? &*out_dir : nullptr);
     result.out = opt.out;
     comm.barrier();  // rank 0's last checkpoint is written when run() returns, on every rank
-    if (out_dir) out_dir->drop_replaced();
+    if (out_dir) started ? out_dir->drop_replaced() : out_dir->discard_start();  // a run with nothing to do changes nothing
     return result;
   } catch (...) {
     // a run that never started leaves the directory as it found it
@@ -289,6 +289,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
 
   // ---- the task (model and data), optimizer, schedule ----
   std::unique_ptr<Task> task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
+  if (out_dir) out_dir->set_aside_models();  // after the task loaded its model (maybe from OUT/best)
   if (!state.task.empty() && state.task != task->name())
     throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
   if (comm.distributed()) {
@@ -347,7 +348,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     say(state.stopped_early ? fmt::format("the run stopped early at step {} (the task asked it to); nothing to do", step)
         : step >= opt.steps ? fmt::format("already at step {} of {}; nothing to do", step, opt.steps)
                             : fmt::format("already at step {}, --stop-at {}; nothing to do", step, opt.stop_at));
-    started = true;
+    started = !ckpt.empty();  // a fresh run told to stop at step 0 leaves --out as it found it
     return {step, 0};
   }
   say(fmt::format("{}; {} steps of {} x {} examples; {} threads{}", task->describe(), opt.steps, opt.batch, opt.grad_accum,

@@ -254,8 +254,10 @@ kill_during_save)  # kill -9 at random moments of a run saving every step: the n
       done
     done
   done
-  # the newest checkpoint loads (weights, optimizer, data position, checksums); --stop-at 0: no step
-  expect 0 "nothing to do" "$P" --resume "$R" --save-every 1 --keep 2 --stop-at 0
+  # the newest checkpoint resumes and takes a step; at or below its step, --stop-at trains nothing
+  newest=$(ls "$R" | grep '^checkpoint-[0-9]*$' | sed 's/checkpoint-0*//' | sort -n | tail -1)
+  expect 0 "stopped at step $((newest + 1))" "$P" --resume "$R" --save-every 1 --keep 2 --stop-at $((newest + 1))
+  expect 0 "nothing to do" "$P" --resume "$R" --save-every 1 --keep 2 --stop-at $((newest + 1))
   cases=$((cases + 1))
   [[ -z $(ls "$R" | grep '^checkpoint-.*\.') ]] || fail "leftovers of killed saves were not removed: $(ls "$R")"
   ;;

@@ -14,6 +14,20 @@
 
 namespace xg::training {
 
+namespace {
+// Byte-level BPE (RoBERTa) marks a word's leading space in its tokens.
+bool byte_level(const text::Tokenizer& tokenizer) { return dynamic_cast<const text::RobertaTokenizer*>(&tokenizer) != nullptr; }
+
+// Raw text tokenized as encode_conll tokenizes its words: with byte-level BPE the first word gets
+// its space mark too (unless the text starts with a space); offsets stay the text's own.
+std::vector<text::Token> tokenize_as_words(const text::Tokenizer& tokenizer, const std::string& text, const std::string& where) {
+  if (!byte_level(tokenizer) || text.empty() || text[0] == ' ') return tokenizer.tokenize(text, where);
+  std::vector<text::Token> tokens = tokenizer.tokenize(" " + text, where);
+  for (auto& t : tokens) t.start = t.start > 0 ? t.start - 1 : 0, t.end = t.end > 0 ? t.end - 1 : 0;
+  return tokens;
+}
+}  // namespace
+
 size_t NerSet::words() const {
   size_t n = 0;
   for (const auto& s : sentences) n += s.words.size();
@@ -27,7 +41,7 @@ NerSet encode_conll(const std::string& path, const text::ConllOptions& read, con
   set.path = path;
   set.scheme = data.scheme;
   const std::vector<int64_t> continuation = text::continuation_labels(id2label);
-  const bool byte_level = dynamic_cast<const text::RobertaTokenizer*>(&tokenizer) != nullptr;
+  const bool prefix_space = byte_level(tokenizer);
   for (size_t s = 0; s < data.sentences.size(); ++s) {
     const text::ConllSentence& sentence = data.sentences[s];
     std::vector<std::string> iob2 = text::to_iob2(sentence.tags, data.scheme);
@@ -42,7 +56,7 @@ NerSet encode_conll(const std::string& path, const text::ConllOptions& read, con
     // Byte-level BPE marks a word's leading space in its tokens: the first word gets one too, as
     // transformers' run_ner tokenizes words for these models (add_prefix_space=True), so a word is
     // the same tokens at the start of a sentence as anywhere else.
-    const size_t lead = byte_level ? 1 : 0;
+    const size_t lead = prefix_space ? 1 : 0;
     std::string joined(lead, ' ');
     for (size_t w = 0; w < sentence.words.size(); ++w) joined += (w ? " " : "") + sentence.words[w];
     const auto tokens = tokenizer.tokenize(joined, fmt::format("{}:{}", path, sentence.line));
@@ -150,7 +164,7 @@ std::vector<std::vector<FoundEntity>> tag_texts(const std::vector<std::string>& 
   std::vector<std::vector<size_t>> windows_of;
   std::vector<std::vector<std::pair<size_t, size_t>>> spans;
   for (size_t i = 0; i < texts.size(); ++i) {
-    const auto tokens = tokenizer.tokenize(texts[i], where(i));
+    const auto tokens = tokenize_as_words(tokenizer, texts[i], where(i));
     spans.push_back(text::token_word_spans(tokenizer, tokens));
     std::vector<size_t> mine;
     for (auto& w : text::align_words(tokenizer, tokens, spans.back(), {}, {}, i, align)) {
