@@ -87,7 +87,7 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
     for (const auto& name : stashes) put_back(fs::path(path) / name, path, /*replace=*/false);
     for (const auto& e : fs::directory_iterator(path)) {
       const std::string name = e.path().filename().string();
-      if (!is_leftover(name) && !starts_with(name, ".write-test.")) held.push_back(name);
+      if (!is_leftover(name)) held.push_back(name);
     }
     std::sort(held.begin(), held.end());
     if (!resuming && !held.empty()) {

@@ -41,7 +41,6 @@ NerSet encode_conll(const std::string& path, const text::ConllOptions& read, con
   set.path = path;
   set.scheme = data.scheme;
   const std::vector<int64_t> continuation = text::continuation_labels(id2label);
-  const bool prefix_space = byte_level(tokenizer);
   for (size_t s = 0; s < data.sentences.size(); ++s) {
     const text::ConllSentence& sentence = data.sentences[s];
     std::vector<std::string> iob2 = text::to_iob2(sentence.tags, data.scheme);
@@ -53,17 +52,13 @@ NerSet encode_conll(const std::string& path, const text::ConllOptions& read, con
                                                 sentence.line + w, sentence.tags[w], iob2[w], fmt::join(id2label, ", ")));
       ids.push_back(int64_t(it - id2label.begin()));
     }
-    // Byte-level BPE marks a word's leading space in its tokens: the first word gets one too, as
-    // transformers' run_ner tokenizes words for these models (add_prefix_space=True), so a word is
-    // the same tokens at the start of a sentence as anywhere else.
-    const size_t lead = prefix_space ? 1 : 0;
-    std::string joined(lead, ' ');
-    for (size_t w = 0; w < sentence.words.size(); ++w) joined += (w ? " " : "") + sentence.words[w];
-    const auto tokens = tokenizer.tokenize(joined, fmt::format("{}:{}", path, sentence.line));
-    auto spans = text::joined_word_spans(sentence.words);
-    for (auto& [begin, end] : spans) begin += lead, end += lead;
+    // Byte-level BPE gives the first word its space mark too, as transformers' run_ner tokenizes
+    // words for these models (add_prefix_space=True): a word is the same tokens anywhere.
+    std::string joined;
+    for (const auto& w : sentence.words) joined += (joined.empty() ? "" : " ") + w;
+    const auto tokens = tokenize_as_words(tokenizer, joined, fmt::format("{}:{}", path, sentence.line));
     std::vector<size_t> mine;
-    for (auto& win : text::align_words(tokenizer, tokens, spans, ids, continuation, s, align)) {
+    for (auto& win : text::align_words(tokenizer, tokens, text::joined_word_spans(sentence.words), ids, continuation, s, align)) {
       mine.push_back(set.windows.size());
       set.windows.push_back(std::move(win));
     }
