@@ -48,21 +48,21 @@ Adam::Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt) : Elementw
                                             opt_.beta2, opt_.eps));
 }
 
-void Adam::begin_pass() {
-  const double bc1 = 1.0 - std::pow(double(opt_.beta1), double(step_));
-  const double bc2 = 1.0 - std::pow(double(opt_.beta2), double(step_));
-  step_size_ = float(lr_ / bc1);
-  inv_sqrt_bc2_ = float(1.0 / std::sqrt(bc2));
+Adam::BiasCorrection Adam::bias_correction(int64_t t) const {
+  const double bc1 = 1.0 - std::pow(double(opt_.beta1), double(t));
+  const double bc2 = 1.0 - std::pow(double(opt_.beta2), double(t));
+  return {float(lr_ / bc1), float(1.0 / std::sqrt(bc2))};
 }
 
-void Adam::adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale,
-                         float keep) const {
-  vec::adam({opt_.beta1, opt_.beta2, opt_.eps, step_size_ * lr_scale, inv_sqrt_bc2_, l2, keep}, w, g, m, v, n);
+void Adam::begin_pass() { at_step_ = bias_correction(step_); }
+
+void Adam::adam_elements(const Span& s, float l2, float keep) const {
+  const BiasCorrection c = s.step == step_ ? at_step_ : bias_correction(s.step);
+  vec::adam({opt_.beta1, opt_.beta2, opt_.eps, c.step_size * s.lr_scale, c.inv_sqrt_bc2, l2, keep}, s.w, s.g,
+            s.slot[0], s.slot[1], s.n);
 }
 
-void Adam::update_elements(const Span& s) const {
-  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, s.weight_decay, s.lr_scale);
-}
+void Adam::update_elements(const Span& s) const { adam_elements(s, s.weight_decay); }
 
 nlohmann::json Adam::settings() const {
   return {{"beta1", opt_.beta1}, {"beta2", opt_.beta2}, {"eps", opt_.eps}};
@@ -73,7 +73,7 @@ nlohmann::json Adam::settings() const {
 // subtraction from the decayed weight are one FMA, so w can differ from the two-pass result by
 // one rounding.
 void AdamW::update_elements(const Span& s) const {
-  adam_elements(s.w, s.g, s.slot[0], s.slot[1], s.n, 0.f, s.lr_scale, 1.f - lr_ * s.lr_scale * s.weight_decay);
+  adam_elements(s, 0.f, 1.f - lr_ * s.lr_scale * s.weight_decay);
 }
 
 // ---- LAMB ----
@@ -88,11 +88,11 @@ Lamb::Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt) : Optimize
 // w -= lr * (|w| / |r|) r.
 void Lamb::apply(const std::vector<Span>& spans) {
   constexpr size_t kBlock = 1 << 14;
-  const double bc1 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta1), double(step_)) : 1.0;
-  const double bc2 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta2), double(step_)) : 1.0;
   std::vector<float> r;
   std::vector<std::array<double, 2>> sums;
   for (const Span& s : spans) {
+    const double bc1 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta1), double(s.step)) : 1.0;
+    const double bc2 = opt_.bias_correction ? 1.0 - std::pow(double(opt_.beta2), double(s.step)) : 1.0;
     const vec::LambStep c{opt_.beta1, opt_.beta2, opt_.eps, float(1.0 / bc1), float(1.0 / std::sqrt(bc2)), s.weight_decay};
     const size_t blocks = (s.n + kBlock - 1) / kBlock;
     r.resize(s.n);

@@ -80,7 +80,8 @@ void Optimizer::step(double grad_scale) {
     for (auto& [name, p] : g.params) {
       Tensor grad = p.grad();  // scaled in place by a grad_scale
       if (!grad.defined()) continue;
-      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, g.layer_adaptation, false};
+      Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, g.layer_adaptation, false,
+             ++parameter_steps_[name]};
       auto& slots = state_[name];
       for (size_t k = 0; k < names.size(); ++k) {
         s.fresh |= !slots.count(names[k]);
@@ -90,6 +91,11 @@ void Optimizer::step(double grad_scale) {
     }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.w < b.w; });
   apply(spans);
+}
+
+int64_t Optimizer::parameter_steps(const std::string& name) const {
+  const auto it = parameter_steps_.find(name);
+  return it == parameter_steps_.end() ? 0 : it->second;
 }
 
 void Optimizer::scale_grads(float* g, size_t n) const {
@@ -155,7 +161,13 @@ nn::StateDict Optimizer::state_tensors() const {
 }
 
 nlohmann::json Optimizer::state_json() const {
-  return {{"optimizer", name()}, {"step", step_}, {"lr", lr_}, {"settings", settings()}};
+  nlohmann::json j = {{"optimizer", name()}, {"step", step_}, {"lr", lr_}, {"settings", settings()}};
+  nlohmann::json differing = nlohmann::json::object();
+  for (const auto& g : groups_)
+    for (const auto& [n, _] : g.params)
+      if (parameter_steps(n) != step_) differing[n] = parameter_steps(n);
+  if (!differing.empty()) j["parameter_steps"] = differing;
+  return j;
 }
 
 void Optimizer::save_state(const std::string& prefix) const {
@@ -167,6 +179,13 @@ void Optimizer::load_state(const std::string& prefix) {
   const std::string json_path = prefix + ".json";
   std::ifstream in(json_path);
   if (!in) throw std::runtime_error(fmt::format("[optimizer] {}: cannot open", json_path));
+  std::map<std::string, Tensor> params;
+  for (const auto& g : groups_)
+    for (const auto& [n, t] : g.params) params[n] = t;
+  // Nothing changes until the JSON and the tensors have both been checked.
+  int64_t loaded_step = 0;
+  float loaded_lr = 0.f;
+  std::map<std::string, int64_t> loaded_counts;
   nlohmann::json j;
   try {
     j = parse_json_bounded(in);
@@ -181,16 +200,27 @@ void Optimizer::load_state(const std::string& prefix) {
     const nlohmann::json& lr = j.at("lr");
     if (!lr.is_number() || !std::isfinite(lr.get<float>()) || lr.get<float>() < 0.f)
       throw std::runtime_error(fmt::format("[optimizer] {}: lr {} is not a finite rate >= 0", json_path, json_summary(lr)));
-    step_ = step.get<int64_t>();
-    set_lr(lr.get<float>());
+    const nlohmann::json counts = j.value("parameter_steps", nlohmann::json::object());
+    if (!counts.is_object())
+      throw std::runtime_error(fmt::format("[optimizer] {}: parameter_steps {} is not an object", json_path, json_summary(counts)));
+    for (const auto& [n, c] : counts.items()) {
+      if (!params.count(n))
+        throw std::runtime_error(fmt::format("[optimizer] {}: parameter_steps names '{}', no parameter of this optimizer",
+                                             json_path, n));
+      if (!c.is_number_unsigned() || c.get<uint64_t>() > step.get<uint64_t>())
+        throw std::runtime_error(fmt::format("[optimizer] {}: parameter_steps['{}'] {} is not a count up to step {}",
+                                             json_path, n, json_summary(c), step.get<uint64_t>()));
+    }
+    loaded_step = step.get<int64_t>();
+    loaded_lr = lr.get<float>();
+    for (const auto& g : groups_)
+      for (const auto& [n, _] : g.params)
+        loaded_counts[n] = counts.contains(n) ? counts.at(n).get<int64_t>() : loaded_step;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[optimizer] {}: bad state JSON ({})", json_path, e.what()));
   }
   const std::string tensors_path = prefix + ".safetensors";
   const nn::StateDict saved = nn::safetensors::read_float_tensors(tensors_path);
-  std::map<std::string, Tensor> params;
-  for (const auto& g : groups_)
-    for (const auto& [n, t] : g.params) params[n] = t;
   for (const auto& [key, t] : saved) {  // check everything before changing anything
     const size_t dot = key.rfind('.');
     auto it = dot == std::string::npos ? params.end() : params.find(key.substr(0, dot));
@@ -201,6 +231,9 @@ void Optimizer::load_state(const std::string& prefix) {
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' has shape {}, parameter has {}",
                                            tensors_path, key, shape_str(t.shape()), shape_str(it->second.shape())));
   }
+  step_ = loaded_step;
+  set_lr(loaded_lr);
+  parameter_steps_ = std::move(loaded_counts);
   state_.clear();
   for (const auto& [key, t] : saved) {
     const size_t dot = key.rfind('.');

@@ -41,7 +41,9 @@ class Optimizer {
   void bind(const nn::ParameterArena& arena);
 
   // One update from the current gradients, at the current lr; parameters without a gradient
-  // are skipped. Counts the step. A grad_scale other than 1 (gradient clipping's coefficient)
+  // are skipped. Counts the step, and each updated parameter's own count (Adam's and LAMB's bias
+  // corrections use it, as PyTorch's per-parameter state['step']: a head that sat out steps
+  // starts its moments as a fresh optimizer would). A grad_scale other than 1 (gradient clipping's coefficient)
   // first scales each gradient in place as clip_grad_norm does, float(g * grad_scale), a piece at
   // a time just before the update reads it: the gradients cross memory once, not three times.
   // It must be in (0, 1]. A subclass overriding apply() calls scale_grads on what it reads.
@@ -50,9 +52,13 @@ class Optimizer {
   float lr() const { return lr_; }
   void set_lr(float lr);
   int64_t steps() const { return step_; }
+  // How many updates parameter `name` has had (0 before its first).
+  int64_t parameter_steps(const std::string& name) const;
   const std::vector<ParamGroup>& groups() const { return groups_; }
 
-  // State: tensors "<param>.<slot>" and a JSON with the optimizer name, step, lr and settings.
+  // State: tensors "<param>.<slot>" and a JSON with the optimizer name, step, lr, settings and
+  // "parameter_steps", the counts that differ from step (state saved before the counts existed
+  // loads with every parameter at step, the count its updates used).
   nn::StateDict state_tensors() const;
   nlohmann::json state_json() const;
   // Writes <prefix>.safetensors and <prefix>.json, each atomically.
@@ -73,7 +79,8 @@ class Optimizer {
     float weight_decay;
     float lr_scale;
     bool layer_adaptation;
-    bool fresh;  // its state was created for this step (zeros)
+    bool fresh;    // its state was created for this step (zeros)
+    int64_t step;  // the parameter's own update count, this update included
   };
   // The state each parameter keeps, e.g. {"exp_avg", "exp_avg_sq"}.
   virtual std::vector<std::string> slot_names() const = 0;
@@ -89,6 +96,7 @@ class Optimizer {
   std::map<std::string, std::map<std::string, Tensor>> state_;  // param name -> slot -> tensor
   float lr_;
   int64_t step_ = 0;
+  std::map<std::string, int64_t> parameter_steps_;  // updates per parameter name; absent: none
   double grad_scale_ = 1.0;  // this step's
 
  private:
@@ -149,13 +157,16 @@ class Adam : public ElementwiseOptimizer {
   void begin_pass() override;
   void update_elements(const Span& s) const override;
   nlohmann::json settings() const override;
+  struct BiasCorrection {
+    float step_size, inv_sqrt_bc2;  // lr / (1 - beta1^t), 1 / sqrt(1 - beta2^t)
+  };
+  BiasCorrection bias_correction(int64_t t) const;
   // The bias-corrected Adam step on n elements at lr * lr_scale, weight decay added to the
   // gradient as L2 (AdamW passes 0 and its decoupled decay as keep).
   // keep: a decoupled decay factor for w before the step (AdamW), 1 for none.
-  void adam_elements(float* w, const float* g, float* m, float* v, size_t n, float l2, float lr_scale,
-                     float keep = 1.f) const;
+  void adam_elements(const Span& s, float l2, float keep = 1.f) const;
   AdamOptions opt_;
-  float step_size_ = 0.f, inv_sqrt_bc2_ = 0.f;  // this step's bias corrections
+  BiasCorrection at_step_{};  // at the global step, which nearly every parameter shares
 };
 
 // Adam with decoupled weight decay (p -= lr * wd * p before the Adam step), as torch.optim.AdamW.

@@ -253,3 +253,72 @@ TEST_CASE("LAMB gives the same bits on any thread count", "[optim]") {
   CHECK(one == two);
   CHECK(one != Tensor::normal({200, 200}, 0.f, 0.5f, *std::make_unique<Generator>(7)).to_vector());
 }
+
+TEST_CASE("Adam, AdamW and LAMB count steps per parameter, as PyTorch's state['step']", "[optim]") {
+  // A multi-task head that sat out the first step takes its first update with the bias
+  // corrections of step 1, as a fresh optimizer would give it, and keeps its own count across a
+  // save and load.
+  const auto dir = std::filesystem::path(temp_path("xgrad_optim_counts"));
+  std::filesystem::create_directories(dir);
+  for (const std::string kind : {"adam", "adamw", "lamb"}) {
+    INFO(kind);
+    auto make_opt = [&](std::vector<ParamGroup> groups) -> std::unique_ptr<Optimizer> {
+      if (kind == "adam") return std::make_unique<Adam>(groups, 0.05f);
+      if (kind == "adamw") return std::make_unique<AdamW>(groups, 0.05f);
+      return std::make_unique<Lamb>(groups, 0.05f);
+    };
+    auto params = [] {
+      Generator gen(3);
+      return std::pair{Tensor::normal({5}, 0.f, 1.f, gen).requires_grad_(true),
+                       Tensor::normal({5}, 0.f, 1.f, gen).requires_grad_(true)};
+    };
+    auto step = [](Optimizer& opt, std::vector<Tensor> used) {
+      opt.zero_grad();
+      Tensor loss = sum(mul(mul(used[0], used[0]), used[0]));
+      for (size_t i = 1; i < used.size(); ++i) loss = add(loss, sum(mul(mul(used[i], used[i]), used[i])));
+      loss.backward();
+      opt.step();
+    };
+    auto [a, head] = params();
+    auto opt = make_opt({ParamGroup{{{"a", a}, {"head", head}}, 0.01f}});
+    step(*opt, {a});        // the head gets no gradient
+    step(*opt, {a, head});  // its first update
+    CHECK(opt->parameter_steps("a") == 2);
+    CHECK(opt->parameter_steps("head") == 1);
+    auto [unused, fresh_head] = params();
+    auto fresh = make_opt({ParamGroup{{{"head", fresh_head}}, 0.01f}});
+    step(*fresh, {fresh_head});
+    CHECK(head.to_vector() == fresh_head.to_vector());
+
+    // the count survives a save and load: the next step matches the uninterrupted one
+    const std::string prefix = (dir / kind).string();
+    opt->save_state(prefix);
+    CHECK(opt->state_json().at("parameter_steps") == nlohmann::json{{"head", 1}});
+    auto loaded = make_opt({ParamGroup{{{"a", a.clone().requires_grad_(true)}, {"head", head.clone().requires_grad_(true)}}, 0.01f}});
+    loaded->load_state(prefix);
+    CHECK(loaded->parameter_steps("head") == 1);
+    Tensor a2 = loaded->groups()[0].params[0].second, head2 = loaded->groups()[0].params[1].second;
+    step(*opt, {a, head});
+    step(*loaded, {a2, head2});
+    CHECK(head.to_vector() == head2.to_vector());
+
+    // state saved before the counts existed: every parameter at the global step
+    nlohmann::json old = opt->state_json();
+    old.erase("parameter_steps");
+    std::ofstream(prefix + ".json") << old.dump();
+    loaded->load_state(prefix);
+    CHECK(loaded->parameter_steps("head") == 3);
+    for (const auto& [counts, message] :
+         {std::pair{nlohmann::json{{"head", 4}}, "parameter_steps['head'] 4 is not a count up to step 3"},
+          {nlohmann::json{{"head", -1}}, "parameter_steps['head'] -1"},
+          {nlohmann::json{{"nothing", 1}}, "names 'nothing', no parameter"},
+          {nlohmann::json::array(), "is not an object"}}) {
+      nlohmann::json bad = old;
+      bad["parameter_steps"] = counts;
+      std::ofstream(prefix + ".json") << bad.dump();
+      CHECK_THROWS_WITH(loaded->load_state(prefix), Catch::Matchers::Contains(message));
+      CHECK(loaded->parameter_steps("head") == 3);  // left as it was
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
