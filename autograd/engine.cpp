@@ -1,5 +1,6 @@
 #include "autograd/engine.hpp"
 
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "autograd/kernels/vec.hpp"
 #include "autograd/ops/broadcast.hpp"
 #include "autograd/parallel.hpp"
+#include "autograd/precision.hpp"
 
 namespace xg {
 
@@ -226,8 +228,8 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
                                             shape_str(grad_output.shape()),
                                             shape_str(root.shape())));
   NoGradGuard no_grad;
-  if (!root.grad_fn()) {  // backward on a leaf: its gradient is grad_output
-    accumulate_leaf(*root.impl(), grad_output);
+  if (!root.grad_fn()) {  // backward on a leaf: its gradient is a copy of grad_output
+    accumulate_leaf(*root.impl(), grad_output.clone());  // not the caller's tensor, adopted
     run_hooks(*root.impl());
     return;
   }
@@ -258,7 +260,11 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
   };
   for (const auto& node : order) {
     auto it = grads.find(node.get());
-    if (it == grads.end()) continue;  // no gradient flows here
+    if (it == grads.end()) {  // no gradient flows here: nor to its leaves, whose hooks may be due
+      for (const Edge& in : node->inputs)
+        if (in.active() && !in.node) leaf_added(in.leaf);
+      continue;
+    }
     Tensor g = std::move(it->second);
     grads.erase(it);
     if (!node->strided_grad_ok && !g.is_contiguous()) g = g.clone();
@@ -286,7 +292,11 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       const Edge& in = node->inputs[i];
       const Tensor& gi = input_grads[i];
-      if (!in.active() || !gi.defined()) continue;
+      if (!in.active()) continue;
+      if (!gi.defined()) {  // none along this edge (unless written in place, counted above)
+        if (!in.node && !(i < into.size() && into[i].dst.defined())) leaf_added(in.leaf);
+        continue;
+      }
       if (gi.shape() != in.shape)
         throw std::logic_error(fmt::format("[backward] '{}' gave gradient {} for input {} of shape {}",
                                            node->name, shape_str(gi.shape()), i,
@@ -315,6 +325,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
   Tensor out;
   {
     NoGradGuard no_grad;
+    GradPrecisionGuard as_recomputed;  // the recompute runs with gradients on
     out = fn(inputs).detach();
   }
   std::vector<Tensor> edges = inputs;  // params are edges too, so the node exists for them

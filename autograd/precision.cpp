@@ -9,6 +9,7 @@ namespace xg {
 
 namespace {
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::FP32};
+thread_local int t_grad_precision_scopes = 0;  // open GradPrecisionGuards on this thread
 }
 
 void set_matmul_precision(MatmulPrecision p) { g_precision.store(p); }
@@ -22,7 +23,11 @@ MatmulPrecision matmul_precision_from_name(const std::string& name) {
 
 const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::BF16 ? "bf16" : "fp32"; }
 
-bool bf16_forward_now() { return matmul_precision() == MatmulPrecision::BF16 && !grad_enabled(); }
+bool bf16_forward_now() {
+  return matmul_precision() == MatmulPrecision::BF16 && !grad_enabled() && t_grad_precision_scopes == 0;
+}
+GradPrecisionGuard::GradPrecisionGuard() { ++t_grad_precision_scopes; }
+GradPrecisionGuard::~GradPrecisionGuard() { --t_grad_precision_scopes; }
 bool bf16_linear_now() { return matmul_precision() == MatmulPrecision::BF16; }
 
 MatmulPrecisionGuard::MatmulPrecisionGuard(MatmulPrecision p) : previous_(matmul_precision()) {

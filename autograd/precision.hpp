@@ -25,6 +25,16 @@ bool bf16_forward_now();
 // Whether a linear() issued now runs its GEMMs (forward, and backward later) in bf16: BF16.
 bool bf16_linear_now();
 
+// For checkpoint()'s first forward: it runs without gradients but must compute what its
+// recompute (with gradients) will, so within this scope matmul() takes its with-gradient precision.
+class GradPrecisionGuard {
+ public:
+  GradPrecisionGuard();
+  ~GradPrecisionGuard();
+  GradPrecisionGuard(const GradPrecisionGuard&) = delete;
+  GradPrecisionGuard& operator=(const GradPrecisionGuard&) = delete;
+};
+
 // Sets a precision for a scope, restoring the previous one on exit.
 class MatmulPrecisionGuard {
  public:

@@ -38,6 +38,8 @@ size_t shape_numel(const Shape& s) {
   return n;
 }
 
+size_t leading_numel(const Shape& s) { return s.empty() ? 1 : shape_numel(Shape(s.begin(), s.end() - 1)); }
+
 Strides contiguous_strides(const Shape& s) {
   Strides st(s.size());
   int64_t acc = 1;

@@ -58,6 +58,8 @@ struct TensorImpl {
 
 std::string shape_str(const Shape& s);
 size_t shape_numel(const Shape& s);
+// Elements of every axis but the last: the rows of a (..., cols) tensor, also when cols is 0.
+size_t leading_numel(const Shape& s);
 // Row-major (C-order) strides of a shape.
 Strides contiguous_strides(const Shape& s);
 

@@ -47,6 +47,12 @@ TEST_CASE("grad: unary maps", "[grad][elementwise]") {
   check_gradients([](const V& v) { return gelu(v[0], GeluApprox::Tanh); }, {x});
   for (float p : {2.f, 3.f, 0.5f, -1.5f})
     check_gradients([p](const V& v) { return pow(v[0], p); }, {pos});
+  // integer exponents over negative bases, and the exact derivative at 0 (past the SIMD width)
+  for (float p : {2.f, 3.f}) check_gradients([p](const V& v) { return pow(v[0], p); }, {x});
+  const Tensor zeros = Tensor::zeros({20}, true);
+  sum(pow(zeros, 1.f)).backward();
+  CHECK(zeros.grad().to_vector() == std::vector<float>(20, 1.f));
+  CHECK(pow(Tensor::zeros({20}), 0.f).to_vector() == std::vector<float>(20, 1.f));
 }
 
 TEST_CASE("grad: scalar operators", "[grad][elementwise]") {

@@ -29,6 +29,9 @@ TEST_CASE("grad: layer_norm with and without affine parameters", "[grad][nn]") {
   // 3-D input, sizes past the SIMD width, and the row split across threads
   const Tensor big = randn({3, 40, 37}, 64), w2 = randn({37}, 65), b2 = randn({37}, 66);
   check_gradients([](const V& v) { return layer_norm(v[0], v[1], v[2], 1e-12f); }, {big, w2, b2});
+  // strided weight and bias (views): their gradients still reach the tensors they view
+  const Tensor s = randn({1}, 67), t = randn({1}, 68);
+  check_gradients([](const V& v) { return layer_norm(v[0], expand(v[1], {19}), expand(v[2], {19}), 1e-5f); }, {x, s, t});
 }
 
 TEST_CASE("grad: dropout with a fixed mask, identity in eval", "[grad][nn]") {

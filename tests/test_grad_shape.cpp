@@ -94,3 +94,24 @@ TEST_CASE("grad: fused linear with and without bias, 2-D and batched", "[grad][m
   CHECK(linear(x, w, b).to_vector() == add(matmul(x, w, false, true), b).to_vector());
   CHECK_THROWS_WITH(linear(x, randn({3, 4}, 61), b), Catch::Matchers::Contains("[linear]"));
 }
+
+TEST_CASE("matmul and linear over zero-size axes: empty or zero gradients, no error", "[grad][matmul]") {
+  // K = 0 (the product is zeros), N = 0 and batch rows 0, through the shared 2-D B fold.
+  for (const auto& [a_shape, b_shape] : {std::pair{Shape{2, 3, 0}, Shape{0, 4}}, {Shape{2, 3, 4}, Shape{4, 0}},
+                                         {Shape{0, 3, 4}, Shape{4, 5}}}) {
+    INFO(shape_str(a_shape) << " @ " << shape_str(b_shape));
+    Tensor a = Tensor::ones(a_shape).requires_grad_(true), b = Tensor::ones(b_shape).requires_grad_(true);
+    Tensor out = matmul(a, b);
+    CHECK(out.to_vector() == std::vector<float>(out.numel(), 0.f));
+    sum(out).backward();
+    CHECK(a.grad().shape() == a_shape);
+    CHECK(b.grad().shape() == b_shape);
+    CHECK(b.grad().to_vector() == std::vector<float>(b.numel(), 0.f));
+  }
+  Tensor x = Tensor::ones({2, 0}).requires_grad_(true), w = Tensor::ones({3, 0}).requires_grad_(true);
+  Tensor y = linear(x, w, Tensor::ones({3}));
+  CHECK(y.shape() == Shape{2, 3});
+  CHECK(y.to_vector() == std::vector<float>(6, 1.f));  // bias only
+  sum(y).backward();
+  CHECK(w.grad().shape() == Shape{3, 0});
+}

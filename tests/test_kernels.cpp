@@ -128,6 +128,23 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
       check_close(o1, o2, 4e-6, 1e-7, "pow " + std::to_string(p));
     }
   }
+  SECTION("pow at bases outside (0, inf) gives std::pow's value in every lane") {
+    // xsimd's exp(p log x) gives 0 for 0^p and NaN for a negative base.
+    std::vector<float> x(37);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);  // -2 -1 0 1 2
+    x[7] = INFINITY;
+    x[8] = -0.f;
+    for (float p : {0.f, 1.f, 3.f, -1.f, 0.5f, 2.5f}) {
+      std::vector<float> out(x.size());
+      vec::pow_scalar(x.data(), p, out.data(), x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        INFO("pow(" << x[i] << ", " << p << ") at " << i);
+        const float want = std::pow(x[i], p);
+        if (std::isnan(want)) CHECK(std::isnan(out[i]));
+        else CHECK(out[i] == want);
+      }
+    }
+  }
 }
 
 // The SIMD erf GELU is a fitted erfc (vec_ops.hpp), the scalar twin std::erfc: here both SIMD

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "autograd/precision.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace xg;
@@ -237,6 +238,28 @@ TEST_CASE("engine: grad hooks fire once per backward with the final gradient", "
   CHECK(a_seen[0] == Approx(ga[0] + 1.f));
 }
 
+TEST_CASE("engine: a hook fires once even where an edge into its leaf carries no gradient", "[engine][hooks]") {
+  // The condition of where() gets no gradient: x itself, then a node computing it from x.
+  Tensor x = Tensor::from_vector({1.f, -2.f, 3.f}, {3}).requires_grad_(true);
+  int runs = 0;
+  x.register_grad_hook([&](const Tensor&) { ++runs; });
+  sum(where(x, x * 2.f, Tensor::zeros({3}))).backward();
+  CHECK(runs == 1);
+  sum(where(x * 1.f, x, Tensor::zeros({3}))).backward();
+  CHECK(runs == 2);
+  sum(add(masked_fill(x, relu(x), 0.f), x)).backward();
+  CHECK(runs == 3);
+}
+
+TEST_CASE("engine: backward(g) on a leaf copies g", "[engine]") {
+  Tensor x = Tensor::zeros({3}).requires_grad_(true);
+  const Tensor g = Tensor::from_vector({1.f, 2.f, 3.f}, {3});
+  x.backward(g);
+  x.backward(g);
+  CHECK(g.to_vector() == std::vector<float>{1.f, 2.f, 3.f});
+  CHECK(x.grad().to_vector() == std::vector<float>{2.f, 4.f, 6.f});
+}
+
 TEST_CASE("engine: a hook fires before backward reaches earlier layers", "[engine][hooks]") {
   // last is used only at the end of the forward, so its gradient is final first.
   Tensor first = randn({3}, 16), last = randn({3}, 17);
@@ -261,28 +284,34 @@ TEST_CASE("engine: EnableGradGuard records inside NoGradGuard", "[engine]") {
 }
 
 TEST_CASE("checkpoint: recomputation gives the same values and gradients, dropout included", "[engine][checkpoint]") {
-  Tensor x = randn({4, 6}, 19), w1 = randn({6, 6}, 20, 0.5f), w2 = randn({6, 6}, 21, 0.5f);
-  auto block = [&](const std::vector<Tensor>& in) {
-    Tensor h = dropout(gelu(matmul(in[0], w1)), 0.3f, true);
-    return layer_norm(add(matmul(h, w2), in[0]), Tensor(), Tensor());
-  };
-  manual_seed(99);
-  Tensor plain = block({x});
-  sum(mul(plain, plain)).backward();
-  const Tensor gx = x.grad().clone(), g1 = w1.grad().clone(), g2 = w2.grad().clone();
-  x.zero_grad();
-  w1.zero_grad();
-  w2.zero_grad();
+  // Under bf16 too: the first forward runs without gradients, where a 2-D matmul would take bf16,
+  // but must compute what the recompute (with gradients, fp32) computes.
+  for (MatmulPrecision precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
+    INFO(matmul_precision_name(precision));
+    MatmulPrecisionGuard guard(precision);
+    Tensor x = randn({4, 6}, 19), w1 = randn({6, 6}, 20, 0.5f), w2 = randn({6, 6}, 21, 0.5f);
+    auto block = [&](const std::vector<Tensor>& in) {
+      Tensor h = dropout(gelu(matmul(in[0], w1)), 0.3f, true);
+      return layer_norm(add(matmul(h, w2), in[0]), Tensor(), Tensor());
+    };
+    manual_seed(99);
+    Tensor plain = block({x});
+    sum(mul(plain, plain)).backward();
+    const Tensor gx = x.grad().clone(), g1 = w1.grad().clone(), g2 = w2.grad().clone();
+    x.zero_grad();
+    w1.zero_grad();
+    w2.zero_grad();
 
-  int hooks = 0;
-  w1.register_grad_hook([&](const Tensor&) { ++hooks; });
-  manual_seed(99);
-  Tensor ck = checkpoint(block, {x});
-  CHECK(ck.grad_fn()->name == "checkpoint");
-  CHECK(max_abs_diff(ck, plain) == 0);
-  sum(mul(ck, ck)).backward();
-  CHECK(max_abs_diff(x.grad(), gx) == 0);
-  CHECK(max_abs_diff(w1.grad(), g1) == 0);
-  CHECK(max_abs_diff(w2.grad(), g2) == 0);
-  CHECK(hooks == 1);
+    int hooks = 0;
+    w1.register_grad_hook([&](const Tensor&) { ++hooks; });
+    manual_seed(99);
+    Tensor ck = checkpoint(block, {x});
+    CHECK(ck.grad_fn()->name == "checkpoint");
+    CHECK(max_abs_diff(ck, plain) == 0);
+    sum(mul(ck, ck)).backward();
+    CHECK(max_abs_diff(x.grad(), gx) == 0);
+    CHECK(max_abs_diff(w1.grad(), g1) == 0);
+    CHECK(max_abs_diff(w2.grad(), g2) == 0);
+    CHECK(hooks == 1);
+  }
 }

@@ -198,7 +198,16 @@ void pow_scalar(const float* x, float p, float* out, size_t n) {
   if (p == 2.f) return binary_strided(x, 1, x, 1, out, n, MulF{});
   const fbatch vp(p);
   size_t i = 0;
-  for (; i + W <= n; i += W) xsimd::pow(load(x + i), vp).store_unaligned(out + i);
+  for (; i + W <= n; i += W) {
+    const fbatch v = load(x + i);
+    // xsimd's pow is exp(p log x): it gives 0 for 0^p and NaN for a negative base, so a batch
+    // holding any base outside (0, inf) takes std::pow (0^0 = 1, 0^-1 = inf, (-2)^3 = -8).
+    if (xsimd::any(!((v > fbatch(0.f)) && (v < fbatch(INFINITY))))) {
+      for (size_t k = i; k < i + W; ++k) out[k] = std::pow(x[k], p);
+      continue;
+    }
+    xsimd::pow(v, vp).store_unaligned(out + i);
+  }
   for (; i < n; ++i) out[i] = std::pow(x[i], p);
 }
 

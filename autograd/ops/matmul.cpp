@@ -109,7 +109,8 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
     if (need_b) {
       if (B.dim() == 2 && A.dim() > 2 && !ta) {
         // Shared 2-D B: fold the batch into rows so the reduction is one GEMM.
-        const Tensor A2 = reshape(A, {-1, long(K)}), g2 = reshape(g, {-1, long(N)});
+        const long rows = long(leading_numel(A.shape()));  // not -1: reshape cannot infer it when K or N is 0
+        const Tensor A2 = reshape(A, {rows, long(K)}), g2 = reshape(g, {rows, long(N)});
         gb = tb ? matmul_as(g2, A2, true, false, false) : matmul_as(A2, g2, true, false, false);
       } else {
         // d op(B) = op(A)^T g; when B is stored transposed, dB = g^T op(A).
@@ -134,7 +135,7 @@ size_t check_linear(const Tensor& x, size_t in, size_t out, const Tensor& bias, 
                                             weight_shape));
   if (bias.defined() && bias.shape() != Shape{out})
     throw std::invalid_argument(fmt::format("[linear] bias {} does not match weight {}", shape_str(bias.shape()), weight_shape));
-  return x.numel() / in;
+  return leading_numel(x.shape());
 }
 
 Tensor linear_output(const Tensor& x, size_t out) {

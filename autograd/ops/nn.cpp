@@ -115,8 +115,9 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
                     rstd.data() + r0, r1 - r0, cols, eps);
   });
   const Tensor X = x.detach(), Wt = weight.defined() ? weight.detach() : Tensor();
-  const bool need_w = weight.defined() && weight.requires_grad();
-  const bool need_b = bias.defined() && bias.requires_grad();
+  // asked of the caller's tensors: a strided one's dense copy above does not require grad
+  const bool need_w = weight_in.defined() && weight_in.requires_grad();
+  const bool need_b = bias_in.defined() && bias_in.requires_grad();
   return record("layer_norm", out, {x_in, weight_in, bias_in},
                 [=](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::empty(X.shape());
