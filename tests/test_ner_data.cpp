@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "tests/temp_path.hpp"
 #include "text/bert_tokenizer.hpp"
@@ -96,6 +97,33 @@ TEST_CASE("ner data: byte-level BPE words are tokenized as run_ner does, the fir
   REQUIRE(!found[0].empty());
   CHECK(found[0][0].text == "EU");
   CHECK(found[0][0].start == 0);
+
+  SECTION("whitespace runs, tabs and edges split words as CoNLL's columns do, offsets the raw text's") {
+    // Byte-level BPE alone makes a tab or a second space tokens of their own: words never trained on.
+    std::vector<int64_t> raw_ids;
+    const auto tag_all_loc = [](std::vector<int64_t>& ids) {
+      return [&ids](const models::ModelInputs& in) {
+        ids = in.input_ids.to_ints();
+        const size_t T = in.input_ids.size(1);
+        std::vector<float> logits;
+        for (size_t t = 0; t < T; ++t)
+          for (size_t c = 0; c < kLabels.size(); ++c) logits.push_back(c == 1 ? 5.f : 0.f);
+        return Tensor::from_vector(logits, {1, T, kLabels.size()});
+      };
+    };
+    const auto where = [](size_t) { return std::string("text"); };
+    const std::string raw = "  EU\trejects  G\xc3\xa9rman call \r";
+    const auto entities = tag_texts({raw}, roberta, kLabels, {}, 8, tag_all_loc(raw_ids), where)[0];
+    std::vector<int64_t> clean_ids;
+    tag_texts({"EU rejects G\xc3\xa9rman call"}, roberta, kLabels, {}, 8, tag_all_loc(clean_ids), where);
+    CHECK(raw_ids == clean_ids);
+    REQUIRE(entities.size() == 4);  // B-LOC on every word: one entity each
+    const std::vector<std::tuple<std::string, size_t, size_t>> expected{
+        {"EU", 2, 4}, {"rejects", 5, 12}, {"G\xc3\xa9rman", 14, 20}, {"call", 21, 25}};
+    for (size_t i = 0; i < 4; ++i)
+      CHECK(std::tuple{entities[i].text, entities[i].start, entities[i].end} == expected[i]);
+    CHECK(tag_texts({" \t "}, roberta, kLabels, {}, 8, tag_all_loc(raw_ids), where)[0].empty());
+  }
 }
 
 TEST_CASE("ner data: words take the tag of their first sub-token, from the window with more context", "[ner]") {

@@ -112,7 +112,8 @@ Batch sentence_batch(const std::string& path, const text::Tokenizer& tok, size_t
   text::EncodeOptions enc;
   enc.max_length = seq_len;
   for (std::string line; sequences.size() < count && std::getline(in, line);) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF reads as LF
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const text::Encoding e = tok.encode(line, enc);
     sequences.push_back({std::vector<int64_t>(e.ids.begin(), e.ids.end()), std::vector<int64_t>(e.type_ids.begin(), e.type_ids.end())});
   }

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 #include "autograd/precision.hpp"
@@ -43,6 +45,9 @@ CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::s
 
 std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::string& command) {
   if (!a.vocab.empty()) {
+    if (a.cased && std::filesystem::is_directory(a.vocab))
+      throw std::invalid_argument(fmt::format("{}: --cased applies to a vocab.txt or .model file; the tokenizer "
+                                              "directory {} sets its own casing (tokenizer_config.json)", command, a.vocab));
     text::TokenizerOptions o;
     o.lowercase = !a.cased;
     return text::open_tokenizer(a.vocab, o);
@@ -86,6 +91,17 @@ size_t max_tokens(const Checkpoint& c) {
   const size_t positions = config.value("max_position_embeddings", size_t(512));
   const size_t skipped = c.model().model_type() == "roberta" ? config.value("pad_token_id", size_t(1)) + 1 : 0;
   return positions > skipped ? positions - skipped : 0;
+}
+
+bool next_line(std::istream& in, std::string& line, const std::string& source) {
+  if (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  }
+  // std::cin reads through stdio, which reports a failed read as the end: ask stdio too
+  if (!in.eof() || (&in == &std::cin && std::ferror(stdin)))
+    throw std::runtime_error(fmt::format("{}: reading failed (a directory, or an I/O error)", source));
+  return false;
 }
 
 }  // namespace xg::infer

@@ -3,6 +3,7 @@
 // and opening both (checked, in eval mode) before any output.
 #include <CLI/CLI.hpp>
 
+#include <istream>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,12 @@ struct Checkpoint {
 // "a *ForTokenClassification model"): another architecture is refused, naming it.
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
                            const std::string& head_name = "");
+
+// The next line of `in` (named `source` in errors) into `line`, a trailing '\r' dropped so a CRLF
+// file reads as its LF twin (byte-level BPE would make the CR a token). False at the end of the
+// input; throws when reading fails before it (a directory, an I/O error), which would otherwise
+// look like an empty input.
+bool next_line(std::istream& in, std::string& line, const std::string& source);
 
 // The tokens one sequence may hold, special ones included: the position table's rows, less those
 // RoBERTa's positions skip (they start at pad_token_id + 1: 512 of roberta-base's 514).

@@ -148,7 +148,7 @@ int tokenize(const TokenizeArgs& a) {
   if (a.tok.vocab.empty() && a.tok.model.empty()) throw std::invalid_argument("tokenize needs --model DIR or --vocab FILE");
   const auto tok = infer::tokenizer_for(a.tok, "tokenize");
   std::string line;
-  for (size_t n = 1; std::getline(std::cin, line); ++n) {
+  for (size_t n = 1; infer::next_line(std::cin, line, "stdin"); ++n) {
     const auto e = encode_line(*tok, line, n);
     std::string s;
     for (size_t i = 0; i < e.ids.size(); ++i) s += (i ? " " : "") + std::to_string(e.ids[i]);
@@ -201,7 +201,7 @@ void for_each_batch(size_t batch, Run run) {
   std::vector<std::string> lines;
   size_t first = 1;
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (infer::next_line(std::cin, line, "stdin")) {
     lines.push_back(line);
     if (lines.size() == batch) {
       run(lines, first);
@@ -334,12 +334,14 @@ int ner(const NerArgs& a) {
   const auto& tok = c.tok;
   const auto id2label = models::HeadConfig::from_json(c.model().config_json(), a.tok.model).id2label;
   const auto forward = [&](const models::ModelInputs& in) { return c.model().forward_named(in).at("logits"); };
+  auto align = a.align;
+  align.max_len = std::min(align.max_len, infer::max_tokens(c));  // as classify: windows fit the positions
   std::vector<std::string> texts;
   size_t lines_read = 0;
   auto flush = [&] {
     NoGradGuard no_grad;
     const size_t first = lines_read - texts.size() + 1;
-    const auto found = training::tag_texts(texts, *tok, id2label, a.align, a.batch, forward,
+    const auto found = training::tag_texts(texts, *tok, id2label, align, a.batch, forward,
                                            [&](size_t i) { return fmt::format("stdin line {}", first + i); });
     for (size_t i = 0; i < texts.size(); ++i) {
       nlohmann::json entities = nlohmann::json::array();
@@ -351,9 +353,8 @@ int ner(const NerArgs& a) {
     texts.clear();
   };
   std::string line;
-  while (std::getline(std::cin, line)) {
+  while (infer::next_line(std::cin, line, "stdin")) {
     ++lines_read;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     texts.push_back(a.jsonl ? jsonl_text(line, lines_read) : line);
     if (texts.size() == a.batch) flush();
   }
@@ -421,8 +422,8 @@ int main(int argc, char** argv) {
   auto* ner_cmd = infer::add_model_command(app, "ner", "Each stdin line -> its named entities as one JSON line", n.tok);
   ner_cmd->add_flag("--jsonl", n.jsonl, "stdin lines are JSON objects {\"text\": ...} (default: plain text lines)");
   xg::cli::add_number(*ner_cmd, "--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
-  xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included; longer lines "
-                      "are split into overlapping windows")->check(CLI::Range(size_t(4), size_t(1) << 20));
+  xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included (at most what the "
+                      "model's positions hold); longer lines are split into overlapping windows")->check(CLI::Range(size_t(4), size_t(1) << 20));
   xg::cli::add_number(*ner_cmd, "--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line (0: a quarter of the window)");
   ner_cmd->footer(
       "Output, one line per input line: {\"text\": ..., \"entities\": [{\"type\": \"PER\", \"text\": ..., \"start\": S,\n"
@@ -446,7 +447,7 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*bench_cmd, "--batch", b.opt.batch, "sequences per forward pass")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--seq-len", b.opt.seq_len, "tokens per sequence: all real with random ids; with --sentences, the most a line keeps")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--steps", b.opt.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
-  xg::cli::add_number(*bench_cmd, "--threads", b.opt.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::NonNegativeNumber);
+  xg::cli::add_number(*bench_cmd, "--threads", b.opt.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::Range(0, 4096));
   xg::cli::add_number(*bench_cmd, "--seed", b.opt.seed, "random weights and ids");
   bench_cmd->add_option("--precision", b.precision, "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums)")
       ->check(CLI::IsMember({"fp32", "bf16"}));

@@ -59,9 +59,9 @@ CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
                                 a.checkpoint);
   cmd->get_option("--model")->description("a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)");
   cmd->add_option("--input", a.input, "JSON Lines file (default: stdin)")->type_name("FILE");
-  cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384, or fewer when the model has fewer positions)");
+  cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384), at most what the model's positions hold");
   cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)");
-  cli::add_number(*cmd, "--max-query-length", a.features.max_query_length, "question tokens kept");
+  cli::add_number(*cmd, "--max-query-length", a.features.max_query_length, "question tokens kept")->check(cli::positive());
   cli::add_number(*cmd, "--n-best-size", a.decode.n_best_size, "start and end candidates per window")->check(cli::positive());
   cli::add_number(*cmd, "--max-answer-length", a.decode.max_answer_length, "longest answer, in tokens")->check(cli::positive());
   cmd->add_flag("--version-2", a.decode.version_2, "questions may have no answer (SQuAD v2.0): answer \"\" when the null score wins");
@@ -78,7 +78,7 @@ int run_qa(const QaArgs& a) {
   models::PretrainedModel& model = c.model();
   const auto& tok = c.tok;
   text::SquadFeatureOptions fo = a.features;
-  if (fo.max_len == 0) fo.max_len = std::min<size_t>(kDefaultMaxLen, max_tokens(c));
+  fo.max_len = std::min<size_t>(fo.max_len == 0 ? kDefaultMaxLen : fo.max_len, max_tokens(c));
   if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
   NoGradGuard no_grad;
   std::ifstream file;
@@ -90,8 +90,7 @@ int run_qa(const QaArgs& a) {
   const std::string source = a.input.empty() ? "stdin" : a.input;
   std::vector<text::SquadQuestion> questions;
   std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (size_t n = 1; next_line(in, line, source); ++n) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     questions.push_back(question_of(line, n, source));
     if (questions.size() == a.batch) {

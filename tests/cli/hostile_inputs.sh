@@ -353,6 +353,23 @@ infer)
   seq 1 200 | tr '\n' ' ' > "$W/long_line.txt"
   STDIN_FILE=$W/long_line.txt
   expect 0 "" "$I" embed --model "$W/roberta/checkpoint-000001"
+  # CRLF input reads as LF (byte-level BPE would make the CR a token)
+  cases=$((cases + 1))
+  lf=$(printf 'the cat sat\n' | "$I" tokenize --model "$W/roberta/checkpoint-000001" 2>&1)
+  crlf=$(printf 'the cat sat\r\n' | "$I" tokenize --model "$W/roberta/checkpoint-000001" 2>&1)
+  [[ -n $lf && $lf == "$crlf" ]] || fail "CRLF tokenizes as '$crlf', LF as '$lf'"
+  cases=$((cases + 1))
+  lf=$(printf 'the cat sat\n' | "$I" embed --model "$W/roberta/checkpoint-000001" 2>&1)
+  crlf=$(printf 'the cat sat\r\n' | "$I" embed --model "$W/roberta/checkpoint-000001" 2>&1)
+  [[ -n $lf && $lf == "$crlf" ]] || fail "CRLF embeds differently from LF"
+  # input that cannot be read is an error, not an empty input
+  STDIN_FILE=$W/vocab_dir
+  expect 1 "stdin: reading failed" "$I" embed --model "$M"
+  STDIN_FILE=/dev/null
+  expect 1 "$W/vocab_dir: reading failed" "$I" qa --model "$SRC/tests/data/heads/qa" --vocab "$SRC/tests/data/heads/classify_vocab.txt" --input "$W/vocab_dir"
+  expect 2 "--max-query-length" "$I" qa --model "$SRC/tests/data/heads/qa" --vocab "$SRC/tests/data/heads/classify_vocab.txt" --max-query-length 0
+  expect 1 "--cased applies to a vocab.txt" "$I" tokenize --vocab "$M" --cased
+  expect 2 "--threads" "$I" bench --model tiny --steps 1 --threads 100000
   STDIN_FILE=/dev/null
   expect 0 "tokens/s: " "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1
   expect 0 "tokens/s: " "$I" bench --model tiny --batch 1 --seq-len 4 --steps 1

@@ -26,6 +26,33 @@ std::vector<text::Token> tokenize_as_words(const text::Tokenizer& tokenizer, con
   for (auto& t : tokens) t.start = t.start > 0 ? t.start - 1 : 0, t.end = t.end > 0 ? t.end - 1 : 0;
   return tokens;
 }
+
+// Raw text tokenized as encode_conll tokenizes a sentence's words: split at whitespace (Unicode
+// White_Space, where BERT's and byte-level BPE's pre-tokenizers split), joined by single spaces,
+// offsets mapped back to the text's code points. Byte-level BPE would otherwise make a tab or a
+// run of spaces tokens of their own: words training never saw.
+std::vector<text::Token> tokenize_text_as_words(const text::Tokenizer& tokenizer, const std::string& raw,
+                                                const std::string& where) {
+  const std::vector<char32_t> cps = text::decode_utf8(raw, text::InvalidUtf8::Error, where);
+  std::u32string joined;
+  std::vector<size_t> origin;  // per code point of `joined`, its index in `raw`
+  for (size_t i = 0; i < cps.size();) {
+    if (text::is_whitespace(cps[i])) {
+      ++i;
+      continue;
+    }
+    if (!joined.empty()) joined += U' ', origin.push_back(i);  // the space stands at the word's start
+    for (; i < cps.size() && !text::is_whitespace(cps[i]); ++i) joined += cps[i], origin.push_back(i);
+  }
+  std::vector<text::Token> tokens = tokenize_as_words(tokenizer, text::encode_utf8(joined), where);
+  const auto text_index = [&](size_t j) { return j < origin.size() ? origin[j] : cps.size(); };
+  for (auto& t : tokens) {
+    const size_t start = text_index(t.start);
+    t.end = t.end > t.start ? origin[t.end - 1] + 1 : start;
+    t.start = start;
+  }
+  return tokens;
+}
 }  // namespace
 
 size_t NerSet::words() const {
@@ -159,7 +186,7 @@ std::vector<std::vector<FoundEntity>> tag_texts(const std::vector<std::string>& 
   std::vector<std::vector<size_t>> windows_of;
   std::vector<std::vector<std::pair<size_t, size_t>>> spans;
   for (size_t i = 0; i < texts.size(); ++i) {
-    const auto tokens = tokenize_as_words(tokenizer, texts[i], where(i));
+    const auto tokens = tokenize_text_as_words(tokenizer, texts[i], where(i));
     spans.push_back(text::token_word_spans(tokenizer, tokens));
     std::vector<size_t> mine;
     for (auto& w : text::align_words(tokenizer, tokens, spans.back(), {}, {}, i, align)) {
