@@ -124,6 +124,12 @@ TEST_CASE("classification data: errors name the file, the line and the field", "
   CHECK_THROWS_WITH(read(".tsv", "label\ttext\n"), Contains("no examples"));
   CHECK_THROWS_WITH(read(".tsv", ""), Contains("no examples"));
   CHECK_THROWS_WITH(read(".txt", "x"), Contains("unknown format '.txt'"));
+  // invalid UTF-8 named where it is, not later by the tokenizer as "first text"
+  CHECK_THROWS_WITH(read(".tsv", "label\ttext\npos\tok\npos\tgood \xff movie\n"),
+                    Contains(":3: the text has invalid UTF-8 at byte 5 (0xff)"));
+  CHECK_THROWS_WITH(read(".csv", "label,text,text_b\npos,a,\"b\nc \xc3\x28\"\n"),
+                    Contains(":2: the second text has invalid UTF-8 at byte 4 (0xc3)"));
+  CHECK_THROWS_WITH(read(".jsonl", "{\"label\": \"pos\", \"text\": \"a \xff\"}\n"), Contains(":1"));
   CHECK_THROWS_WITH(read_text_examples("/nonexistent/x.tsv"), Contains("/nonexistent/x.tsv: cannot open"));
   // unknown labels against the model's map, and labels that are not numbers for regression
   const auto e = read(".tsv", "label\ttext\npos\ta\nmeh\tb\n");

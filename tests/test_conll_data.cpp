@@ -85,6 +85,7 @@ TEST_CASE("conll: errors name the file, line and field", "[conll]") {
   CHECK(read_error("EU PER\n") == "[conll] F:1: field 2 (tag) 'PER': a tag is O or PREFIX-TYPE (B-PER, I-LOC, E-ORG, S-MISC)");
   CHECK(read_error("EU NNP B-ORG\n\nrejects O\n") == "[conll] F:3: 2 columns where the first word line has 3");
   CHECK(read_error("EU\n") == "[conll] F:1: 1 column ('EU'): a word line needs the word and its tag");
+  CHECK(read_error("EU B-ORG\nsa\xffys O\n") == "[conll] F:2: invalid UTF-8 at byte 2 (0xff)");
   ConllOptions col5;
   col5.tag_column = 5;
   CHECK(read_error("EU NNP B-ORG\n", col5) == "[conll] F:1: no tag column 5 (the lines have 3 columns)");

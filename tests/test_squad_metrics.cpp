@@ -95,3 +95,26 @@ TEST_CASE("squad answers: n-best decoding over windows equals postprocess_qa_pre
   }
   CHECK_THROWS_WITH(text::decode_squad_answers(questions, features, {}, {}), Contains("[squad] 86 windows but logits for 0"));
 }
+
+TEST_CASE("squad answers: v2.0 where every span's text is empty takes the best span that is not the null", "[squad]") {
+  // One window: [CLS] q [SEP] <a token with empty offsets> [SEP]. Its only span has no text, so
+  // utils_qa's search for a non-empty answer would run off the list.
+  text::SquadQuestion q;
+  q.id = "q0";
+  q.context = std::make_shared<const std::string>("   ");
+  text::SquadFeature f;
+  f.encoding.ids = {0, 1, 2, 3, 2};
+  f.encoding.offsets = {{0, 0}, {0, 0}, {0, 0}, {1, 1}, {0, 0}};
+  f.context_begin = 3;
+  f.context_end = 4;
+  for (float null_logit : {-1.f, 3.f}) {
+    INFO("null logit " << null_logit);
+    text::SpanLogits l{{null_logit, -5.f, -5.f, 2.f, -5.f}, {null_logit, -5.f, -5.f, 2.f, -5.f}};
+    text::SquadDecodeOptions o;
+    o.version_2 = true;
+    const auto got = text::decode_squad_answers({q}, {f}, {l}, o);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].text.empty());
+    CHECK(got[0].null_odds == Approx(2 * null_logit - 4.f));
+  }
+}

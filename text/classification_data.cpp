@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/unicode.hpp"
 #include "util/json_input.hpp"
 
 namespace xg::text {
@@ -279,8 +280,15 @@ std::vector<TextExample> read_text_examples(const std::string& path, const TextC
   if (ext != ".tsv" && ext != ".csv" && ext != ".jsonl" && ext != ".json")
     throw std::invalid_argument(fmt::format("[data] {}: unknown format '{}' (.tsv, .csv, .jsonl or .json for JSON Lines)", path, ext));
   const std::string text = read_all(path);
-  if (ext == ".jsonl" || ext == ".json") return jsonl_examples(text, columns, path);
-  return table_examples(ext == ".tsv" ? tsv_records(text) : csv_records(text, path), columns, path);
+  if (ext == ".jsonl" || ext == ".json") return jsonl_examples(text, columns, path);  // the JSON parser checks UTF-8
+  std::vector<TextExample> examples = table_examples(ext == ".tsv" ? tsv_records(text) : csv_records(text, path), columns, path);
+  // Checked here, where the file and line are known, not by the tokenizer later.
+  for (const auto& e : examples)
+    for (const auto& [field, value] : {std::pair{"text", &e.text_a}, {"second text", &e.text_b}, {"label", &e.label}, {"id", &e.id}})
+      if (const size_t at = invalid_utf8_at(*value); at != std::string_view::npos)
+        throw std::invalid_argument(fmt::format("[data] {}:{}: the {} has invalid UTF-8 at byte {} (0x{:02x})", path, e.line,
+                                                field, at, unsigned(static_cast<unsigned char>((*value)[at]))));
+  return examples;
 }
 
 std::vector<std::string> label_list(const std::vector<TextExample>& examples) {

@@ -81,6 +81,8 @@ ConllData read_conll(const std::string& path, const ConllOptions& options) {
   for (size_t line = 1; std::getline(in, row); ++line) {
     if (line == 1 && row.rfind("\xEF\xBB\xBF", 0) == 0) row.erase(0, 3);  // a UTF-8 BOM
     if (!row.empty() && row.back() == '\r') row.pop_back();
+    if (const size_t at = invalid_utf8_at(row); at != std::string_view::npos)  // here, where the line is known
+      fail(path, line, fmt::format("invalid UTF-8 at byte {} (0x{:02x})", at, unsigned(static_cast<unsigned char>(row[at]))));
     const std::vector<std::string> fields = split_whitespace(row);
     if (fields.empty()) {
       close_sentence();

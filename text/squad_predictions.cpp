@@ -96,11 +96,13 @@ std::vector<SquadPrediction> decode_squad_answers(const std::vector<SquadQuestio
       out.push_back(prediction_of(best[0]));
       continue;
     }
-    size_t i = 0;
-    while (best[i].text.empty()) ++i;  // n_best guarantees a non-empty text
-    const float null_odds = min_null->score - best[i].start_logit - best[i].end_logit;
+    // The best non-empty answer, as utils_qa picks it. Where every span's text is empty (spans over
+    // whitespace-only tokens), utils_qa runs off its list: the best span that is not the null.
+    auto answer = std::find_if(best.begin(), best.end(), [](const Candidate& c) { return !c.text.empty(); });
+    if (answer == best.end()) answer = std::find_if(best.begin(), best.end(), [](const Candidate& c) { return !c.null; });
+    const float null_odds = min_null->score - answer->start_logit - answer->end_logit;
     const auto null_entry = std::find_if(best.begin(), best.end(), [](const Candidate& c) { return c.null; });
-    SquadPrediction p = null_odds > o.null_score_diff_threshold ? prediction_of(*null_entry) : prediction_of(best[i]);
+    SquadPrediction p = null_odds > o.null_score_diff_threshold ? prediction_of(*null_entry) : prediction_of(*answer);
     p.null_odds = double(null_odds);
     out.push_back(std::move(p));
   }

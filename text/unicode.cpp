@@ -33,6 +33,21 @@ std::vector<char32_t> decode_utf8(std::string_view s, InvalidUtf8 policy, const 
   return out;
 }
 
+size_t invalid_utf8_at(std::string_view s) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    utf8proc_int32_t cp;
+    const utf8proc_ssize_t n = utf8proc_iterate(p + i, utf8proc_ssize_t(s.size() - i), &cp);
+    if (n < 0) return i;
+    i += size_t(n);
+  }
+  return std::string_view::npos;
+}
+
 void append_utf8(std::string& out, char32_t c) {
   utf8proc_uint8_t buf[4];
   const auto n = utf8proc_encode_char(utf8proc_int32_t(c), buf);

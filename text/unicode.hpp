@@ -14,6 +14,8 @@ enum class InvalidUtf8 { Error, Replace };
 // and the byte offset, or become U+FFFD with InvalidUtf8::Replace.
 std::vector<char32_t> decode_utf8(std::string_view s, InvalidUtf8 policy = InvalidUtf8::Error,
                                   const std::string& where = "input");
+// The byte offset of the first invalid UTF-8 sequence in s, or std::string_view::npos.
+size_t invalid_utf8_at(std::string_view s);
 void append_utf8(std::string& out, char32_t c);
 std::string encode_utf8(const std::u32string_view& cps);
 
