@@ -84,6 +84,25 @@ TEST_CASE("tokenizer parity on tricky lines: ids and offsets", "[tokenizer][pari
   }
 }
 
+TEST_CASE("CJK compatibility ideographs decompose after CJK spacing where accents are stripped", "[tokenizer][parity]") {
+  // Ids from tokenizers 0.20.3's BertWordPieceTokenizer on this vocabulary: U+F981 decomposes to
+  // U+5973 (1815) when accents are stripped, stays [UNK] (100) when they are kept; U+FA0E has no
+  // decomposition.
+  TokenizerOptions cased_stripped;
+  cased_stripped.lowercase = false;
+  cased_stripped.strip_accents = true;
+  const BertTokenizer stripping = BertTokenizer::from_file(kVocab, cased_stripped);
+  for (const BertTokenizer* tok : {&tokenizer(false), &stripping}) {
+    const Encoding e = tok->encode("a\uF981b");
+    CHECK(e.ids == std::vector<int32_t>{101, 1037, 1815, 1038, 102});
+    CHECK(e.offsets == std::vector<std::pair<size_t, size_t>>{{0, 0}, {0, 1}, {1, 2}, {2, 3}, {0, 0}});
+  }
+  CHECK(tokenizer(true).encode("a\uF981b").ids == std::vector<int32_t>{101, 1037, 100, 1038, 102});
+  const Encoding e = tokenizer(false).encode("\uF900\uFA0E \U0002F800x");
+  CHECK(e.ids == std::vector<int32_t>{101, 100, 100, 100, 1060, 102});
+  CHECK(e.offsets == std::vector<std::pair<size_t, size_t>>{{0, 0}, {0, 1}, {1, 2}, {3, 4}, {4, 5}, {0, 0}});
+}
+
 TEST_CASE("tokenizer parity on pairs under every truncation strategy", "[tokenizer][parity]") {
   for (bool cased : {false, true}) {
     for (const auto& p : goldens().at(cased ? "cased" : "uncased").at("pairs")) {

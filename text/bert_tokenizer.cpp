@@ -91,8 +91,14 @@ void BertTokenizer::split_words(const std::vector<char32_t>& cps, size_t begin, 
       }
     }
     if (opt_.handle_chinese_chars && c >= 0x3400 && is_cjk(c)) {
-      norm.append({' ', c, ' '});
-      origin.insert(origin.end(), {o, o, o});
+      // spaced, then decomposed as everything else is (a compatibility ideograph, U+F900 on,
+      // becomes its unified twin)
+      tmp.assign(1, c);
+      if (strip) tmp.clear(), decompose(c, tmp);
+      norm.push_back(' ');
+      norm += tmp;
+      norm.push_back(' ');
+      origin.insert(origin.end(), tmp.size() + 2, o);
       continue;
     }
     if (strip && c >= 0xC0) {
