@@ -79,7 +79,12 @@ int main(int argc, char** argv) {
                "bert_finetune");
   app.get_formatter()->column_width(34);
   FinetuneOptions::table().add_to(app, task, "Task, data and model");
-  for (const auto& kind : xg::training::finetune_kinds()) kind->add_options(app);
+  std::string task_list;
+  for (const auto& kind : xg::training::finetune_kinds()) {
+    kind->add_options(app);
+    for (const auto& name : kind->task_names()) task_list += (task_list.empty() ? "" : ", ") + name;
+  }
+  app.footer("Tasks (--task): " + task_list);
   xg::training::MultiTaskOptions multi;
   xg::training::MultiTaskOptions::table().add_to(app, multi, "Multi-task (one encoder, a head per task)");
   TrainerOptions::table().add_to(app, trainer, "Training");

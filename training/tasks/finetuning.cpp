@@ -28,7 +28,7 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
       .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
-                               "under Tasks below", kRestore)
+                               "under Tasks at the end", kRestore)
       .add("--train", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
            OnResume::DataPath)
       .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",

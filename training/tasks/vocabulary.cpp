@@ -84,7 +84,9 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   if (r.train_size > 0) {
     const FamilyVocabulary* f = find(r.model_type);
     if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
-    if (fs::is_directory(r.corpus)) throw std::invalid_argument("[vocabulary] --train-vocab needs a text corpus, not shards");
+    if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
+          "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
+          "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
     // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
     // the ranks share OUT), and the others open them: the path, or the error, is broadcast.
     Communicator& comm = Communicator::world();
