@@ -45,6 +45,13 @@ TEST_CASE("documents: sentences tokenised, blank lines split documents", "[pretr
   const std::string bad = tmp("bad_utf8.txt");
   std::ofstream(bad) << "fine line\nbroken \xc3\x28 here\n";
   CHECK_THROWS_WITH(load_documents(bad, tok()), Contains(bad + ":2") && Contains("invalid UTF-8"));
+  // Lines Python's strip() empties break documents as an empty line does (NBSP, U+3000, U+001C),
+  // a line of a control character that tokenizes to nothing does not.
+  const std::string spaces = tmp("unicode_blank.txt");
+  std::ofstream(spaces) << "one\n\xc2\xa0\ntwo\n\xe3\x80\x80 \t\nthree\n\x1c\nfour\n\x07\nfour again\n";
+  const auto split = load_documents(spaces, tok());
+  REQUIRE(split.size() == 4);
+  CHECK(split[3].size() == 2);
 }
 
 TEST_CASE("static instances hold Google's invariants", "[pretraining]") {

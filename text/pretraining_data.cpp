@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "text/unicode.hpp"
 #include "util/threads.hpp"
 
 namespace xg::text {
@@ -74,6 +75,16 @@ void truncate_pair(std::vector<int32_t>& a, std::vector<int32_t>& b, size_t max_
     t->erase(t->begin(), t->begin() + long(c.front));
   }
 }
+
+// Whether Python's str.strip() empties the line, which makes it a document break in Google's
+// script: a line of U+3000 or NBSP is one as much as an empty line.
+bool blank_line(const std::string& line) {
+  for (const unsigned char c : line)  // the common case, decided on the first ASCII letter
+    if (c < 0x80 && !is_python_space(c)) return false;
+  for (const char32_t c : decode_utf8(line, InvalidUtf8::Replace))
+    if (!is_python_space(c)) return false;
+  return true;
+}
 }  // namespace
 
 MaskingVocab MaskingVocab::from(const Tokenizer& tok) {
@@ -119,9 +130,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
   if (progress) progress(lines.size(), lines.size());
   std::vector<Document> docs(1);
   for (size_t i = 0; i < lines.size(); ++i) {
-    bool blank = true;
-    for (char c : lines[i]) blank = blank && std::isspace(static_cast<unsigned char>(c));
-    if (blank) {
+    if (blank_line(lines[i])) {
       if (!docs.back().empty()) docs.emplace_back();
     } else {  // a line longer than any sequence becomes several sentences (copies stay small)
       for (size_t at = 0; at < ids[i].size(); at += kMaxSentenceTokens) {

@@ -39,10 +39,6 @@ bool is_start_piece(const std::string& piece) {
   return false;
 }
 
-// Python's str.isspace (what str.split() splits on): Unicode White_Space plus the separators
-// U+001C..U+001F.
-bool is_python_space(char32_t c) { return is_whitespace(c) || (c >= 0x1C && c <= 0x1F); }
-
 // Python's str.isdigit for the pieces the library returns: decimal digits (Nd) and the
 // superscript/circled digits NFKD leaves none of, so Nd is what remains after preprocessing.
 bool is_digit(char32_t c) { return utf8proc_category(utf8proc_int32_t(c)) == UTF8PROC_CATEGORY_ND; }

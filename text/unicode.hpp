@@ -21,6 +21,9 @@ std::string encode_utf8(const std::u32string_view& cps);
 
 // Unicode White_Space (what Rust's char::is_whitespace, and so Hugging Face, uses).
 bool is_whitespace(char32_t c);
+// Python's str.isspace (what str.split() and str.strip() take away): White_Space plus the
+// separators U+001C..U+001F.
+inline bool is_python_space(char32_t c) { return is_whitespace(c) || (c >= 0x1C && c <= 0x1F); }
 // General category C* (Cc, Cf, Cs, Co, Cn), except \t \n \r which BERT counts as whitespace.
 bool is_control(char32_t c);
 // ASCII punctuation and symbols (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~) or any Unicode P* category.

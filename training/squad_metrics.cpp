@@ -13,9 +13,6 @@ namespace xg::training::squad {
 
 namespace {
 
-// Python's str.isspace: Unicode White_Space plus the ASCII separators \x1c-\x1f.
-bool python_space(char32_t c) { return text::is_whitespace(c) || (c >= 0x1C && c <= 0x1F); }
-
 // Python's re \w on str: letters, numbers (Nd, Nl, No) and '_'.
 bool word_char(char32_t c) {
   if (c == U'_') return true;
@@ -111,10 +108,10 @@ std::string normalize_answer(const std::string& s) {
   const std::u32string words = remove_articles(lowered);
   std::u32string out;  // ' '.join(s.split())
   for (size_t i = 0; i < words.size();) {
-    while (i < words.size() && python_space(words[i])) ++i;
+    while (i < words.size() && text::is_python_space(words[i])) ++i;
     if (i == words.size()) break;
     if (!out.empty()) out += U' ';
-    while (i < words.size() && !python_space(words[i])) out += words[i++];
+    while (i < words.size() && !text::is_python_space(words[i])) out += words[i++];
   }
   return text::encode_utf8(out);
 }
