@@ -2,6 +2,7 @@
 // whole-word masking (WordPiece's "##" and a SentencePiece-style "▁" scheme), Hugging Face
 // tokenizer directories written and read back, and their errors.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -324,5 +325,47 @@ TEST_CASE("tokenizer directories: bad or missing files name the file and the fie
   write(config, "{}");
   write(dir + "/config.json", R"({"model_type": "gpt2"})");
   CHECK_THROWS_WITH(load_tokenizer(dir), Contains("config.json") && Contains("'gpt2'"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tokenizer directories: added-token flags a tokenizer does not implement are refused", "[tokenizer][iface][files][errors]") {
+  // Loading them anyway would match the token otherwise than transformers does, without a word.
+  const std::string dir = fresh_dir("added_flags");
+  fs::copy_file(kVocab, dir + "/vocab.txt");
+  const std::string config = dir + "/tokenizer_config.json";
+  const auto bert_with = [&](const std::string& flags, bool lower) {
+    write(config, fmt::format(R"({{"tokenizer_class": "BertTokenizer", "do_lower_case": {}, "added_tokens_decoder":
+      {{"30522": {{"content": "[E1]", "special": true, "lstrip": false, "rstrip": false, "single_word": false,
+                  "normalized": false, {}}}}}}})", lower, flags));
+  };
+  bert_with(R"("rstrip": true)", true);
+  CHECK_THROWS_WITH(load_tokenizer(dir), Contains(config) && Contains("'[E1]' (id 30522) sets rstrip"));
+  bert_with(R"("single_word": true)", true);
+  CHECK_THROWS_WITH(load_tokenizer(dir), Contains("sets single_word"));
+  bert_with(R"("lstrip": true)", true);
+  CHECK_THROWS_WITH(load_tokenizer(dir), Contains("sets lstrip"));
+  bert_with(R"("normalized": true)", true);  // matched in lowercased text: [e1] too
+  CHECK_THROWS_WITH(load_tokenizer(dir), Contains("sets normalized"));
+  bert_with(R"("normalized": true)", false);  // nothing normalizes it: the same matches
+  CHECK(load_tokenizer(dir)->encode("a [E1] b").ids[2] == 30522);
+  bert_with(R"("normalized": false)", true);
+  CHECK(load_tokenizer(dir)->encode("a [E1] b").ids[2] == 30522);
+
+  SECTION("ALBERT: only its own special tokens") {
+    const std::string spiece = fresh_dir("added_albert");
+    fs::copy_file(std::string(XGRAD_TEST_DATA_DIR) + "/spiece/spiece.model", spiece + "/spiece.model");
+    const std::string albert_config = spiece + "/tokenizer_config.json";
+    write(albert_config, R"({"tokenizer_class": "AlbertTokenizer", "added_tokens_decoder": {"4": {"content": "[MASK]",
+      "special": true, "lstrip": true, "rstrip": false, "single_word": false, "normalized": false}}, "cls_token": "[CLS]"})");
+    CHECK(load_tokenizer(spiece)->mask_id() == 4);
+    write(albert_config, R"({"tokenizer_class": "AlbertTokenizer", "added_tokens_decoder": {"2000": {"content": "<e1>",
+      "special": true}}})");
+    CHECK_THROWS_WITH(load_tokenizer(spiece), Contains(albert_config) && Contains("added token '<e1>' (id 2000) is not supported"));
+    write(albert_config, R"({"tokenizer_class": "AlbertTokenizer", "additional_special_tokens": ["<e1>"]})");
+    CHECK_THROWS_WITH(load_tokenizer(spiece), Contains("additional special token '<e1>'"));
+    write(albert_config, R"({"tokenizer_class": "AlbertTokenizer", "cls_token": "<s>"})");
+    CHECK_THROWS_WITH(load_tokenizer(spiece), Contains("cls_token '<s>' is not supported"));
+    fs::remove_all(spiece);
+  }
   fs::remove_all(dir);
 }

@@ -24,7 +24,8 @@ BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
                             {"pad_token", &o.pad_token}, {"mask_token", &o.mask_token}})
     if (auto t = c.special_token(key)) *token = *t;
   Vocab v = Vocab::from_file(vocab);
-  const std::vector<std::string> added = c.merge_added_tokens(v);
+  const bool normalizes = o.lowercase || o.strip_accents.value_or(false);  // a token's case or accents then differ
+  const std::vector<std::string> added = c.merge_added_tokens(v, "", normalizes);
   try {
     BertTokenizer tok(std::move(v), o);
     tok.add_special_tokens(added);

@@ -1,6 +1,7 @@
 #include "text/hf_tokenizer_files.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <climits>
@@ -124,7 +125,8 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
       }
       if (id < 0 || used != key.size() || id > INT32_MAX) bad_field(config_path_, field, "keyed by token ids", json(key));
       auto flag = [&](const char* name) { return v.is_object() && v.contains(name) && v[name].is_boolean() && v[name].get<bool>(); };
-      out.push_back({int32_t(id), token_content(v, config_path_, field), flag("special"), flag("lstrip")});
+      out.push_back({int32_t(id), token_content(v, config_path_, field), flag("special"), flag("lstrip"), flag("rstrip"),
+                     flag("single_word"), flag("normalized")});
     }
   } else {
     std::vector<std::string> specials = additional_special_tokens();
@@ -139,13 +141,26 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
   return out;
 }
 
-std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab) const {
+namespace {
+void refuse_unsupported_flags(const TokenizerConfig::AddedToken& t, const std::string& path, const std::string& lstrip_token,
+                              bool normalizer_changes_text) {
+  const char* flag = t.rstrip ? "rstrip" : t.single_word ? "single_word" : (t.lstrip && t.content != lstrip_token) ? "lstrip"
+                     : (t.normalized && normalizer_changes_text) ? "normalized" : nullptr;
+  if (flag)
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) sets {}, which this tokenizer does not "
+                                         "implement (it would match the token otherwise than transformers)", path, t.content, t.id, flag));
+}
+}  // namespace
+
+std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab, const std::string& lstrip_token,
+                                                             bool normalizer_changes_text) const {
   const std::string& path = config_.contains("added_tokens_decoder") ? config_path_ : added_path_;
   std::vector<std::string> specials;
   for (const AddedToken& t : added_tokens()) {
     if (!t.special)
       throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) is not special; only special "
                                            "added tokens are supported", path, t.content, t.id));
+    refuse_unsupported_flags(t, path, lstrip_token, normalizer_changes_text);
     if (size_t(t.id) > vocab.size())
       throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' has id {}, but the vocabulary ends at {}",
                                            path, t.content, t.id, vocab.size()));
@@ -157,6 +172,26 @@ std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab) const
     specials.push_back(t.content);
   }
   return specials;
+}
+
+void TokenizerConfig::check_fixed_special_tokens(const std::vector<std::string>& supported) const {
+  const auto known = [&](const std::string& t) { return std::find(supported.begin(), supported.end(), t) != supported.end(); };
+  const std::string list = fmt::format("{}", fmt::join(supported, " "));
+  const std::string& path = config_.contains("added_tokens_decoder") ? config_path_ : added_path_;
+  for (const AddedToken& t : added_tokens()) {
+    if (!known(t.content))
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) is not supported: this tokenizer "
+                                           "has only its model's pieces and {}", path, t.content, t.id, list));
+    refuse_unsupported_flags(t, path, t.content, false);  // its specials keep their own stripping
+  }
+  for (const char* key : {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token"})
+    if (auto t = special_token(key); t && !known(*t))
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: {} '{}' is not supported: this tokenizer's special tokens are {}",
+                                           config_path_, key, *t, list));
+  for (const std::string& t : additional_special_tokens())
+    if (!known(t))
+      throw std::runtime_error(fmt::format("[load_tokenizer] {}: additional special token '{}' is not supported: this tokenizer's "
+                                           "special tokens are {}", config_path_, t, list));
 }
 
 void write_tokenizer_config(const std::string& dir, const Tokenizer& tok, json fields, const std::vector<std::string>& lstrip) {

@@ -43,12 +43,20 @@ class TokenizerConfig {
     std::string content;
     bool special;
     bool lstrip;  // takes the whitespace before it along (RoBERTa's <mask>)
+    bool rstrip = false, single_word = false;
+    bool normalized = false;  // matched in the normalized (lowercased, accent-stripped) text
   };
   std::vector<AddedToken> added_tokens() const;
   // Checks the added tokens against `vocab` and appends those past its end (with their ids
-  // following on); throws naming the file for a conflicting id, a gap, or a non-special added
-  // token, which no tokenizer here supports yet. Returns the special ones.
-  std::vector<std::string> merge_added_tokens(Vocab& vocab) const;
+  // following on); throws naming the file for a conflicting id, a gap, a non-special added token,
+  // or a matching flag the tokenizer does not implement (rstrip, single_word, lstrip but on
+  // `lstrip_token`, normalized where `normalizer_changes_text`), rather than tokenize otherwise
+  // than transformers. Returns the special ones.
+  std::vector<std::string> merge_added_tokens(Vocab& vocab, const std::string& lstrip_token = "",
+                                              bool normalizer_changes_text = false) const;
+  // The same checks for a tokenizer with a fixed set of special tokens (ALBERT's): every added
+  // token and special-token field must be one of `supported`.
+  void check_fixed_special_tokens(const std::vector<std::string>& supported) const;
 
  private:
   std::string dir_, config_path_, map_path_, added_path_;

@@ -22,7 +22,7 @@ RobertaTokenizer RobertaTokenizer::from_pretrained(const std::string& dir) {
                             {"mask_token", &o.mask_token}})
     if (auto t = c.special_token(key)) *token = *t;
   BpeModel model = BpeModel::from_files(vocab, merges);
-  const std::vector<std::string> added = c.merge_added_tokens(model.vocab());
+  const std::vector<std::string> added = c.merge_added_tokens(model.vocab(), o.mask_token);  // no normalizer
   // transformers makes <mask> lstrip unless added_tokens_decoder says otherwise.
   for (const auto& t : c.added_tokens())
     if (t.content == o.mask_token) o.mask_lstrip = t.lstrip;

@@ -127,7 +127,10 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_pretrained(
   o.remove_space = c.get_bool("remove_space").value_or(true);
   o.keep_accents = c.get_bool("keep_accents").value_or(false);
   o.model_max_length = c.get_size("model_max_length").value_or(0);
-  return std::make_unique<SentencePieceTokenizer>(c.required_file("spiece.model", "AlbertTokenizer"), o);
+  auto tok = std::make_unique<SentencePieceTokenizer>(c.required_file("spiece.model", "AlbertTokenizer"), o);
+  const SpecialTokens& st = tok->special_tokens();
+  c.check_fixed_special_tokens({st.unk, st.cls, st.sep, st.pad, st.mask});  // added tokens would be split as text
+  return tok;
 }
 
 std::u32string SentencePieceTokenizer::preprocess(std::string_view text, std::vector<size_t>& origin,
