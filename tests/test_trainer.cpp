@@ -344,7 +344,7 @@ TEST_CASE("a non-finite loss stops the run naming the step, or skips the update 
   for (const auto& r : rows(t.out)) CHECK((!r.contains("loss") || r["step"] == 1));  // skipped steps are not logged as trained
   fs::remove_all(t.out);
   t.on_nonfinite = "ignore";
-  CHECK_THROWS_WITH(train_line(t), Contains("--on-nonfinite ignore: use stop or skip"));
+  CHECK_THROWS_WITH(train_line(t), Contains("--on-nonfinite 'ignore': not one of stop, skip"));
   // --detect-anomaly names the op: the squared error overflows first
   fs::remove_all(t.out);
   t.on_nonfinite = "stop";

@@ -59,8 +59,10 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--min-steps", &O::min_steps, "with --epochs: train at least this many steps (a few examples make few steps "
                                          "per epoch); a run so lengthened evaluates 10 times, not each epoch (0: no minimum)",
            kRestore, at_least(0))
-      .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore)
-      .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore)
+      .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore,
+           Choices{{"linear", "cosine", "polynomial", "inverse_sqrt", "constant"}})
+      .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore,
+           Choices{{"auto", "adamw", "lamb"}})
       .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
       .add("--beta2", &O::beta2, "Adam/LAMB second-moment decay (0: the model's recipe: RoBERTa 0.98, else 0.999)",
            kRestore, between(0, 0.99999999))
@@ -70,7 +72,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
       .add("--precision", &O::precision, "fp32, or bf16: the linear layers' GEMMs (forward and both backward) on "
                                          "bf16-rounded operands with fp32 sums; weights, gradients, optimizer state, "
-                                         "attention, softmax, LayerNorm and losses stay fp32", kRestore)
+                                         "attention, softmax, LayerNorm and losses stay fp32", kRestore, Choices{{"fp32", "bf16"}})
       .add("--padding-free", &O::padding_free, "run the encoder layers on each batch's real tokens only (packed, no "
                                                "padding; rows at padded positions are zero, not what transformers "
                                                "computes there, and question answering leaves them out of its loss)",
@@ -89,7 +91,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
       .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or the cores this process may use)", OnResume::UseNew, between(0, 4096))
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
-                                               "step) or skip (that step's update)")
+                                               "step) or skip (that step's update)", OnResume::UseNew, Choices{{"stop", "skip"}})
       .add("--check-every", &O::check_every, "under mpirun: compare the ranks' weights every N steps, stopping if they "
                                              "differ (0: never)", OnResume::UseNew, at_least(0))
       .add("--bucket-mb", &O::bucket_mb, "under mpirun: megabytes of gradients per all-reduce, started as backward "
@@ -258,8 +260,6 @@ RunResult Trainer::run_on_this_rank() {
   settings.update(task_options_.saved());
   check_same_settings(comm, settings);
   training_precision(opt);  // refuses an unknown --precision before any directory is made
-  if (opt.on_nonfinite != "stop" && opt.on_nonfinite != "skip")
-    throw std::invalid_argument(fmt::format("[trainer] --on-nonfinite {}: use stop or skip", option_detail::show(opt.on_nonfinite)));
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
   std::optional<OutputDirectory> out_dir;  // rank 0 writes (and locks) it
   if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);

@@ -1,5 +1,8 @@
 #include "util/options.hpp"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -63,6 +66,11 @@ template long long parse<long long>(const std::string&, const std::string&);
 template unsigned parse<unsigned>(const std::string&, const std::string&);
 template unsigned long parse<unsigned long>(const std::string&, const std::string&);
 template unsigned long long parse<unsigned long long>(const std::string&, const std::string&);
+
+void check_choice(const std::string& value, const Choices& choices, const std::string& flag) {
+  if (std::find(choices.names.begin(), choices.names.end(), value) == choices.names.end())
+    bad(flag, value, fmt::format("not one of {}", fmt::join(choices.names, ", ")));
+}
 
 void check_range(double value, const Range& range, const std::string& flag, const std::string& shown) {
   if (!std::isfinite(value)) bad(flag, shown, "not a finite number");

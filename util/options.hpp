@@ -40,6 +40,12 @@ struct Range {
 inline Range at_least(double min) { return {min, std::numeric_limits<double>::infinity()}; }
 inline Range between(double min, double max) { return {min, max}; }
 
+// Allowed values of a text option that names one of a few things (--schedule linear): refused on
+// the command line (exit status 2) and in a restored run, naming the flag, the value and these.
+struct Choices {
+  std::vector<std::string> names;
+};
+
 // The base of a struct whose options a resumed run restores: the flags its command line gave
 // (filled while parsing; each as the table declares it, e.g. "--tokenizer,--vocab"). restore()
 // refuses a given flag whose value differs from the checkpoint's even when it equals the default:
@@ -101,6 +107,9 @@ class OptionTable {
   template <class T>
   OptionTable& add(const std::string& flag, T Owner::*member, const std::string& help,
                    OnResume on_resume = OnResume::UseNew, Range range = {});
+  // A text option whose value must be one of `choices`.
+  OptionTable& add(const std::string& flag, std::string Owner::*member, const std::string& help, OnResume on_resume,
+                   Choices choices);
 
   // Adds every flag to `app` under `group`, each showing `o`'s current value as its default.
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
@@ -153,6 +162,34 @@ class OptionTable {
   };
   std::vector<Entry> entries_;
 };
+
+namespace option_detail {
+// Throws std::invalid_argument naming `flag`, `value` and the choices when value is not one of them.
+void check_choice(const std::string& value, const Choices& choices, const std::string& flag);
+}  // namespace option_detail
+
+template <class Owner>
+OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, std::string Owner::*member, const std::string& help,
+                                            OnResume on_resume, Choices choices) {
+  add<std::string>(flag, member, help, on_resume);
+  Entry& e = entries_.back();
+  e.check = [=](const Owner& o) { option_detail::check_choice(o.*member, choices, flag); };
+  e.add_to = [=, add_plain = e.add_to](CLI::App& app, Owner& o) {
+    CLI::Option* opt = add_plain(app, o);
+    opt->check(CLI::Validator(
+        [=](std::string& text) {
+          try {
+            option_detail::check_choice(text, choices, "");  // CLI11 names the flag
+            return std::string();
+          } catch (const std::invalid_argument& err) {
+            return std::string(err.what());
+          }
+        },
+        ""));
+    return opt;
+  };
+  return *this;
+}
 
 // An option table bound to one struct: what code that does not know the struct's type (the
 // Trainer, for a task's options) needs to save, restore and check it.

@@ -82,9 +82,11 @@ flags)
   expect 2 "--steps" "$P" --benchmark --steps -1
   expect 2 "--batch" "$P" --batch 0
   expect 2 "--seq-len" "$P" --seq-len 99999999999999999999
-  expect 1 "--on-nonfinite maybe: use stop or skip" "$P" "${SMALL[@]}" --on-nonfinite maybe --out "$W/o1"
+  expect 2 "'maybe': not one of stop, skip" "$P" "${SMALL[@]}" --on-nonfinite maybe --out "$W/o1"
+  expect 2 "'foo': not one of linear, cosine" "$P" "${SMALL[@]}" --schedule foo --out "$W/o1"
+  expect 2 "'xyz': not one of auto, nsp" "$P" "${SMALL[@]}" --pairing xyz --out "$W/o1"
   [[ -e $W/o1 ]] && fail "a refused start left $W/o1 behind"
-  expect 1 "--precision fp16: use fp32 or bf16" "$P" "${SMALL[@]}" --precision fp16 --out "$W/o5"
+  expect 2 "'fp16': not one of fp32, bf16" "$P" "${SMALL[@]}" --precision fp16 --out "$W/o5"
   [[ -e $W/o5 ]] && fail "a refused start left $W/o5 behind"
   expect 0 "precision bf16" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --precision bf16
   expect 1 "XGRAD_FLASH_ATTENTION='maybe': expected 0 or 1" env XGRAD_FLASH_ATTENTION=maybe \
@@ -94,7 +96,7 @@ flags)
   expect 0 "optimizer: lamb" "$P" --benchmark --model albert-tiny --batch 2 --seq-len 16 --steps 1
   expect 0 "optimizer: adamw" "$P" --benchmark --model albert-tiny --batch 2 --seq-len 16 --steps 1 --optimizer adamw
   expect 0 "optimizer: adamw" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1
-  expect 1 "--optimizer sgd: use auto, adamw or lamb" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --optimizer sgd
+  expect 2 "'sgd': not one of auto, adamw, lamb" "$P" --benchmark --model tiny --batch 2 --seq-len 16 --steps 1 --optimizer sgd
   expect 1 "XGRAD_FUSED_INFERENCE='bogus'" env XGRAD_FUSED_INFERENCE=bogus \
     "$BIN/bert_infer" bench --model tiny --batch 1 --seq-len 8 --steps 1
   model=$W/missing.json small

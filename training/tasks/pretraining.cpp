@@ -46,7 +46,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
                                  "roberta-large, albert-tiny ... albert-xxlarge; or a config.json (\"\": tiny; with "
                                  "--init-from the checkpoint's config, which a conflicting --model may not change)", kRestore)
       .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa full-sentences, ALBERT sop), nsp, "
-                                     "sop, full-sentences or doc-sentences (MLM only)", kRestore)
+                                     "sop, full-sentences or doc-sentences (MLM only)", kRestore,
+           Choices{{"auto", "nsp", "sop", "full-sentences", "doc-sentences"}})
       .add("--seq-len", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
       .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: masked-lm-prob x seq-len, rounded up)", kRestore)
       .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
