@@ -48,13 +48,19 @@ AlbertTransformer::AlbertTransformer(const AlbertConfig& c) : num_hidden_layers(
     albert_layer_groups->push_back(std::make_shared<AlbertLayerGroup>(c.transformer_options(), c.inner_group_num));
 }
 
+// In double, as Python divides: the integer i * groups / layers rounds otherwise at some
+// boundaries (18 layers in 14 groups: layer 9 is group 6, not 7).
+size_t AlbertTransformer::group_of_layer(size_t i) const {
+  const double layers_per_group = double(num_hidden_layers) / double(albert_layer_groups->size());
+  return std::min(size_t(double(i) / layers_per_group), albert_layer_groups->size() - 1);
+}
+
 Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   Tensor h = embedding_hidden_mapping_in->forward(embedded);
-  const size_t groups = albert_layer_groups->size();
   if (nn::use_fused_inference(*this, mask)) {  // the same layer views, shared weights and all
     std::vector<nn::FusedLayerView> views;
     for (size_t i = 0; i < num_hidden_layers; ++i)
-      for (auto& l : *(*albert_layer_groups)[i * groups / num_hidden_layers].albert_layers) {
+      for (auto& l : *(*albert_layer_groups)[group_of_layer(i)].albert_layers) {
         nn::FusedLayerView v;
         v.attention = l->attention.get();
         v.attention_out = l->attention->dense.get();
@@ -70,7 +76,7 @@ Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   return nn::forward_without_padding(h, mask, [&](const Tensor& in, const nn::AttentionMask& m) {
     Tensor x = in;
     for (size_t i = 0; i < num_hidden_layers; ++i) {
-      AlbertLayerGroup* group = &(*albert_layer_groups)[i * groups / num_hidden_layers];
+      AlbertLayerGroup* group = &(*albert_layer_groups)[group_of_layer(i)];
       if (checkpoint_activations && is_training() && grad_enabled())
         x = checkpoint([group, m](const std::vector<Tensor>& v) { return group->forward(v[0], m); }, {x},
                        group->parameters());

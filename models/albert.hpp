@@ -87,11 +87,13 @@ class AlbertLayerGroup : public nn::Module {
   std::shared_ptr<nn::ModuleList<AlbertLayer>> albert_layers;
 };
 
-// embedding_hidden_mapping_in, then layer i runs group i * groups / layers (transformers' index).
+// embedding_hidden_mapping_in, then layer i runs group group_of_layer(i).
 class AlbertTransformer : public nn::Module {
  public:
   explicit AlbertTransformer(const AlbertConfig& c);
   Tensor forward(const Tensor& embedded, const Tensor& mask);
+  // transformers' group index of layer i: int(i / (num_hidden_layers / num_hidden_groups)).
+  size_t group_of_layer(size_t i) const;
   std::shared_ptr<nn::Linear> embedding_hidden_mapping_in;
   std::shared_ptr<nn::ModuleList<AlbertLayerGroup>> albert_layer_groups;
   size_t num_hidden_layers;

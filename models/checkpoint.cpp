@@ -78,6 +78,7 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
   if (!unused_heads.empty())
     out.notes.push_back(fmt::format("{} head tensors in the checkpoint are not used by {}: ignored ({}, ...)",
                                     unused_heads.size(), model.architecture(), unused_heads.front()));
+  model.eval();  // as from_pretrained returns it: dropout off until the caller trains
   return out;
 }
 

@@ -58,7 +58,8 @@ using LoadedBert = Loaded<BertForPreTraining>;
 // the checkpoint lacks are initialised randomly (from `seed_for_missing_heads`) and head tensors
 // the class lacks are ignored, each with a note; missing encoder weights, unknown names or wrong
 // shapes throw, naming the file and the tensors. `config_overrides` replace config.json's keys
-// before the model is built, as from_pretrained(dir, num_labels=3, id2label=...) does.
+// before the model is built, as from_pretrained(dir, num_labels=3, id2label=...) does. The model
+// comes back in eval mode, as transformers' does: call train() before training it.
 LoadedModel load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0, const std::string& architecture = "",
                             const nlohmann::json& config_overrides = nlohmann::json::object());
 

@@ -96,6 +96,11 @@ void check_fields(const C& c) {
 template <class C>
 C from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object()) throw std::invalid_argument(std::string("[") + C::kName + "] " + source + ": not a JSON object");
+  // Switches transformers honours that change what the encoder computes, and that it lacks.
+  for (const char* decoder_only : {"is_decoder", "add_cross_attention"})
+    if (const auto it = j.find(decoder_only); it != j.end() && *it == true)
+      throw std::invalid_argument(std::string("[") + C::kName + "] " + source + ": " + decoder_only +
+                                  " true is not supported (encoders only: bidirectional self-attention)");
   C c;
   C::for_each_field(c, [&](const char* name, auto& field, const auto&) {
     const auto it = j.find(name);

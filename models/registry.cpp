@@ -113,7 +113,7 @@ std::unique_ptr<PretrainedModel> build_model(const nlohmann::json& config, const
                                               fmt::join(r.model_types(), ", ")));
     const FamilyEntry& f = family_or_throw(r, config["model_type"].get<std::string>(), source);
     std::string name = architecture;
-    if (name.empty() && config.contains("architectures")) {
+    if (name.empty() && config.contains("architectures") && !config["architectures"].is_null()) {  // null: unset
       const auto& a = config["architectures"];
       if (!a.is_array() || (!a.empty() && !a[0].is_string()))
         throw std::invalid_argument(fmt::format("[registry] {}: \"architectures\" must be a list of names, got {}", source, json_summary(a)));

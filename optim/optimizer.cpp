@@ -20,8 +20,10 @@ std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float 
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   for (const auto& np : params) {
+    // Vectors (norm scales and biases whatever their names, as in a model written against nn)
+    // too: in BERT, RoBERTa and ALBERT those are exactly the biases and LayerNorm weights.
     const bool skip = ends_with(np.first, "bias") || np.first.find("LayerNorm") != std::string::npos ||
-                      np.first.find("layer_norm") != std::string::npos;
+                      np.first.find("layer_norm") != std::string::npos || np.second.dim() < 2;
     (skip ? no_decay : decay).params.push_back(np);
   }
   return {decay, no_decay};

@@ -24,8 +24,9 @@ struct ParamGroup {
   bool layer_adaptation = true;
 };
 
-// BERT's grouping: biases and LayerNorm weights get no weight decay (nor LAMB's layer adaptation),
-// everything else does.
+// BERT's grouping: biases and LayerNorm weights (by name, as transformers groups them, and any
+// parameter of fewer than 2 dimensions, so a norm named otherwise in a model of one's own) get no
+// weight decay (nor LAMB's layer adaptation); matrices and embedding tables do.
 std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float weight_decay);
 
 class Optimizer {

@@ -117,6 +117,14 @@ TEST_CASE("ALBERT config: transformers' defaults, presets and checks", "[albert]
   bad = AlbertConfig::preset("tiny").to_json();
   bad["pad_token_id"] = 30000;
   CHECK_THROWS_WITH(AlbertConfig::from_json(bad, "c.json"), Contains("[AlbertConfig] pad_token_id 30000"));
+  // layers to groups as transformers divides: Python's [int(i / (18 / 14)) for i in range(18)]
+  AlbertConfig odd = AlbertConfig::preset("tiny");
+  odd.num_hidden_layers = 18;
+  odd.num_hidden_groups = 14;
+  const AlbertTransformer t(odd);
+  std::vector<size_t> groups;
+  for (size_t i = 0; i < 18; ++i) groups.push_back(t.group_of_layer(i));
+  CHECK(groups == std::vector<size_t>{0, 0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 10, 10, 11, 12, 13});
 }
 
 TEST_CASE("ALBERT checkpoints: transformers' names both ways, heads by architecture", "[albert][registry]") {

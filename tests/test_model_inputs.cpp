@@ -98,6 +98,10 @@ TEST_CASE("config fields: wrong types and ranges name the file and the field", "
   CHECK_THROWS_WITH(BertConfig::from_json(with("hidden_act", "swish"), "y.json"), Contains("hidden_act") && Contains("'swish'"));
   CHECK_THROWS_WITH(BertConfig::from_json(with("position_embedding_type", "relative_key"), "y.json"),
                     Contains("position_embedding_type 'relative_key' is not supported"));
+  // a decoder's causal or cross attention would be computed as an encoder's, without a word
+  CHECK_THROWS_WITH(BertConfig::from_json(with("is_decoder", true), "y.json"), Contains("y.json: is_decoder true is not supported"));
+  CHECK_THROWS_WITH(BertConfig::from_json(with("add_cross_attention", true), "y.json"), Contains("add_cross_attention true"));
+  CHECK(BertConfig::from_json(with("is_decoder", false), "y.json").hidden_size > 0);
   CHECK_THROWS_WITH(BertConfig::from_json(nlohmann::json::array(), "z.json"), Contains("z.json: not a JSON object"));
   CHECK_THROWS_WITH(BertConfig::from_file("/nonexistent/config.json"), Contains("/nonexistent/config.json"));
 }

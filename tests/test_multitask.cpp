@@ -89,6 +89,10 @@ TEST_CASE("multi-task sampling proportions", "[multitask]") {
     // T = 1 is proportional; a large T is nearly uniform
     CHECK(sampling_probabilities(sizes, Sampling::Temperature, 1.0)[2] == Approx(0.6));
     CHECK(sampling_probabilities(sizes, Sampling::Temperature, 1e6)[0] == Approx(1.0 / 3).epsilon(1e-4));
+    // a small T gives the largest task everything (600^500 overflowed: inf / inf was NaN)
+    const auto cold = sampling_probabilities(sizes, Sampling::Temperature, 0.002);
+    CHECK(cold[2] == 1.0);
+    CHECK((cold[0] >= 0.0 && cold[0] < 1e-100 && cold[1] >= 0.0 && cold[1] < 1e-100));
   }
   SECTION("round-robin: each task in turn") {
     TaskSampler s(sizes, Sampling::RoundRobin, 2.0, 7);
@@ -138,6 +142,9 @@ TEST_CASE("multi-task tasks.json mistakes are refused, naming the file and the v
   CHECK_THAT(refused(nlohmann::json::array({task("a", "sentiment_analysis")})), Contains("task 'a'") && Contains("--task sentiment_analysis: not a task"));
   CHECK_THAT(refused(nlohmann::json::array({task("a", "ner"), task("a", "classification")})), Contains("two tasks are named 'a'"));
   CHECK_THAT(refused(nlohmann::json::array({task("a b", "ner")})), Contains("name 'a b' must be letters, digits"));
+  CHECK_THAT(refused(nlohmann::json::array({task("mean", "ner")})), Contains("the name 'mean' is taken"));
+  CHECK_THAT(refused({{"tasks", nlohmann::json::array({task("a", "ner")})}, {"sampling", "round_robin"}}),
+             Contains("unknown key \"sampling\" beside \"tasks\""));
   nlohmann::json no_dev = task("a", "ner");
   no_dev.erase("dev");
   CHECK_THAT(refused(nlohmann::json::array({no_dev})), Contains("task 'a' has no \"dev\""));

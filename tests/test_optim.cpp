@@ -322,3 +322,20 @@ TEST_CASE("Adam, AdamW and LAMB count steps per parameter, as PyTorch's state['s
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("bert_param_groups: no decay for biases, LayerNorm weights and any vector, whatever its name", "[optim]") {
+  const NamedTensors params{{"dense.weight", Tensor::zeros({3, 4}, true)}, {"dense.bias", Tensor::zeros({3}, true)},
+                            {"embeddings.LayerNorm.weight", Tensor::zeros({4}, true)},
+                            {"norm.weight", Tensor::zeros({4}, true)},  // a model's own name for a LayerNorm
+                            {"word_embeddings.weight", Tensor::zeros({10, 4}, true)}};
+  const auto groups = bert_param_groups(params, 0.01f);
+  REQUIRE(groups.size() == 2);
+  std::vector<std::string> decayed, kept;
+  for (const auto& [n, _] : groups[0].params) decayed.push_back(n);
+  for (const auto& [n, _] : groups[1].params) kept.push_back(n);
+  CHECK(decayed == std::vector<std::string>{"dense.weight", "word_embeddings.weight"});
+  CHECK(kept == std::vector<std::string>{"dense.bias", "embeddings.LayerNorm.weight", "norm.weight"});
+  CHECK(groups[0].weight_decay == 0.01f);
+  CHECK(groups[1].weight_decay == 0.f);
+  CHECK_FALSE(groups[1].layer_adaptation);
+}

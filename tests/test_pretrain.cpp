@@ -211,7 +211,7 @@ TEST_CASE("pre-training at --precision bf16 learns, stays near fp32, and resumes
   CHECK_THROWS_WITH(changed.go(), Contains("--precision bf16 differs"));
   Run bad = tiny_run("xgrad_pretrain_bf16_bad");
   bad.trainer.precision = "fp16";
-  CHECK_THROWS_WITH(bad.go(), Contains("--precision fp16: use fp32 or bf16"));
+  CHECK_THROWS_WITH(bad.go(), Contains("--precision 'fp16': not one of fp32, bf16"));
   CHECK(!fs::exists(bad.trainer.out));
   CHECK(matmul_precision() == MatmulPrecision::FP32);  // the run's setting ends with it
   for (const auto& r : {fp32, full, part}) fs::remove_all(r.trainer.out);

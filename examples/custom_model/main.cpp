@@ -128,20 +128,16 @@ double evaluate(SentimentTransformer& model, const std::vector<Example>& data, s
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   Options opt;
   CLI::App app{"Trains a small Transformer sentiment classifier written against the nn API.", "custom_model"};
   xg::cli::show_defaults(app);
   app.add_option("--data", opt.data, "TSV: source, label 0/1, text")->type_name("FILE");
-  xg::cli::add_number(app, "--epochs", opt.epochs, "passes over the training split");
+  xg::cli::add_number(app, "--epochs", opt.epochs, "passes over the training split")->check(xg::cli::positive());
   xg::cli::add_number(app, "--batch", opt.batch, "sentences per step")->check(xg::cli::positive());
   xg::cli::add_number(app, "--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)")->check(xg::cli::positive());
   xg::cli::add_number(app, "--seed", opt.seed, "seed for the split, weights and order");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
-  if (opt.batch == 0) {
-    fmt::print(stderr, "custom_model: --batch must be positive\n");
-    return 2;
-  }
 
   // ---- data: source \t label \t text, shuffled and split ----
   std::ifstream in(opt.data);
@@ -223,4 +219,7 @@ int main(int argc, char** argv) {
                100 * evaluate(model, test, 256), secs);
   }
   return 0;
+} catch (const std::exception& e) {  // every error ends here, named, with exit status 1
+  fmt::print(stderr, "custom_model: {}\n", e.what());
+  return 1;
 }

@@ -63,7 +63,11 @@ std::vector<MultiTaskEntry> read_multitask_file(const std::string& path) {
   } catch (const std::exception& e) {
     throw bad_file(path, fmt::format("not JSON: {}", e.what()));
   }
-  if (j.is_object() && j.contains("tasks")) j = j.at("tasks");
+  if (j.is_object() && j.contains("tasks")) {
+    for (const auto& [key, _] : j.items())  // sampling and the rest are flags, not fields here
+      if (key != "tasks") throw bad_file(path, fmt::format("unknown key \"{}\" beside \"tasks\" (run-wide settings are flags: --sampling, ...)", key));
+    j = j.at("tasks");
+  }
   if (!j.is_array()) throw bad_file(path, fmt::format("want a list of tasks (or {{\"tasks\": [...]}}), got {}", json_summary(j)));
   if (j.empty()) throw bad_file(path, "the list of tasks is empty");
   static const std::set<std::string> keys = {"name", "task", "train", "dev", "args"};
@@ -81,6 +85,8 @@ std::vector<MultiTaskEntry> read_multitask_file(const std::string& path) {
     if (!plain_word(e.name))
       throw bad_file(path, fmt::format("{}: name '{}' must be letters, digits, _ or - (it names files and metrics)", which, e.name));
     if (!names.insert(e.name).second) throw bad_file(path, fmt::format("two tasks are named '{}'", e.name));
+    if (e.name == "mean")  // eval_mean_score is the run's own metric
+      throw bad_file(path, fmt::format("{}: the name 'mean' is taken by the run's mean score (eval_mean_score)", which));
     e.task = string_field(t, "task", path, named);
     try {
       finetune_kind(e.task);

@@ -30,9 +30,14 @@ std::vector<double> sampling_probabilities(const std::vector<size_t>& sizes, Sam
     if (sizes[i] == 0) throw std::invalid_argument(fmt::format("[multitask] task {} has no training examples", i));
   if (s == Sampling::Temperature && !(temperature > 0 && std::isfinite(temperature)))
     throw std::invalid_argument(fmt::format("[multitask] --sampling-temperature {}: must be positive", temperature));
+  // Temperature: n^(1/T) taken relative to the largest, exp((log n - log max) / T), so a small T
+  // gives the largest tasks all the weight instead of inf / inf.
+  const double log_max = std::log(double(*std::max_element(sizes.begin(), sizes.end())));
   std::vector<double> w;
   for (size_t n : sizes)
-    w.push_back(s == Sampling::RoundRobin ? 1.0 : s == Sampling::Temperature ? std::pow(double(n), 1.0 / temperature) : double(n));
+    w.push_back(s == Sampling::RoundRobin    ? 1.0
+                : s == Sampling::Temperature ? std::exp((std::log(double(n)) - log_max) / temperature)
+                                             : double(n));
   double sum = 0;
   for (double x : w) sum += x;
   for (double& x : w) x /= sum;
