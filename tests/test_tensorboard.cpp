@@ -157,6 +157,23 @@ TEST_CASE("TensorBoardWriter writes TFRecord-framed Event protos", "[tensorboard
   fs::remove_all(dir.parent_path().parent_path());
 }
 
+TEST_CASE("TensorBoardWriter marks a restart with a SessionLog START event", "[tensorboard]") {
+  // TensorBoard's loader purges the steps at or past a START's step: a resumed run's replay.
+  const fs::path dir = fresh_dir("restart");
+  {
+    TensorBoardWriter tb(dir.string());
+    tb.add_session_start(11);
+  }
+  const auto records = read_records(read_file(only_event_file(dir)));
+  REQUIRE(records.size() == 2);
+  const Fields event = parse_message(records[1]);
+  CHECK(event.ints.at(2) == 11);
+  CHECK(event.bytes.count(5) == 0);
+  const Fields session = parse_message(event.bytes.at(7));
+  CHECK(session.ints.at(1) == 1);  // SessionLog.START
+  fs::remove_all(dir);
+}
+
 TEST_CASE("TensorBoardWriter refuses a directory it cannot create", "[tensorboard]") {
   const fs::path dir = fresh_dir("blocked");
   fs::create_directories(dir);

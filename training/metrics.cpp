@@ -22,7 +22,9 @@ void JsonlSink::write(int64_t step, const Scalars& scalars) {
   if (!out_) throw std::runtime_error(fmt::format("[metrics] {}: write failed", path_));
 }
 
-TensorBoardSink::TensorBoardSink(const std::string& log_dir) : writer_(log_dir) {}
+TensorBoardSink::TensorBoardSink(const std::string& log_dir, int64_t resumed_step) : writer_(log_dir) {
+  if (resumed_step >= 0) writer_.add_session_start(resumed_step + 1);  // events at or past it are stale
+}
 
 void TensorBoardSink::write(int64_t step, const Scalars& scalars) {
   for (const auto& [name, value] : scalars) writer_.add_scalar(name, value, step);
@@ -53,7 +55,7 @@ std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir,
   const std::string jsonl = (std::filesystem::path(out_dir) / "metrics.jsonl").string();
   if (resumed_step >= 0) drop_rows_after(jsonl, resumed_step);
   sinks.push_back(std::make_unique<JsonlSink>(jsonl));
-  if (!tensorboard_dir.empty()) sinks.push_back(std::make_unique<TensorBoardSink>(tensorboard_dir));
+  if (!tensorboard_dir.empty()) sinks.push_back(std::make_unique<TensorBoardSink>(tensorboard_dir, resumed_step));
   return sinks;
 }
 

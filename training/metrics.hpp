@@ -35,7 +35,9 @@ class JsonlSink : public MetricsSink {
 // TensorBoard event files in log_dir (util/tensorboard): each scalar under its own name as tag.
 class TensorBoardSink : public MetricsSink {
  public:
-  explicit TensorBoardSink(const std::string& log_dir);
+  // `resumed_step` >= 0: the run goes on from that step, and TensorBoard is told to forget the
+  // events logged after it.
+  explicit TensorBoardSink(const std::string& log_dir, int64_t resumed_step = -1);
   void write(int64_t step, const Scalars& scalars) override;
 
  private:
@@ -45,7 +47,7 @@ class TensorBoardSink : public MetricsSink {
 // The sinks a run asks for: `out_dir`/metrics.jsonl always; TensorBoard event files in
 // `tensorboard_dir` when it is not empty. A run resumed at `resumed_step` (>= 0) first drops the
 // metrics.jsonl rows of later steps (logged after that checkpoint by a run killed before its next
-// one: they are logged again). TensorBoard does the same itself when a tag's steps go back.
+// one: they are logged again), and has TensorBoard forget the same (a session restart event).
 std::vector<std::unique_ptr<MetricsSink>> make_sinks(const std::string& out_dir, const std::string& tensorboard_dir,
                                                      int64_t resumed_step = -1);
 

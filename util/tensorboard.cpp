@@ -18,7 +18,8 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "TFRecord and protobuf 
 
 // The few protobuf fields of tensorflow/core/util/event.proto and summary.proto that a scalar
 // needs, encoded by hand: pulling in a .proto toolchain for three fields is not worth it.
-//   Event { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
+//   Event { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5;
+//           SessionLog session_log = 7; }
 //   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; }
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
@@ -72,6 +73,19 @@ std::string scalar_event(double wall_time, int64_t step, const std::string& tag,
   return e;
 }
 
+// Event { ...; SessionLog session_log = 7; }  SessionLog { SessionStatus status = 1; }, START = 1.
+std::string session_start_event(double wall_time, int64_t step) {
+  std::string log;
+  put_key(log, 1, kVarint);
+  put_varint(log, 1);
+  std::string e;
+  put_fixed(e, 1, wall_time);
+  put_key(e, 2, kVarint);
+  put_varint(e, uint64_t(step));
+  put_bytes(e, 7, log);
+  return e;
+}
+
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
@@ -108,6 +122,11 @@ TensorBoardWriter::~TensorBoardWriter() {
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, int64_t step) {
   write_record(scalar_event(unix_seconds_now(), step, tag, float(value)));
   if (std::chrono::steady_clock::now() - last_flush_ >= kFlushEvery) flush();
+}
+
+void TensorBoardWriter::add_session_start(int64_t step) {
+  write_record(session_start_event(unix_seconds_now(), step));
+  flush();
 }
 
 void TensorBoardWriter::flush() {

@@ -21,6 +21,9 @@ class TensorBoardWriter {
   // Appends `value` under `tag` at `step`, stamped with the current wall time. An I/O error never
   // throws (training must go on): it is reported once on stderr and later scalars are dropped.
   void add_scalar(const std::string& tag, double value, int64_t step);
+  // A restart at `step` (SessionLog START): TensorBoard drops the events of this directory's
+  // earlier files from that step on, so a resumed run's replayed steps are not shown twice.
+  void add_session_start(int64_t step);
   // Pushes buffered events to the file (also done every few seconds by add_scalar).
   void flush();
 
