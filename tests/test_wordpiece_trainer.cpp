@@ -46,3 +46,18 @@ TEST_CASE("trainer merges follow pair frequency", "[tokenizer][trainer]") {
   opt.vocab_size = 3;
   CHECK_THROWS_WITH(train_wordpiece_lines({"x"}, opt), Contains("vocab_size 3"));
 }
+
+TEST_CASE("trainer: characters outside the alphabet are left out of words, never merged", "[tokenizer][trainer]") {
+  // limit_alphabet 2 keeps a and b; x goes, so "axb" trains as a ##b (Hugging Face's trainer
+  // skips such characters), not as a [UNK] ##b whose merges would be "a[UNK]".
+  WordPieceTrainerOptions opt;
+  opt.vocab_size = 5 + 2 + 1 + 1;  // specials, a b, ##b, one merge
+  opt.min_frequency = 1;
+  opt.limit_alphabet = 2;
+  const Vocab v = train_wordpiece_lines({"axb axb axb axb yy"}, opt);
+  CHECK(v.id("ab") >= 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO(v.token(int32_t(i)));
+    CHECK((v.token(int32_t(i)) == "[UNK]" || v.token(int32_t(i)).find("[UNK]") == std::string::npos));
+  }
+}

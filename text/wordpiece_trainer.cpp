@@ -62,21 +62,19 @@ Vocab train(const WordCounts& counts, const WordPieceTrainerOptions& opt, const 
     intern(encode_utf8(std::u32string(1, ch)));
   }
 
-  // Words as symbol ids: first char plain, the rest "##"-prefixed; dropped characters become the
-  // unknown token so the word still counts toward its neighbours.
+  // Words as symbol ids: first char plain, the rest "##"-prefixed; characters outside the
+  // alphabet are left out, as Hugging Face's trainer does (as symbols they merged into tokens such
+  // as "a[UNK]" that no tokenizer produces).
   struct Word {
     std::vector<int32_t> sym;
     uint64_t count;
   };
   std::vector<Word> words;
-  const int32_t unk = intern(opt.normalization.unk_token);
+  intern(opt.normalization.unk_token);
   for (const auto& [w, c] : counts) {
     Word word{{}, c};
     for (size_t i = 0; i < w.size(); ++i) {
-      if (!alphabet.count(w[i])) {
-        word.sym.push_back(unk);
-        continue;
-      }
+      if (!alphabet.count(w[i])) continue;
       const std::string ch = encode_utf8(std::u32string(1, w[i]));
       word.sym.push_back(intern(i == 0 ? ch : "##" + ch));
     }
