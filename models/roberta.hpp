@@ -10,7 +10,8 @@
 namespace xg::models {
 
 // Hugging Face's RobertaConfig fields: BERT's plus bos/eos ids; defaults are roberta-base's
-// (vocab 50265, 514 positions, one token type, pad 1, layer_norm_eps 1e-5).
+// (vocab 50265, 514 positions, one token type, pad 1, layer_norm_eps 1e-5). from_json reads a
+// field the file leaves out as transformers does: 512 positions, 2 token types, eps 1e-12.
 struct RobertaConfig : BertConfig {
   static constexpr const char* kName = "RobertaConfig";
   static constexpr const char* kModelType = "roberta";

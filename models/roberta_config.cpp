@@ -43,7 +43,14 @@ void RobertaConfig::validate() const {
 nlohmann::json RobertaConfig::to_json() const { return config::to_typed_json(*this); }
 
 RobertaConfig RobertaConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  return config::from_json<RobertaConfig>(j, source);
+  // A field config.json leaves out takes transformers' RobertaConfig default (BERT's), not
+  // roberta-base's: the file means what it means to from_pretrained.
+  nlohmann::json filled = j;
+  if (filled.is_object())
+    for (const auto& [key, value] : {std::pair{"max_position_embeddings", nlohmann::json(512)},
+                                     {"type_vocab_size", nlohmann::json(2)}, {"layer_norm_eps", nlohmann::json(1e-12)}})
+      if (!filled.contains(key) || filled[key].is_null()) filled[key] = value;
+  return config::from_json<RobertaConfig>(filled, source);
 }
 
 RobertaConfig RobertaConfig::from_file(const std::string& path) {

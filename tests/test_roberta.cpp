@@ -95,6 +95,14 @@ TEST_CASE("RoBERTa config: roberta-base defaults, presets and checks", "[roberta
   CHECK(RobertaConfig::preset("base").hidden_size == 768);
   CHECK(RobertaConfig::preset("large").num_hidden_layers == 24);
   CHECK_THROWS_WITH(RobertaConfig::preset("huge"), Contains("[RobertaConfig] unknown preset 'huge'"));
+  // fields a config.json leaves out read as transformers' RobertaConfig() reads them
+  const RobertaConfig sparse = RobertaConfig::from_json({{"model_type", "roberta"}}, "sparse.json");
+  CHECK(sparse.max_position_embeddings == 512);
+  CHECK(sparse.type_vocab_size == 2);
+  CHECK(sparse.layer_norm_eps == 1e-12f);
+  CHECK(sparse.vocab_size == 50265);
+  CHECK(sparse.pad_token_id == 1);
+  CHECK(RobertaConfig::from_json(j, "full.json").max_position_embeddings == 514);
   nlohmann::json bad = j;
   bad["max_position_embeddings"] = 2;
   CHECK_THROWS_WITH(RobertaConfig::from_json(bad, "c.json"), Contains("max_position_embeddings 2") && Contains("c.json"));
