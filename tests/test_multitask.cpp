@@ -269,6 +269,15 @@ TEST_CASE("multi-task fine-tuning shares one encoder between a classifier and a 
   write_file(dev_file, dev_bytes + "1\tone more line\n");
   CHECK_THROWS_WITH(run_multitask(resumed, shared, m), Contains("task 'sentiment': dev " + dev_file + " is not the data"));
   write_file(dev_file, dev_bytes);
+  // a task's flags changed since the stop: refused, naming the task and both settings
+  const std::string tasks_bytes = read_bytes(tasks);
+  nlohmann::json edited = nlohmann::json::parse(tasks_bytes);
+  nlohmann::json& list = edited.is_array() ? edited : edited.at("tasks");
+  for (auto& entry : list)
+    if (entry.at("name") == "entities") entry["args"] = {"--label-all-tokens"};
+  write_file(tasks, edited.dump());
+  CHECK_THROWS_WITH(run_multitask(resumed, shared, m), Contains("task 'entities': tasks.json now says") && Contains("--label-all-tokens"));
+  write_file(tasks, tasks_bytes);
   REQUIRE(!run_multitask(resumed, shared, m).scores.is_null());
   for (const char* task : {"sentiment", "entities"}) {
     const std::string weights = std::string("/checkpoint-000156/tasks/") + task + "/model.safetensors";

@@ -278,11 +278,15 @@ nlohmann::json MultiTask::data_state() const {
   nlohmann::json tasks = nlohmann::json::object();
   for (size_t i = 0; i < tasks_.size(); ++i) tasks[task_name(i)] = tasks_[i]->data_state();
   nlohmann::json data = nlohmann::json::object();  // what each task reads, so a resume can refuse other data
-  for (const auto& p : parts_)
+  nlohmann::json settings = nlohmann::json::object();  // what shapes each task's updates, refused if changed
+  for (const auto& p : parts_) {
     data[p.entry.name] = {{"train", data_fingerprint(p.entry.train)}, {"dev", data_fingerprint(p.entry.dev)}};
+    settings[p.entry.name] = {{"task", p.entry.task}, {"args", p.entry.args}};
+  }
   return {{"sampler", sampler_->state()},
           {"tasks", tasks},
           {"data", data},
+          {"settings", settings},
           {"best", std::isfinite(best_) ? nlohmann::json(best_) : nlohmann::json(nullptr)},
           {"evals_since_best", evals_since_best_}};
 }
@@ -290,8 +294,19 @@ nlohmann::json MultiTask::data_state() const {
 void MultiTask::restore_data_state(const nlohmann::json& s) {
   if (!s.is_object() || !s.contains("sampler") || !s.contains("tasks") || !s.at("tasks").is_object())
     throw std::runtime_error(fmt::format("[multitask] bad data position {}", json_summary(s)));
+  for (const auto& [name, _] : s.at("tasks").items())
+    if (std::none_of(parts_.begin(), parts_.end(), [&](const MultiTaskPart& p) { return p.entry.name == name; }))
+      throw std::runtime_error(fmt::format("[multitask] the checkpoint trained a task '{}' that tasks.json no longer has; a "
+                                           "resumed run keeps its tasks", name));
   sampler_->restore(s.at("sampler"));
   for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (s.contains("settings") && s.at("settings").contains(task_name(i))) {  // older checkpoints have none
+      const nlohmann::json now = {{"task", parts_[i].entry.task}, {"args", parts_[i].entry.args}};
+      const nlohmann::json& saved = s.at("settings").at(task_name(i));
+      if (saved != now)
+        throw std::runtime_error(fmt::format("[multitask] task '{}': tasks.json now says {}, the checkpoint was trained with {}; "
+                                             "a resumed run keeps each task's kind and flags", task_name(i), now.dump(), saved.dump()));
+    }
     if (!s.at("tasks").contains(task_name(i)))
       throw std::runtime_error(fmt::format("[multitask] the checkpoint has no data position for task '{}' (tasks.json changed?)",
                                            task_name(i)));
