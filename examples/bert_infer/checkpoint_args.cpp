@@ -77,6 +77,13 @@ Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const
       c.tok->vocab_size() > config.at("vocab_size").get<size_t>())
     throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
                                             a.model, config.at("vocab_size").get<size_t>(), c.tok->vocab_size()));
+  // RoBERTa numbers positions past pad_token_id over the ids that are not it: padding with
+  // another id would give padded positions real ones (and the real tokens after them shifted).
+  if (c.model().model_type() == "roberta" && config.contains("pad_token_id") && config.at("pad_token_id").is_number_integer() &&
+      int64_t(c.tok->pad_id()) != config.at("pad_token_id").get<int64_t>())
+    throw std::invalid_argument(fmt::format("--model {}: config.json pad_token_id is {}, but the tokenizer pads with id {} ({})",
+                                            a.model, config.at("pad_token_id").get<int64_t>(), c.tok->pad_id(),
+                                            c.tok->special_tokens().pad));
   const std::string architecture = c.model().architecture();
   if (!head_suffix.empty() && !ends_with(architecture, head_suffix))
     throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));

@@ -372,6 +372,9 @@ infer)
   expect 2 "--max-query-length" "$I" qa --model "$SRC/tests/data/heads/qa" --vocab "$SRC/tests/data/heads/classify_vocab.txt" --max-query-length 0
   expect 1 "--cased applies to a vocab.txt" "$I" tokenize --vocab "$M" --cased
   expect 2 "--threads" "$I" bench --model tiny --steps 1 --threads 100000
+  # a WordPiece vocabulary on a RoBERTa model: its [PAD] is not the model's pad_token_id 1
+  expect 1 "config.json pad_token_id is 1, but the tokenizer pads with id 0 ([PAD])" \
+    "$I" embed --model "$W/roberta/checkpoint-000001" --vocab "$SRC/tests/data/heads/classify_vocab.txt"
   STDIN_FILE=/dev/null
   expect 0 "tokens/s: " "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1
   expect 0 "tokens/s: " "$I" bench --model tiny --batch 1 --seq-len 4 --steps 1
