@@ -215,17 +215,17 @@ void Optimizer::load_state(const std::string& prefix) {
     }
     loaded_step = step.get<int64_t>();
     loaded_lr = lr.get<float>();
-    for (const auto& g : groups_)
-      for (const auto& [n, _] : g.params)
-        loaded_counts[n] = counts.contains(n) ? counts.at(n).get<int64_t>() : loaded_step;
+    for (const auto& [n, c] : counts.items()) loaded_counts[n] = c.get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("[optimizer] {}: bad state JSON ({})", json_path, e.what()));
   }
   const std::string tensors_path = prefix + ".safetensors";
   const nn::StateDict saved = nn::safetensors::read_float_tensors(tensors_path);
+  std::set<std::string> with_state;  // parameters the file has state for
   for (const auto& [key, t] : saved) {  // check everything before changing anything
     const size_t dot = key.rfind('.');
     auto it = dot == std::string::npos ? params.end() : params.find(key.substr(0, dot));
+    if (it != params.end()) with_state.insert(it->first);
     if (it == params.end())
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' belongs to no parameter of this optimizer",
                                            tensors_path, key));
@@ -233,6 +233,10 @@ void Optimizer::load_state(const std::string& prefix) {
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' has shape {}, parameter has {}",
                                            tensors_path, key, shape_str(t.shape()), shape_str(it->second.shape())));
   }
+  // A parameter the JSON does not list was updated at every step if it has state (as all were
+  // counted before parameter_steps existed), never if it has none.
+  for (const auto& [n, _] : params)
+    if (!loaded_counts.count(n)) loaded_counts[n] = with_state.count(n) ? loaded_step : 0;
   step_ = loaded_step;
   set_lr(loaded_lr);
   parameter_steps_ = std::move(loaded_counts);

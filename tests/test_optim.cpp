@@ -308,6 +308,21 @@ TEST_CASE("Adam, AdamW and LAMB count steps per parameter, as PyTorch's state['s
     std::ofstream(prefix + ".json") << old.dump();
     loaded->load_state(prefix);
     CHECK(loaded->parameter_steps("head") == 3);
+    // ... except one with no state, never updated: a head not sampled yet starts from step 1
+    {
+      auto [a3, untouched] = params();
+      auto early = make_opt({ParamGroup{{{"a", a3}, {"head", untouched}}, 0.01f}});
+      step(*early, {a3});
+      early->save_state(prefix + "_early");
+      nlohmann::json j = early->state_json();
+      CHECK(j.at("parameter_steps") == nlohmann::json{{"head", 0}});
+      j.erase("parameter_steps");
+      std::ofstream(prefix + "_early.json") << j.dump();
+      auto resumed = make_opt({ParamGroup{{{"a", a3.clone().requires_grad_(true)}, {"head", untouched.clone().requires_grad_(true)}}, 0.01f}});
+      resumed->load_state(prefix + "_early");
+      CHECK(resumed->parameter_steps("a") == 1);
+      CHECK(resumed->parameter_steps("head") == 0);
+    }
     for (const auto& [counts, message] :
          {std::pair{nlohmann::json{{"head", 4}}, "parameter_steps['head'] 4 is not a count up to step 3"},
           {nlohmann::json{{"head", -1}}, "parameter_steps['head'] -1"},

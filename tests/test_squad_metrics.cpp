@@ -116,5 +116,6 @@ TEST_CASE("squad answers: v2.0 where every span's text is empty takes the best s
     REQUIRE(got.size() == 1);
     CHECK(got[0].text.empty());
     CHECK(got[0].null_odds == Approx(2 * null_logit - 4.f));
+    CHECK(got[0].start == (null_logit < 0 ? 1u : 0u));  // the span at offset 1 wins, else the null at 0
   }
 }

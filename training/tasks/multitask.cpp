@@ -298,15 +298,16 @@ void MultiTask::restore_data_state(const nlohmann::json& s) {
     if (std::none_of(parts_.begin(), parts_.end(), [&](const MultiTaskPart& p) { return p.entry.name == name; }))
       throw std::runtime_error(fmt::format("[multitask] the checkpoint trained a task '{}' that tasks.json no longer has; a "
                                            "resumed run keeps its tasks", name));
-  sampler_->restore(s.at("sampler"));
-  for (size_t i = 0; i < tasks_.size(); ++i) {
+  for (size_t i = 0; i < tasks_.size(); ++i)  // checked before anything is restored
     if (s.contains("settings") && s.at("settings").contains(task_name(i))) {  // older checkpoints have none
       const nlohmann::json now = {{"task", parts_[i].entry.task}, {"args", parts_[i].entry.args}};
       const nlohmann::json& saved = s.at("settings").at(task_name(i));
-      if (saved != now)
+      if (saved != now)  // the flags as written: give them as the run that saved it did
         throw std::runtime_error(fmt::format("[multitask] task '{}': tasks.json now says {}, the checkpoint was trained with {}; "
                                              "a resumed run keeps each task's kind and flags", task_name(i), now.dump(), saved.dump()));
     }
+  sampler_->restore(s.at("sampler"));
+  for (size_t i = 0; i < tasks_.size(); ++i) {
     if (!s.at("tasks").contains(task_name(i)))
       throw std::runtime_error(fmt::format("[multitask] the checkpoint has no data position for task '{}' (tasks.json changed?)",
                                            task_name(i)));
