@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "models/pretraining.hpp"
+
 namespace xg::models {
 
 nlohmann::json PretrainedModel::config_json() const {
@@ -19,6 +21,9 @@ void PretrainedModel::share_encoder_of(PretrainedModel& other) {
   if (&base == this)
     throw std::invalid_argument(fmt::format("[share_encoder] {} has no encoder of its own to share with {}", architecture(),
                                             other.architecture()));
+  if (dynamic_cast<const PretrainingHeads*>(this))  // its head holds the old embeddings' tensor
+    throw std::invalid_argument(fmt::format("[share_encoder] {} ties its language-model decoder to its own word embeddings: "
+                                            "taking those of {} would untie them", architecture(), other.architecture()));
   base.share_encoder_of(other.base_model());
 }
 

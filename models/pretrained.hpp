@@ -43,7 +43,8 @@ class PretrainedModel : public nn::Module {
   virtual PretrainedModel& base_model() { return *this; }
   // Makes this model's embeddings and encoder layers those of `other`'s base model (the same
   // family and sizes): one set of weights that both models train (multi-task fine-tuning); the
-  // pooler and the heads stay each model's own. Throws naming both architectures when they differ.
+  // pooler and the heads stay each model's own. Throws naming both architectures when they differ,
+  // and for a model whose LM decoder is tied to its word embeddings (masked-LM, pre-training).
   virtual void share_encoder_of(PretrainedModel& other);
   // The tensors to save, under Hugging Face's names, each shared tensor once.
   virtual nn::StateDict hf_state_dict() const { return state_dict(); }

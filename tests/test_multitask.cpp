@@ -325,5 +325,8 @@ TEST_CASE("multi-task: the mean score weighs each task out of 1, and encoders th
   c.vocab_size = 30522;
   models::BertForSequenceClassification narrow(c, models::HeadConfig::with_num_labels(2));
   CHECK_THROWS_WITH(narrow.share_encoder_of(mt.task(0).head_model()), Contains("[share_encoder] BertModel: ") && Contains("in the encoder to share"));
+  // a masked-LM model's decoder is its own word embeddings: taking another's would untie them
+  models::BertForMaskedLM lm(c), other_lm(c);
+  CHECK_THROWS_WITH(lm.share_encoder_of(other_lm), Contains("[share_encoder] BertForMaskedLM ties its language-model decoder"));
   fs::remove_all(dir);
 }

@@ -294,10 +294,12 @@ nlohmann::json MultiTask::data_state() const {
 void MultiTask::restore_data_state(const nlohmann::json& s) {
   if (!s.is_object() || !s.contains("sampler") || !s.contains("tasks") || !s.at("tasks").is_object())
     throw std::runtime_error(fmt::format("[multitask] bad data position {}", json_summary(s)));
-  for (const auto& [name, _] : s.at("tasks").items())
+  for (const auto& item : s.at("tasks").items()) {
+    const std::string name = item.key();  // a plain variable: clang 14's lambdas cannot capture bindings
     if (std::none_of(parts_.begin(), parts_.end(), [&](const MultiTaskPart& p) { return p.entry.name == name; }))
       throw std::runtime_error(fmt::format("[multitask] the checkpoint trained a task '{}' that tasks.json no longer has; a "
                                            "resumed run keeps its tasks", name));
+  }
   for (size_t i = 0; i < tasks_.size(); ++i)  // checked before anything is restored
     if (s.contains("settings") && s.at("settings").contains(task_name(i))) {  // older checkpoints have none
       const nlohmann::json now = {{"task", parts_[i].entry.task}, {"args", parts_[i].entry.args}};
