@@ -72,13 +72,19 @@ void check_finite(const Tensor& t, const std::string& op, const std::string& whe
 void set_detect_anomaly(bool on) { g_detect_anomaly = on; }
 bool detect_anomaly() { return g_detect_anomaly; }
 
-Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardIntoFn fn) {
-  output = record(name, std::move(output), inputs, nullptr);
+Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, const std::vector<Tensor>& saved,
+                   BackwardIntoFn fn) {
+  output = record(name, std::move(output), inputs, saved, nullptr);
   if (output.grad_fn()) output.grad_fn()->backward_into = std::move(fn);
   return output;
 }
 
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  return record(name, std::move(output), inputs, {}, std::move(fn));
+}
+
+Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, const std::vector<Tensor>& saved,
+              BackwardFn fn) {
   if (g_detect_anomaly) check_finite(output, name, "its output");
   if (!t_grad_enabled) return output;
   bool any = false;
@@ -99,6 +105,8 @@ Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs
     }
     node->inputs.push_back(std::move(e));
   }
+  for (const auto& t : saved)
+    if (t.defined()) node->saved.push_back({t.impl()->storage, t.version(), t.shape()});
   auto impl = output.impl();
   impl->grad_fn = std::move(node);
   impl->requires_grad = true;
@@ -213,6 +221,18 @@ std::vector<GradInto> gradients_into(const Node& node) {
   return into;
 }
 
+// Throws when a tensor `node`'s backward reads was changed in place after the op ran.
+void check_saved_versions(const Node& node) {
+  for (const SavedVersion& s : node.saved) {
+    const auto storage = s.storage.lock();
+    if (storage && storage->version != s.version)
+      throw std::logic_error(fmt::format(
+          "[backward] '{}' saved a tensor of shape {} for its backward, and it was changed in place after the op ran "
+          "(version {}, was {}): change it after backward(), or give the op a clone()",
+          node.name, shape_str(s.shape), storage->version, s.version));
+  }
+}
+
 void run_hooks(TensorImpl& leaf) {
   if (leaf.grad_hooks.empty() || !leaf.grad) return;
   const Tensor grad(leaf.grad);
@@ -256,6 +276,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
     if (retain_graph) return;
     node.backward = nullptr;
     node.backward_into = nullptr;
+    node.saved.clear();
     node.released = true;
   };
   for (const auto& node : order) {
@@ -273,6 +294,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
           "[backward] the graph through '{}' was freed by an earlier backward(); "
           "call backward(retain_graph=true) the first time",
           node->name));
+    check_saved_versions(*node);
     std::vector<GradInto> into;
     if (node->backward_into)
       into = g_detect_anomaly ? std::vector<GradInto>(node->inputs.size()) : gradients_into(*node);
@@ -331,7 +353,7 @@ Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
   std::vector<Tensor> edges = inputs;  // params are edges too, so the node exists for them
   edges.insert(edges.end(), params.begin(), params.end());
   const size_t n_params = params.size();
-  out = record("checkpoint", out, edges, [fn, inputs, rng, n_params](const Tensor& g) -> std::vector<Tensor> {
+  out = record("checkpoint", out, edges, edges, [fn, inputs, rng, n_params](const Tensor& g) -> std::vector<Tensor> {
     // Fresh leaves standing for the inputs, so the nested pass stops at them.
     std::vector<Tensor> leaves;
     for (const Tensor& t : inputs) {

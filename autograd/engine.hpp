@@ -36,9 +36,18 @@ struct Edge {
   bool active() const { return node || leaf; }
 };
 
+// A tensor a backward closure reads, as it was when the op ran: its storage (not kept alive by
+// this) and that storage's version then.
+struct SavedVersion {
+  std::weak_ptr<Storage> storage;
+  uint64_t version = 0;
+  Shape shape;  // for the error message
+};
+
 struct Node {
   std::string name;           // the op, for error messages
   std::vector<Edge> inputs;   // one per op input; inactive where no gradient is needed
+  std::vector<SavedVersion> saved;  // checked before the backward runs
   BackwardFn backward;
   bool released = false;  // saved tensors freed by a backward() without retain_graph
   bool strided_grad_ok = false;  // backward reads its gradient through strides (views, matmul)
@@ -80,12 +89,17 @@ bool detect_anomaly();
 // Attaches a Node to `output` when grad mode is on and any input requires grad; returns output.
 // Ops call this once, after computing their forward result.
 Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardFn fn);
+// record() for an op whose backward reads `saved` (inputs, the output, copies of either; undefined
+// entries are skipped): the backward throws, naming the op, if one was changed in place since.
+Tensor record(const char* name, Tensor output, const std::vector<Tensor>& inputs, const std::vector<Tensor>& saved,
+              BackwardFn fn);
 // record() for an op whose backward can write a parameter's gradient in place: the engine hands it
 // the gradient of each input that is a leaf with a float32 contiguous gradient or an arena slot
 // (everywhere but under anomaly detection). A weight's GEMM then accumulates into its arena slot
 // (beta 0 or 1) instead of allocating a gradient the engine copies or adds there, and an embedding
 // adds only the rows it looked up instead of a dense zeroed (vocab, dim) tensor.
-Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, BackwardIntoFn fn);
+Tensor record_into(const char* name, Tensor output, const std::vector<Tensor>& inputs, const std::vector<Tensor>& saved,
+                   BackwardIntoFn fn);
 
 // Lets the node that produced `output` receive a strided (non-contiguous) gradient; by default
 // the engine packs a gradient before handing it to a backward closure.

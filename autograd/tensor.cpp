@@ -390,6 +390,17 @@ void Tensor::copy_(const Tensor& src) {
   check_defined(impl_, "copy_");
   NoGradGuard no_grad;
   detail::copy_into(*this, src.to(dtype()));
+  bump_version();
+}
+
+uint64_t Tensor::version() const {
+  check_defined(impl_, "version");
+  return impl_->storage->version;
+}
+
+void Tensor::bump_version() {
+  check_defined(impl_, "bump_version");
+  ++impl_->storage->version;
 }
 
 bool Tensor::same_storage(const Tensor& other) const {

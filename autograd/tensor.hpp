@@ -27,6 +27,9 @@ struct Storage {
   xt::uvector<uint8_t, xsimd::aligned_allocator<uint8_t, 64>> bytes;
   void* data() { return bytes.data(); }
   size_t nbytes() const { return bytes.size(); }
+  // Counts the in-place writes autograd must know about (Tensor::bump_version); shared by every
+  // view of this storage, as PyTorch's version counter is shared by a base and its views.
+  uint64_t version = 0;
 };
 
 struct Node;
@@ -148,8 +151,14 @@ class Tensor {
   const std::shared_ptr<Node>& grad_fn() const;
 
   // Copies src's values (same shape, any dtype and strides) into this tensor's elements, in
-  // place; not recorded in the graph.
+  // place; not recorded in the graph. Bumps the version.
   void copy_(const Tensor& src);
+  // The version of this tensor's storage: how many in-place writes it has had (copy_, an
+  // optimizer's step, nn::init). An op that saves a tensor for its backward notes the version,
+  // and the backward throws if it changed: the gradient would belong to other values. Writes
+  // through data() are not counted; a caller writing that way in place calls bump_version().
+  uint64_t version() const;
+  void bump_version();
 
   // Same data with another shape (one dim may be -1); a view when contiguous, recorded.
   Tensor reshape(const std::vector<long>& shape) const;

@@ -11,6 +11,7 @@ namespace xg::nn::init {
 void normal_(Tensor& t, float mean, float std, Generator& gen) {
   float* p = t.data();
   for (size_t i = 0, n = t.numel(); i < n; ++i) p[i] = mean + std * gen.normal();
+  t.bump_version();
 }
 
 void trunc_normal_(Tensor& t, float mean, float std, float a, float b, Generator& gen) {
@@ -24,10 +25,18 @@ void trunc_normal_(Tensor& t, float mean, float std, float a, float b, Generator
     while (v < a || v > b);
     p[i] = v;
   }
+  t.bump_version();
 }
 
-void zeros_(Tensor& t) { std::fill_n(t.data(), t.numel(), 0.f); }
-void ones_(Tensor& t) { std::fill_n(t.data(), t.numel(), 1.f); }
+void zeros_(Tensor& t) {
+  std::fill_n(t.data(), t.numel(), 0.f);
+  t.bump_version();
+}
+
+void ones_(Tensor& t) {
+  std::fill_n(t.data(), t.numel(), 1.f);
+  t.bump_version();
+}
 
 void bert_init(Module& root, float std, Generator& gen) {
   root.apply([&](Module& m) {

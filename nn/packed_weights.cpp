@@ -11,15 +11,28 @@
 
 namespace xg::nn {
 
+// A weight as it was packed: holding it keeps its storage's address from being reused, and its
+// version tells whether it was changed in place since (copy_, an optimizer's step).
+struct PackedSource {
+  Tensor tensor;
+  uint64_t version;
+  explicit PackedSource(const Tensor& t) : tensor(t), version(t.version()) {}
+  // Whether `now` is still the tensor packed, with the values packed.
+  bool matches(const Tensor& now) const {
+    return tensor.raw_data() == now.raw_data() && tensor.shape() == now.shape() && tensor.strides() == now.strides() &&
+           tensor.dtype() == now.dtype() && now.version() == version;
+  }
+};
+
 struct Linear::PackedWeight {
-  Tensor source;  // the weight packed; holding it keeps its storage's address from being reused
+  PackedSource source;
   MatmulPrecision precision;
   const InferenceWeights* owner;
   std::shared_ptr<const gemm::PackedB> b;  // op(B) = weight^T, (in, out); null: packed with its SelfAttention's others
 };
 
 struct SelfAttention::PackedQkvWeight {
-  Tensor query, key, value;  // the weights packed, held as Linear::PackedWeight holds its source
+  PackedSource query, key, value;
   MatmulPrecision precision;
   const InferenceWeights* owner;
   std::shared_ptr<const gemm::PackedB> b;  // op(B) = [Wq; Wk; Wv]^T, (in, 3 x out)
@@ -45,11 +58,6 @@ std::shared_ptr<const gemm::PackedB> pack_transposed(const float* w, size_t out,
                                                                                  : gemm::PackedB::fp32(true, in, out, w, in));
 }
 
-bool same_tensor(const Tensor& held, const Tensor& now) {
-  return held.raw_data() == now.raw_data() && held.shape() == now.shape() && held.strides() == now.strides() &&
-         held.dtype() == now.dtype();
-}
-
 }  // namespace
 
 InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
@@ -70,7 +78,7 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
       NoGradGuard no_grad;
       const Tensor stacked = concat({q, k, v}, 0);  // [Wq; Wk; Wv], (3 x out, in)
       auto packed = std::make_shared<const SelfAttention::PackedQkvWeight>(SelfAttention::PackedQkvWeight{
-          sa->query->weight, sa->key->weight, sa->value->weight, precision, this,
+          PackedSource(sa->query->weight), PackedSource(sa->key->weight), PackedSource(sa->value->weight), precision, this,
           pack_transposed(stacked.data(), stacked.size(0), stacked.size(1), precision)});
       attentions_.push_back(sa);  // first: release() then resets whatever was set
       sa->packed_qkv = std::move(packed);
@@ -79,7 +87,7 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
       for (Linear* lin : {sa->query.get(), sa->key.get(), sa->value.get()}) {
         if (lin->packed_weight) continue;  // a shared Linear already marked
         linears_.push_back(lin);
-        lin->packed_weight = std::make_shared<const Linear::PackedWeight>(Linear::PackedWeight{lin->weight, precision, this, nullptr});
+        lin->packed_weight = std::make_shared<const Linear::PackedWeight>(Linear::PackedWeight{PackedSource(lin->weight), precision, this, nullptr});
       }
     });
     m.apply([&](Module& sub) {
@@ -91,7 +99,7 @@ InferenceWeights::InferenceWeights(Module& m, MatmulPrecision precision) {
       }
       const Tensor w = float_weight(lin->weight);
       auto packed = std::make_shared<const Linear::PackedWeight>(
-          Linear::PackedWeight{lin->weight, precision, this, pack_transposed(w.data(), w.size(0), w.size(1), precision)});
+          Linear::PackedWeight{PackedSource(lin->weight), precision, this, pack_transposed(w.data(), w.size(0), w.size(1), precision)});
       linears_.push_back(lin);  // first: release() then resets whatever was set
       lin->packed_weight = std::move(packed);
     });
@@ -112,14 +120,14 @@ void InferenceWeights::release() {
 
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin) {
   const std::shared_ptr<const Linear::PackedWeight> p = lin.packed_weight;
-  if (!p || p->precision != matmul_precision() || !same_tensor(p->source, lin.weight)) return nullptr;
+  if (!p || p->precision != matmul_precision() || !p->source.matches(lin.weight)) return nullptr;
   return p->b;
 }
 
 std::shared_ptr<const gemm::PackedB> packed_qkv_for(const SelfAttention& sa) {
   const std::shared_ptr<const SelfAttention::PackedQkvWeight> p = sa.packed_qkv;
-  if (!p || p->precision != matmul_precision() || !same_tensor(p->query, sa.query->weight) ||
-      !same_tensor(p->key, sa.key->weight) || !same_tensor(p->value, sa.value->weight))
+  if (!p || p->precision != matmul_precision() || !p->query.matches(sa.query->weight) ||
+      !p->key.matches(sa.key->weight) || !p->value.matches(sa.value->weight))
     return nullptr;
   return p->b;
 }

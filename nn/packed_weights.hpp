@@ -20,8 +20,9 @@ namespace xg::nn {
 
 // Packs the weight of every Linear in `m` for GEMMs at `precision` (bf16: rounded to bf16 once,
 // which at 1 x 128 on BERT-base had cost a fifth of the time on every call). The packing is a
-// snapshot of a loaded checkpoint, not for training: values changed in place while it lives are
-// not seen (a weight replaced by another tensor is, as the packing is then ignored), and it is
+// snapshot of a loaded checkpoint, not for training: a weight replaced by another tensor or
+// changed in place in a way its version counts (copy_, an optimizer's step; not raw writes
+// through data()) is read as it is now, and its packing ignored from then on. It is
 // read only while the process's matmul precision is `precision`. A bf16 packing is made for the
 // bf16 kernel selected when packing (gemm::bf16_kernel). It must not outlive `m`, and a Linear is
 // packed by one InferenceWeights at a time (a second throws). Not thread-safe against forward

@@ -82,6 +82,7 @@ void Optimizer::step(double grad_scale) {
     for (auto& [name, p] : g.params) {
       Tensor grad = p.grad();  // scaled in place by a grad_scale
       if (!grad.defined()) continue;
+      p.bump_version();  // a graph that saved p before this step can no longer be back-propagated
       Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, g.layer_adaptation, false,
              ++parameter_steps_[name]};
       auto& slots = state_[name];

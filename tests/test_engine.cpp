@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "autograd/xgrad.hpp"
+#include "optim/optimizer.hpp"
 #include "tests/thread_count.hpp"
 #include "util/threads.hpp"
 
@@ -47,6 +48,64 @@ TEST_CASE("graph is freed after backward unless retained", "[engine]") {
   loss.backward();
   CHECK(x.grad().to_vector()[0] == Approx(2 * std::exp(1.f)));
   CHECK_THROWS_WITH(loss.backward(), Contains("freed") && Contains("retain_graph"));
+}
+
+TEST_CASE("a tensor an op saved for its backward and then changed in place is refused, naming the op", "[engine]") {
+  Tensor x = Tensor::from_vector({1, 2}, {2}, true), w = Tensor::from_vector({3, 4}, {2}, true);
+  SECTION("an input (mul reads w for x's gradient)") {
+    Tensor loss = sum(x * w);
+    w.copy_(Tensor::from_vector({5, 6}, {2}));
+    CHECK_THROWS_WITH(loss.backward(), Contains("'mul'") && Contains("[2]") && Contains("changed in place"));
+  }
+  SECTION("an output (exp reads its result)") {
+    Tensor y = exp(x);
+    Tensor loss = sum(y * 2.f);
+    y.copy_(Tensor::zeros({2}));
+    CHECK_THROWS_WITH(loss.backward(), Contains("'exp'"));
+  }
+  SECTION("a view of a saved tensor's storage") {
+    Tensor both = Tensor::from_vector({1, 2, 3, 4}, {2, 2}, true);
+    Tensor loss = sum(log(slice(both, 0, 0, 1)));  // log reads its input
+    slice(both.detach(), 0, 1, 2).copy_(Tensor::zeros({1, 2}));  // the other row: the storage is one
+    CHECK_THROWS_WITH(loss.backward(), Contains("'log'"));
+  }
+  SECTION("an optimizer's step between the forward and the backward") {
+    Tensor loss = sum(linear(x.reshape({1, 2}), w.reshape({1, 2}), Tensor()));
+    sum(w * w).backward();
+    optim::Sgd({{{{"w", w}}}}, 0.1f).step();
+    CHECK_THROWS_WITH(loss.backward(), Contains("'linear'"));
+  }
+  SECTION("a retained graph back-propagated again after a change") {
+    Tensor loss = sum(x * w);
+    loss.backward(/*retain_graph=*/true);
+    w.copy_(Tensor::from_vector({5, 6}, {2}));
+    CHECK_THROWS_WITH(loss.backward(), Contains("'mul'"));
+  }
+  SECTION("a checkpointed function's weight, read again by the recomputation") {
+    Tensor loss = sum(checkpoint([&](const std::vector<Tensor>& in) { return in[0] * w; }, {x}, {w}));
+    w.copy_(Tensor::from_vector({5, 6}, {2}));
+    CHECK_THROWS_WITH(loss.backward(), Contains("'checkpoint'"));
+  }
+}
+
+TEST_CASE("what an op does not read for its backward may change in place, and so may anything after it", "[engine]") {
+  Tensor a = Tensor::from_vector({1, 2}, {2}, true), b = Tensor::from_vector({3, 4}, {2}, true);
+  Tensor loss = sum(a + b);  // add saves neither
+  a.copy_(Tensor::from_vector({7, 8}, {2}));
+  loss.backward();
+  CHECK(a.grad().to_vector() == std::vector<float>{1, 1});
+  Tensor c = Tensor::from_vector({2, 3}, {2});  // mul reads c only for a's gradient: a needs one
+  Tensor only_c_needed = sum(c * b);
+  b.copy_(Tensor::from_vector({0, 0}, {2}));  // b itself is not read: its gradient is c
+  only_c_needed.backward();
+  CHECK(b.grad().to_vector() == std::vector<float>{1 + 2, 1 + 3});
+  Tensor after = sum(a * b);
+  after.backward();
+  a.copy_(Tensor::zeros({2}));  // the graph is released: nothing reads a any more
+  const uint64_t before = a.version();
+  a.bump_version();
+  CHECK(a.version() == before + 1);
+  CHECK(a.detach().version() == a.version());  // views share the count
 }
 
 TEST_CASE("intermediate activations die with their handles, not with the loss", "[engine]") {

@@ -260,7 +260,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
       return true;
     };
     CHECK(same(hidden(false), recorded));  // Linear::forward through the packing
-    // both paths read the packing, not the weight: a change in place goes unseen while it lives
+    // both paths read the packing, not the weight: a raw write through data() goes unseen while it lives
     const std::vector<float> saved(up0.weight.data(), up0.weight.data() + up0.weight.numel());
     std::fill_n(up0.weight.data(), up0.weight.numel(), 0.f);
     CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
@@ -286,6 +286,17 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     const Tensor key_replaced = hidden(true);
     key.weight = original_key;
     CHECK(max_diff_attended(key_replaced, before, mask01) > 1e-3f);
+    // a weight changed in place through copy_ (its version counts it) is read as it is now, too
+    const Tensor kept = up.weight.clone();
+    up.weight.copy_(Tensor::zeros(kept.shape()));
+    CHECK(nn::packed_weight_for(up) == nullptr);
+    CHECK(max_diff_attended(hidden(true), replaced, mask01) == 0.f);
+    up.weight.copy_(kept);
+    const Tensor kept_key = key.weight.clone();
+    key.weight.copy_(Tensor::zeros(kept_key.shape()));
+    CHECK(nn::packed_qkv_for(*model.encoder->layer->operator[](1).attention->self) == nullptr);
+    CHECK(max_diff_attended(hidden(true), key_replaced, mask01) == 0.f);
+    key.weight.copy_(kept_key);
   }
 }
 

@@ -48,7 +48,7 @@ Tensor run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Ten
   attn::attention_forward(p, q.data(), k.data(), v.data(), out.data(), stats.data());
 
   const Tensor Q = q.detach(), K = k.detach(), V = v.detach(), O = out.detach();
-  return record(kOp, out, {q_in, k_in, v_in, mask_in}, [=](const Tensor& g) -> std::vector<Tensor> {
+  return record(kOp, out, {q_in, k_in, v_in, mask_in}, {Q, K, V, O}, [=](const Tensor& g) -> std::vector<Tensor> {
     (void)mask, (void)cu_seqlens;  // kept alive: p points into them
     Tensor dq = Tensor::empty(Q.shape()), dk = Tensor::empty(Q.shape()), dv = Tensor::empty(Q.shape());
     attn::attention_backward(p, Q.data(), K.data(), V.data(), O.data(), stats.data(), g.data(), dq.data(), dk.data(),

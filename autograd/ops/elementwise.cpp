@@ -78,7 +78,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(vec::Binary::Mul, a, b, "mul");
   const Tensor da = a.detach(), db = b.detach();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record("mul", out, {a, b}, [da, db, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+  return record("mul", out, {a, b}, {need_b ? da : Tensor(), need_a ? db : Tensor()}, [da, db, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
     return {need_a ? sum_to(mul(g, db), da.shape()) : Tensor(),
             need_b ? sum_to(mul(g, da), db.shape()) : Tensor()};
   });
@@ -88,7 +88,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(vec::Binary::Div, a, b, "div");
   const Tensor da = a.detach(), db = b.detach(), dout = out.detach();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record("div", out, {a, b},
+  return record("div", out, {a, b}, {db, need_b ? dout : Tensor()},
                 [da, db, dout, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
                   const Tensor g_over_b = div(g, db);
                   // d(a/b)/db = -(a/b)/b
@@ -105,19 +105,19 @@ Tensor neg(const Tensor& x) {
 Tensor exp(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Exp, x);
   const Tensor y = out.detach();
-  return record("exp", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> { return {mul(g, y)}; });
+  return record("exp", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> { return {mul(g, y)}; });
 }
 
 Tensor log(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Log, x);
   const Tensor dx = x.detach();
-  return record("log", out, {x}, [dx](const Tensor& g) -> std::vector<Tensor> { return {div(g, dx)}; });
+  return record("log", out, {x}, {dx}, [dx](const Tensor& g) -> std::vector<Tensor> { return {div(g, dx)}; });
 }
 
 Tensor sqrt(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Sqrt, x);
   const Tensor y = out.detach();
-  return record("sqrt", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+  return record("sqrt", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> {
     return {div(mul(g, Tensor::scalar(0.5f)), y)};
   });
 }
@@ -127,7 +127,7 @@ Tensor pow(const Tensor& x_in, float exponent) {
   Tensor out = Tensor::empty(x.shape());
   vec::pow_scalar(x.data(), exponent, out.data(), x.numel());
   const Tensor dx = x.detach();
-  return record("pow", out, {x_in}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
+  return record("pow", out, {x_in}, {dx}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
     Tensor d = Tensor::empty(dx.shape());  // exponent * x^(exponent-1)
     vec::pow_scalar(dx.data(), exponent - 1.f, d.data(), dx.numel());
     vec::scale(d.data(), exponent, d.data(), d.numel());
@@ -138,7 +138,7 @@ Tensor pow(const Tensor& x_in, float exponent) {
 Tensor tanh(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Tanh, x);
   const Tensor y = out.detach();
-  return record("tanh", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+  return record("tanh", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> {
     return {unary_grad(vec::Unary::Tanh, y, g)};
   });
 }
@@ -146,7 +146,7 @@ Tensor tanh(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Sigmoid, x);
   const Tensor y = out.detach();
-  return record("sigmoid", out, {x}, [y](const Tensor& g) -> std::vector<Tensor> {
+  return record("sigmoid", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> {
     return {unary_grad(vec::Unary::Sigmoid, y, g)};
   });
 }
@@ -154,7 +154,7 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   Tensor out = unary_forward(vec::Unary::Relu, x);
   const Tensor dx = x.detach();
-  return record("relu", out, {x}, [dx](const Tensor& g) -> std::vector<Tensor> {
+  return record("relu", out, {x}, {dx}, [dx](const Tensor& g) -> std::vector<Tensor> {
     return {unary_grad(vec::Unary::Relu, dx, g)};
   });
 }
@@ -163,7 +163,7 @@ Tensor gelu(const Tensor& x, GeluApprox approx) {
   const vec::Unary op = approx == GeluApprox::Tanh ? vec::Unary::GeluTanh : vec::Unary::GeluErf;
   Tensor out = unary_forward(op, x);
   const Tensor dx = x.detach();
-  return record("gelu", out, {x}, [dx, op](const Tensor& g) -> std::vector<Tensor> {
+  return record("gelu", out, {x}, {dx}, [dx, op](const Tensor& g) -> std::vector<Tensor> {
     return {unary_grad(op, dx, g)};
   });
 }
@@ -216,7 +216,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   for (size_t i = 0, n = out.numel(); i < n; ++i) po[i] = pc[i] != 0.f ? pa[i] : pb[i];
   const Shape sa = a.shape(), sb = b.shape();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record("where", out, {cond, a, b},
+  return record("where", out, {cond, a, b}, {c},
                 [c, sa, sb, need_a, need_b](const Tensor& g_in) -> std::vector<Tensor> {
                   const Tensor g = g_in.contiguous();
                   Tensor ga, gb;

@@ -66,7 +66,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
   });
   const Shape in_shape = logits.shape();
   // d loss_i / d logits_i = softmax_i - ((1-e) onehot(target_i) + e/C), zero for ignored rows.
-  Tensor loss_rows = record("cross_entropy", per_row, {logits},
+  Tensor loss_rows = record("cross_entropy", per_row, {logits}, {x},
                             [x, lse, targets, ignore_index, in_shape, N, C, e](const Tensor& g) -> std::vector<Tensor> {
                               Tensor dx = Tensor::empty(in_shape);
                               const float smooth = e > 0.f ? e / float(C) : 0.f;
@@ -110,7 +110,7 @@ Tensor bce_with_logits(const Tensor& logits, const Tensor& targets, Reduction re
   for (size_t i = 0; i < n; ++i)
     per.data()[i] = std::max(x[i], 0.f) - x[i] * t[i] + std::log1p(std::exp(-std::fabs(x[i])));
   const bool need_t = targets.requires_grad();
-  Tensor per_rec = record("bce_with_logits", per, {logits, targets},
+  Tensor per_rec = record("bce_with_logits", per, {logits, targets}, {X, T},
                           [X, T, need_t](const Tensor& g) -> std::vector<Tensor> {
                             // d/dx = sigmoid(x) - t, d/dt = -x
                             Tensor s = Tensor::empty(X.shape());

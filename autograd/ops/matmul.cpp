@@ -99,7 +99,7 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
   }
   const Tensor A = a_in.detach(), B = b_in.detach();
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
-  out = record("matmul", out, {a_in, b_in}, [=](const Tensor& g) -> std::vector<Tensor> {
+  out = record("matmul", out, {a_in, b_in}, {need_b ? A : Tensor(), need_a ? B : Tensor()}, [=](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga, gb;
     if (need_a) {
       // d op(A) = g op(B)^T; when A is stored transposed, dA = op(B) g^T.
@@ -179,7 +179,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const Tensor X = x.detach(), W = weight.detach();
   const bool need_x = x_in.requires_grad(), need_w = weight_in.requires_grad(),
              need_b = bias_in.defined() && bias_in.requires_grad();
-  return record_into("linear", out, {x_in, weight_in, bias_in},
+  return record_into("linear", out, {x_in, weight_in, bias_in}, {need_w ? X : Tensor(), need_x ? W : Tensor()},
                      [=](const Tensor& g, const std::vector<GradInto>& into) -> std::vector<Tensor> {
     Tensor gx, gw, gb;
     if (need_x) {  // (M, N) @ (N, K)

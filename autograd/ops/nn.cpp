@@ -37,7 +37,7 @@ Tensor softmax_like(const Tensor& x, int axis_in, const char* name, RowKernel fw
     fwd(xc.data() + r0 * cols, out.data() + r0 * cols, r1 - r0, cols);
   });
   const Tensor y = out.detach();
-  return record(name, out, {x}, [y, rows, cols, bwd](const Tensor& g) -> std::vector<Tensor> {
+  return record(name, out, {x}, {y}, [y, rows, cols, bwd](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
     parallel_rows(rows, cols, [&](size_t r0, size_t r1) {
       bwd(y.data() + r0 * cols, g.data() + r0 * cols, dx.data() + r0 * cols, r1 - r0, cols);
@@ -84,7 +84,7 @@ Tensor attention_softmax(const Tensor& scores_in, const Tensor& mask_in, float s
     }
   });
   const Tensor y = out.detach();
-  return record("attention_softmax", out, {scores_in, mask_in}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
+  return record("attention_softmax", out, {scores_in, mask_in}, {y}, [y, rows, Tk, scale](const Tensor& g) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(g.shape());
     parallel_rows(rows, Tk, [&](size_t r0, size_t r1) {
       vec::softmax_backward(y.data() + r0 * Tk, g.data() + r0 * Tk, dx.data() + r0 * Tk, r1 - r0, Tk);
@@ -118,7 +118,7 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   // asked of the caller's tensors: a strided one's dense copy above does not require grad
   const bool need_w = weight_in.defined() && weight_in.requires_grad();
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
-  return record("layer_norm", out, {x_in, weight_in, bias_in},
+  return record("layer_norm", out, {x_in, weight_in, bias_in}, {X, Wt},
                 [=](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::empty(X.shape());
                   // dw/db are accumulated per row chunk and summed after. The chunk count is fixed,

@@ -216,7 +216,7 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Sh
   const Shape ws = weight.shape();
   // Only the looked-up rows get gradient: into a parameter's own gradient when the engine offers
   // it, else into a dense zeroed one. Row ids[k] gets row k of g (padding ids none), in order.
-  out = record_into("embedding", out, {weight},
+  out = record_into("embedding", out, {weight}, {},
                     [ids, ws, D, padding_idx](const Tensor& g, const std::vector<GradInto>& into) -> std::vector<Tensor> {
                       Tensor dw = into[0].dst.defined() ? into[0].dst : Tensor::zeros(ws);
                       if (into[0].fresh) fill_in_parallel(dw.data(), dw.numel(), 0.f);  // untied table
