@@ -52,8 +52,8 @@ ParameterArena::ParameterArena(const NamedTensors& params) {
     impl.grad.reset();
     impl.grad_slot.reset();
     impl.grad_slot_written = false;  // the new block is zeros
-    if (impl.requires_grad)
-      impl.grad_slot = Tensor::view_of(grads_, Dtype::Float32, old.shape(), view.strides(), e.offset).impl();
+    // frozen ones too: unfrozen later, their gradients land in the block (its norm, its clipping)
+    impl.grad_slot = Tensor::view_of(grads_, Dtype::Float32, old.shape(), view.strides(), e.offset).impl();
   }
 }
 

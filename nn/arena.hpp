@@ -23,7 +23,8 @@ class ParameterArena {
 
   // Moves `params` (float32) into one block, in order, each start aligned to 16 floats. Every
   // handle on a parameter sees the move (handles share the tensor). Frozen parameters
-  // (requires_grad off) get no gradient slot.
+  // (requires_grad off) get a gradient slot too, so one unfrozen later is in the block's norm and
+  // clipping (gradient buckets made while it was frozen do not wait for it).
   explicit ParameterArena(const NamedTensors& params);
 
   const std::vector<Entry>& entries() const { return entries_; }

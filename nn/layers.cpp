@@ -34,6 +34,9 @@ Embedding::Embedding(size_t num, size_t dim, int64_t pad) : padding_idx(pad) {
     throw std::invalid_argument(fmt::format("[Embedding] sizes must be positive, got {}x{}", num, dim));
   if (pad >= int64_t(num))
     throw std::invalid_argument(fmt::format("[Embedding] padding_idx {} >= num_embeddings {}", pad, num));
+  if (pad < -1)  // PyTorch counts a negative index from the end; here -1 means none, so no other is taken
+    throw std::invalid_argument(fmt::format("[Embedding] padding_idx {} is negative: give a row in [0, {}), or -1 for none",
+                                            pad, num));
   weight = register_parameter("weight", Tensor::normal({num, dim}));
   if (pad >= 0) std::fill_n(weight.data() + size_t(pad) * dim, dim, 0.f);
 }

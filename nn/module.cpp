@@ -56,6 +56,7 @@ void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) 
 
 Tensor Module::register_buffer(const std::string& name, Tensor t) {
   check_name(name);
+  if (!t.defined()) throw std::invalid_argument(fmt::format("[Module] buffer '{}' is undefined", name));
   buffers_.emplace_back(name, t);
   return t;
 }

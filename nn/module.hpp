@@ -77,6 +77,7 @@ class Module {
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     check_name(name);
+    if (!m) throw std::invalid_argument("[Module] sub-module '" + name + "' is null: construct it before registering it");
     children_.emplace_back(name, m);
     return m;
   }

@@ -203,11 +203,19 @@ void write(const std::string& path, const StateDict& tensors,
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t at = 0;
+  std::vector<Tensor> packed;  // each tensor's data, row-major
+  NoGradGuard no_grad;
   for (const auto& [name, t] : tensors) {
-    if (int_tensors.count(name)) throw std::invalid_argument(fmt::format("[safetensors] '{}' given twice", name));
-    const uint64_t bytes = t.numel() * 4;
-    header[name] = {{"dtype", "F32"}, {"shape", t.shape()}, {"data_offsets", {at, at + bytes}}};
+    if (int_tensors.count(name)) throw std::invalid_argument(fmt::format("[safetensors] {}: '{}' given twice", path, name));
+    if (!t.defined()) throw std::invalid_argument(fmt::format("[safetensors] {}: tensor '{}' is undefined", path, name));
+    if (t.dtype() != Dtype::Float32 && t.dtype() != Dtype::Int64)
+      throw std::invalid_argument(fmt::format("[safetensors] {}: tensor '{}' is {}; float32 and int64 tensors are written",
+                                              path, name, xg::dtype_name(t.dtype())));
+    const bool ints = t.dtype() == Dtype::Int64;
+    const uint64_t bytes = t.numel() * (ints ? 8 : 4);
+    header[name] = {{"dtype", ints ? "I64" : "F32"}, {"shape", t.shape()}, {"data_offsets", {at, at + bytes}}};
     at += bytes;
+    packed.push_back(t.contiguous());
   }
   for (const auto& [name, st] : int_tensors) {
     if (shape_numel(st.first) != st.second.size())
@@ -227,7 +235,7 @@ void write(const std::string& path, const StateDict& tensors,
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(h.size()) >> (8 * i));
     put(len, 8);
     put(h.data(), h.size());
-    for (const auto& [_, t] : tensors) put(t.data(), t.numel() * 4);
+    for (const Tensor& t : packed) put(t.raw_data(), t.numel() * xg::dtype_size(t.dtype()));
     for (const auto& [_, st] : int_tensors) put(st.second.data(), st.second.size() * 8);
     return ok;
   });
@@ -237,10 +245,21 @@ void write(const std::string& path, const StateDict& tensors, const std::map<std
   write(path, tensors, {}, metadata);
 }
 
+namespace {
+bool is_float(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
+}  // namespace
+
 StateDict read_float_tensors(const std::string& path) {
   StateDict out;
   for (const auto& [name, e] : read(path).tensors)
-    if (e.dtype == DType::F32 || e.dtype == DType::F16 || e.dtype == DType::BF16) out[name] = to_float(e, name);
+    if (is_float(e.dtype)) out[name] = to_float(e, name);
+  return out;
+}
+
+StateDict read_tensors(const std::string& path) {
+  StateDict out;
+  for (const auto& [name, e] : read(path).tensors)
+    out[name] = is_float(e.dtype) ? to_float(e, name) : Tensor::from_ints(to_int64(e, name), e.shape);
   return out;
 }
 
@@ -248,7 +267,7 @@ void save(const Module& m, const std::string& path) { write(path, m.state_dict()
 
 LoadReport load(Module& m, const std::string& path, bool strict) {
   try {
-    return m.load_state_dict(read_float_tensors(path), strict);
+    return m.load_state_dict(read_tensors(path), strict);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(fmt::format("{} (loading {})", e.what(), path));
   }

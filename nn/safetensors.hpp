@@ -39,8 +39,9 @@ Tensor to_float(const Entry& e, const std::string& name);
 // I64 or I32 -> int64 values.
 std::vector<int64_t> to_int64(const Entry& e, const std::string& name);
 
-// Writes F32 tensors atomically: to a temporary file in the same folder, flushed to disk, then
-// renamed over `path`, so a crash never leaves a half-written file.
+// Writes float32 tensors as F32 and int64 ones as I64 (any strides), atomically: to a temporary
+// file in the same folder, flushed to disk, then renamed over `path`, so a crash never leaves a
+// half-written file. Another dtype or an undefined tensor throws naming the file and the tensor.
 void write(const std::string& path, const StateDict& tensors,
            const std::map<std::string, std::string>& metadata = {});
 // Writes integer tensors (I64) alongside float ones; used for model inputs.
@@ -50,8 +51,10 @@ void write(const std::string& path, const StateDict& tensors,
 
 // Every float tensor of the file (F32/F16/BF16), by name.
 StateDict read_float_tensors(const std::string& path);
+// Every tensor: F32/F16/BF16 as float32, I64/I32 as int64.
+StateDict read_tensors(const std::string& path);
 
-// Module checkpoints.
+// Module checkpoints: parameters and buffers, float32 or int64.
 void save(const Module& m, const std::string& path);
 LoadReport load(Module& m, const std::string& path, bool strict = true);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "autograd/parallel.hpp"
@@ -31,12 +32,15 @@ std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float 
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, float lr) : groups_(std::move(groups)) {
   set_lr(lr);
-  // A tensor is one parameter however many names reach it (tied or shared weights): it is
-  // stepped once, under its first name. The same name for two tensors is an error; frozen
-  // parameters (requires_grad off) are left out.
+  // A tensor is one parameter however many names reach it in a group (tied or shared weights): it
+  // is stepped once, under its first name. The same name for two tensors, a tensor in two groups
+  // (which weight decay and rate would it take?), an undefined tensor and one computed by an op
+  // (it never gets a gradient of its own) are errors. Frozen parameters (requires_grad off) are
+  // kept, as PyTorch keeps them: they have no gradient to step until they are unfrozen.
   std::set<std::string> names;
-  std::set<const TensorImpl*> seen;
-  for (auto& g : groups_) {
+  std::map<const TensorImpl*, std::pair<size_t, std::string>> seen;  // group and first name of each tensor
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    ParamGroup& g = groups_[gi];
     if (!(g.weight_decay >= 0.f))
       throw std::invalid_argument(fmt::format("[optimizer] weight_decay {} must be >= 0", g.weight_decay));
     if (!(g.lr_scale >= 0.f) || !std::isfinite(g.lr_scale))
@@ -45,8 +49,16 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, float lr) : groups_(std::mo
     for (const auto& [n, t] : g.params) {
       if (!names.insert(n).second)
         throw std::invalid_argument(fmt::format("[optimizer] parameter name '{}' appears twice", n));
-      if (!t.requires_grad() || !seen.insert(t.impl().get()).second) continue;
-      kept.emplace_back(n, t);
+      if (!t.defined()) throw std::invalid_argument(fmt::format("[optimizer] parameter '{}' is undefined", n));
+      if (!t.is_leaf())
+        throw std::invalid_argument(fmt::format("[optimizer] parameter '{}' was computed by '{}', not a leaf: it gets no "
+                                                "gradient of its own; optimize the tensors it is computed from",
+                                                n, t.grad_fn()->name));
+      const auto [it, first] = seen.try_emplace(t.impl().get(), gi, n);
+      if (!first && it->second.first != gi)
+        throw std::invalid_argument(fmt::format("[optimizer] parameter '{}' is in group {} and, as '{}', in group {}: a "
+                                                "tensor belongs to one group", it->second.second, it->second.first, n, gi));
+      if (first) kept.emplace_back(n, t);
     }
     g.params = std::move(kept);
   }

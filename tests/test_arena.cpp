@@ -205,7 +205,7 @@ TEST_CASE("arena: frozen parameters get no gradient and are not stepped", "[nn][
   net.b->requires_grad_(false);
   net.flatten_parameters();
   optim::Sgd opt({{net.named_parameters(), 0.f}}, 0.1f);
-  CHECK(opt.groups()[0].params.size() == 2);  // only a.weight and a.bias
+  CHECK(opt.groups()[0].params.size() == 4);  // b's too, as PyTorch keeps them: no gradient, no step
   const auto b0 = net.b->weight.to_vector();
   loss_of(net, 7).backward();
   CHECK_FALSE(net.b->weight.grad().defined());

@@ -74,6 +74,34 @@ TEST_CASE("state_dict round trip through safetensors is exact", "[nn][module][sa
   std::filesystem::remove(path);
 }
 
+namespace {
+// A module of one's own with an int64 buffer (positions, as Hugging Face's position_ids).
+struct WithPositions : Module {
+  Tensor positions, scale;
+  explicit WithPositions(std::vector<int64_t> ids) {
+    positions = register_buffer("position_ids", Tensor::from_ints(ids, {1, ids.size()}));
+    scale = register_parameter("scale", Tensor::full({2}, 0.5f));
+  }
+  Tensor add_buffer(const std::string& name, Tensor t) { return register_buffer(name, t); }
+};
+}  // namespace
+
+TEST_CASE("int64 buffers round-trip through safetensors; what cannot be written names itself and leaves no file",
+          "[nn][module][safetensors]") {
+  const auto path = temp_path("xgrad_int_buffer.safetensors");
+  WithPositions a({0, 1, 2, 3}), b({9, 9, 9, 9});
+  safetensors::save(a, path);
+  CHECK(safetensors::load(b, path).ok());
+  CHECK(b.positions.dtype() == Dtype::Int64);
+  CHECK(b.positions.to_ints() == std::vector<int64_t>{0, 1, 2, 3});
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(a.add_buffer("undefined", Tensor()), Contains("buffer 'undefined' is undefined"));
+  a.add_buffer("half", Tensor::ones({2}).to(Dtype::BFloat16));
+  CHECK_THROWS_WITH(safetensors::save(a, path), Contains(path) && Contains("'half'") && Contains("bfloat16"));
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    CHECK(entry.path().filename().string().find("xgrad_int_buffer") == std::string::npos);  // no temporary file left
+}
+
 TEST_CASE("load_state_dict reports missing, unexpected and mismatched names", "[nn][module]") {
   Linear lin(3, 2);
   StateDict sd = {{"weight", Tensor::ones({2, 4})}, {"extra", Tensor::ones({1})}};
@@ -116,6 +144,8 @@ TEST_CASE("options and layers validate their settings", "[nn][errors]") {
   CHECK_THROWS_WITH(Linear(0, 3), Contains("[Linear]"));
   CHECK_THROWS_WITH(Linear(3, 2).forward(Tensor::zeros({2, 4})), Contains("[Linear]") && Contains("[2, 4]"));
   CHECK_THROWS_WITH(Embedding(4, 2, 4), Contains("padding_idx 4"));
+  CHECK_THROWS_WITH(Embedding(4, 2, -2), Contains("padding_idx -2") && Contains("-1 for none"));
+  CHECK_THROWS_WITH(ModuleList<Linear>().push_back(nullptr), Contains("sub-module '0' is null"));
   CHECK_THROWS_WITH(activation_from_name("swish"), Contains("'swish'"));
   SelfAttention att(tiny());
   CHECK_THROWS_WITH(att.forward(Tensor::zeros({2, 3, 5}), Tensor()), Contains("[SelfAttention]"));

@@ -354,3 +354,21 @@ TEST_CASE("bert_param_groups: no decay for biases, LayerNorm weights and any vec
   CHECK(groups[1].weight_decay == 0.f);
   CHECK_FALSE(groups[1].layer_adaptation);
 }
+
+TEST_CASE("an optimizer refuses what it could not train, and keeps frozen parameters for when they thaw", "[optim][errors]") {
+  using Catch::Matchers::Contains;
+  Tensor w = Tensor::ones({2}, true), b = Tensor::ones({2}, true);
+  CHECK_THROWS_WITH(Sgd({{{{"w", w * 2.f}}}}, 0.1f), Contains("'w'") && Contains("'mul'") && Contains("not a leaf"));
+  CHECK_THROWS_WITH(Sgd({{{{"w", Tensor()}}}}, 0.1f), Contains("'w' is undefined"));
+  CHECK_THROWS_WITH(Sgd({{{{"w", w}}, 0.01f}, {{{"w_again", w}}, 0.f}}, 0.1f),
+                    Contains("'w' is in group 0") && Contains("'w_again'") && Contains("group 1"));
+  Sgd tied({{{{"w", w}, {"w_tied", w}}}}, 0.1f);  // one tensor under two names in a group: stepped once
+  CHECK(tied.groups()[0].params.size() == 1);
+  b.requires_grad_(false);
+  Sgd opt({{{{"w", w}, {"b", b}}}}, 0.5f);
+  b.requires_grad_(true);  // thawed after the optimizer was built
+  sum(w * b).backward();
+  opt.step();
+  CHECK(b.to_vector() == std::vector<float>{0.5f, 0.5f});
+  CHECK(w.to_vector() == std::vector<float>{0.5f, 0.5f});
+}

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #ifdef XGRAD_WITH_MPI
@@ -66,18 +67,28 @@ Communicator::~Communicator() {
   MPI_Finalize();
 }
 
+namespace {
+// MPI counts are ints: a larger count would wrap (MPI_ERR_COUNT, or a part of the data reduced).
+int mpi_count(size_t n, const char* call) {
+  if (n > size_t(std::numeric_limits<int>::max()))
+    throw std::length_error(fmt::format("[distributed] {} of {} elements: MPI counts stop at {} (use a smaller --bucket-mb)",
+                                        call, n, std::numeric_limits<int>::max()));
+  return int(n);
+}
+}  // namespace
+
 void Communicator::allreduce(float* data, size_t n, ReduceOp op) {
   if (!mpi_ || size_ == 1 || n == 0) return;
-  check(MPI_Allreduce(MPI_IN_PLACE, data, int(n), MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
 }
 void Communicator::allreduce(double* data, size_t n, ReduceOp op) {
   if (!mpi_ || size_ == 1 || n == 0) return;
-  check(MPI_Allreduce(MPI_IN_PLACE, data, int(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
+  check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
 }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   if (!mpi_ || size_ == 1 || bytes == 0) return;
-  check(MPI_Bcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  check(MPI_Bcast(data, mpi_count(bytes, "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
 }
 void Communicator::broadcast(std::string& data, int root) {
   if (!mpi_ || size_ == 1) return;
@@ -109,7 +120,7 @@ void Communicator::start_allreduce(float* data, size_t n, size_t channel) {
                                        pending_->channels.size()));
   MPI_Comm comm = channel == 0 ? MPI_COMM_WORLD : pending_->channels[channel];
   MPI_Request r;
-  check(MPI_Iallreduce(MPI_IN_PLACE, data, int(n), MPI_FLOAT, MPI_SUM, comm, &r), "MPI_Iallreduce");
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Iallreduce"), MPI_FLOAT, MPI_SUM, comm, &r), "MPI_Iallreduce");
   pending_->list.push_back(r);
 }
 void Communicator::progress() {

@@ -50,8 +50,13 @@ void check_same_settings(Communicator& comm, const nlohmann::json& options) {
           key = k, there = v.dump();
           break;
         }
-    message = fmt::format("[distributed] the ranks were started with different settings: {} is {} on rank 0 and {} on rank "
-                          "{}; every rank must get the same command line", flag_of(key), there, here, bad);
+    const std::string suffix = "_fingerprint";
+    const bool data = key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+    message = data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} there, {} "
+                                 "here): every rank must read the same files",
+                                 flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here)
+                   : fmt::format("[distributed] the ranks were started with different settings: {} is {} on rank 0 and {} "
+                                 "on rank {}; every rank must get the same command line", flag_of(key), there, here, bad);
   }
   comm.broadcast(message, bad);
   throw CollectiveError(message);
@@ -69,8 +74,35 @@ std::vector<uint64_t> parameter_checksums(const nn::ParameterArena& arena) {
   return sums;
 }
 
+namespace {
+// Throws on every rank when the ranks' parameters differ in number, names or sizes (the
+// checksums are compared entry by entry, and the gradient buckets are cut by size).
+void check_same_layout(Communicator& comm, const nn::ParameterArena& arena) {
+  std::vector<std::string> entries;
+  for (const auto& e : arena.entries()) entries.push_back(fmt::format("{} ({} elements)", e.names.front(), e.numel));
+  const std::string mine = nlohmann::json(entries).dump();
+  std::string rank0 = mine;
+  comm.broadcast(rank0, 0);
+  const int bad = first_rank_where(comm, rank0 != mine);
+  if (bad < 0) return;
+  std::string message;
+  if (comm.rank() == bad) {
+    const auto theirs = nlohmann::json::parse(rank0).get<std::vector<std::string>>();
+    size_t i = 0;
+    while (i < entries.size() && i < theirs.size() && entries[i] == theirs[i]) ++i;
+    const auto at = [i](const std::vector<std::string>& v) { return i < v.size() ? v[i] : std::string("nothing"); };
+    message = fmt::format("[distributed] the ranks built different models: parameter {} is {} on rank 0 and {} on rank {}; "
+                          "every rank must read the same --model, --init-from and tokenizer files",
+                          i, at(theirs), at(entries), bad);
+  }
+  comm.broadcast(message, bad);
+  throw CollectiveError(message);
+}
+}  // namespace
+
 void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, int64_t step) {
   if (!comm.distributed()) return;
+  check_same_layout(comm, arena);
   const std::vector<uint64_t> mine = parameter_checksums(arena);
   std::vector<uint64_t> rank0 = mine;
   comm.broadcast(rank0.data(), rank0.size() * sizeof(uint64_t), 0);
@@ -83,7 +115,11 @@ void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, 
   const int bad = first_rank_where(comm, first < mine.size());
   if (bad < 0) return;
   std::string message;
-  if (comm.rank() == bad)
+  if (comm.rank() == bad && step < 0)
+    message = fmt::format("[distributed] the ranks start from different weights: {} differs between rank 0 and rank {}; "
+                          "every rank must read the same --model, --init-from and --resume files, with the same build",
+                          arena.entries()[first].names.front(), bad);
+  else if (comm.rank() == bad)
     message = fmt::format("[distributed] step {}: the weights of rank {} differ from rank 0's (first: {}); the ranks "
                           "diverged and the run is stopped (a memory fault, different builds, or a non-deterministic "
                           "reduction)", step, bad, arena.entries()[first].names.front());

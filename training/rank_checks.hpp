@@ -10,14 +10,18 @@
 
 namespace xg::training {
 
-// `options` are a rank's saved options (the Trainer's and the task's Restore options, by json
-// key): a run whose ranks differ in one would train something none of them asked for. Refuses,
-// naming the first differing option and its values on rank 0 and on the first rank that differs.
+// `options` are a rank's options by json key: as given (run control included: --resume, --stop-at
+// or --log-every differing would leave ranks waiting in different collectives), or as saved (the
+// Trainer's and the task's Restore options with the data's fingerprints: a run whose ranks differ
+// in one would train something none of them asked for). Refuses, naming the first differing
+// option (or the data flag whose files differ) and its values on rank 0 and on the first rank that
+// differs.
 void check_same_settings(Communicator& comm, const nlohmann::json& options);
 
-// Compares a checksum of every parameter (its bytes: the ranks must agree bit for bit, as each
-// applies the same update to the same weights) across ranks; at a difference throws naming the
-// first parameter that differs, the rank and `step`.
+// Compares the parameters' names and sizes, then a checksum of each (its bytes: the ranks must
+// agree bit for bit, as each applies the same update to the same weights) across ranks; at a
+// difference throws naming the first parameter that differs and the rank. `step` < 0: before the
+// first step of a run (the ranks loaded different files); else the step at which they diverged.
 void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, int64_t step);
 
 // FNV-1a over the float32 words of each entry of the arena, in entry order.

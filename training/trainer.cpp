@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -123,22 +124,27 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::v
 
 namespace {
 
-std::atomic<int> g_signal{0};  // SIGINT or SIGTERM received: save and stop
+std::atomic<int> g_signal{0};  // a stop signal received: save and stop
 void on_stop_signal(int sig) { g_signal = sig; }
 
-// Installs the stop handler for SIGINT and SIGTERM (Ctrl-C; `timeout`, container stops, Slurm
-// pre-emption) for its lifetime.
+// Installs the stop handler for its lifetime on SIGINT and SIGTERM (Ctrl-C; `timeout`, container
+// stops, Slurm pre-emption) and on SIGUSR1 and SIGUSR2: Open MPI's mpirun passes those on to the
+// ranks and nothing more, while after passing SIGINT or SIGTERM on it kills the ranks a second
+// later (odls_base_sigkill_timeout), often before rank 0 has saved.
 class StopSignals {
  public:
-  StopSignals() : int_(std::signal(SIGINT, on_stop_signal)), term_(std::signal(SIGTERM, on_stop_signal)) { g_signal = 0; }
+  StopSignals() {
+    g_signal = 0;
+    for (size_t i = 0; i < kSignals.size(); ++i) previous_[i] = std::signal(kSignals[i], on_stop_signal);
+  }
   ~StopSignals() {
-    std::signal(SIGINT, int_);
-    std::signal(SIGTERM, term_);
+    for (size_t i = 0; i < kSignals.size(); ++i) std::signal(kSignals[i], previous_[i]);
   }
 
  private:
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
   using Handler = void (*)(int);
-  Handler int_, term_;
+  std::array<Handler, 4> previous_{};
 };
 
 // What the steps since the last log line add up to.
@@ -240,6 +246,11 @@ RunResult Trainer::run_on_this_rank() {
   if (comm.rank() != 0) opt.quiet = true;  // rank 0 speaks for the run
   if (opt.threads > 0) set_num_threads(opt.threads);
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
+  // The same command line on every rank, run control included (--resume, --stop-at, --log-every
+  // decide which collectives a rank enters); the thread count may suit each machine.
+  nlohmann::json given = TrainerOptions::table().given(opt);
+  given.erase("threads");
+  check_same_settings(comm, given);
 
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
   std::string ckpt;
@@ -325,6 +336,9 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   if (!model.arena()) model.flatten_parameters();
   auto optimizer = make_optimizer(opt, task->parameter_groups(opt.weight_decay), task->optimizer_defaults());
   optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
+  // every rank built the same model with the same weights (loaded, resumed or initialised), before
+  // the buckets are cut from its layout
+  check_same_parameters(comm, *model.arena(), -1);
   std::unique_ptr<GradientSync> sync;
   if (comm.distributed()) sync = std::make_unique<GradientSync>(comm, *model.arena(), opt.bucket_mb << 20);
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
@@ -337,7 +351,6 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     step = state.step;
     task->restore_data_state(state.data);
     default_generator().set_state(state.rng);
-    if (sync) check_same_parameters(comm, *model.arena(), step);  // every rank loaded the same weights
     if (state.world_size != comm.size())
       say(fmt::format("note: the checkpoint was written by {} rank(s), this run has {}: the data goes on from the next unread "
                       "example, in global batches of {} x {} examples", state.world_size, comm.size(), comm.size(), opt.batch));

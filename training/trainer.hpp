@@ -85,7 +85,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::v
 // How a run ended.
 struct RunResult {
   int64_t step = 0;  // the step reached
-  int signal = 0;    // SIGINT or SIGTERM that stopped it (after saving a checkpoint); 0: it was not
+  int signal = 0;    // SIGINT, SIGTERM, SIGUSR1 or SIGUSR2 that stopped it (after saving a checkpoint); 0: it was not
   std::string out;   // the directory it wrote into: --out, else the resumed run's
 };
 

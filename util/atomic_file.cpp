@@ -12,7 +12,14 @@ void write_file_atomically(const std::string& path, const std::function<bool(std
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw std::runtime_error(fmt::format("[write] {}: cannot create temporary file {}", path, tmp));
-  bool ok = write(f);
+  bool ok = false;
+  try {
+    ok = write(f);
+  } catch (...) {  // nothing of it stays behind: neither the open file nor the temporary one
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    throw;
+  }
   ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   ok = (std::fclose(f) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {

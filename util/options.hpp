@@ -135,6 +135,12 @@ class OptionTable {
       if (e.on_resume != OnResume::UseNew) e.save(o, j);
     return j;
   }
+  // Every option's value as given (run control included), keyed by json_key(flag); no fingerprints.
+  nlohmann::json given(const Owner& o) const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& e : entries_) e.save_given(o, j);
+    return j;
+  }
   // Sets each Restore option from `saved` (a checkpoint's options; `source` names it in errors).
   // A value given on the command line, or set for this run to other than the default, that
   // differs from the saved one is refused, naming the flag and both values: a resumed run keeps
@@ -155,7 +161,8 @@ class OptionTable {
     OnResume on_resume;
     std::function<CLI::Option*(CLI::App&, Owner&)> add_to;
     std::function<void(const Owner&)> check;
-    std::function<void(const Owner&, nlohmann::json&)> save;  // into the saved options
+    std::function<void(const Owner&, nlohmann::json&)> save;        // into the saved options
+    std::function<void(const Owner&, nlohmann::json&)> save_given;  // the value as given, whatever on_resume
     std::function<void(Owner&, const Owner& from)> reset;     // to from's value
     // from the saved options (its key is there); `where` names it in errors
     std::function<void(Owner&, const nlohmann::json& saved, const std::string& where)> restore;
@@ -276,6 +283,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
     if (on_resume == OnResume::DataPath) throw std::logic_error(fmt::format("[options] {}: a DataPath option holds text", flag));
   }
   e.reset = [=](Owner& o, const Owner& from) { o.*member = from.*member; };
+  e.save_given = [=](const Owner& o, nlohmann::json& j) { j[key] = o.*member; };
   e.save = [=](const Owner& o, nlohmann::json& j) {
     if constexpr (std::is_same_v<T, std::string>) {
       const std::string& path = o.*member;

@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   bool benchmark = false, eval_only = false;
   CLI::App app("Pre-trains BERT (masked-language-model + next-sentence losses), RoBERTa (masked-language-model on\n"
                "full-sentence sequences) or ALBERT (masked-language-model + sentence-order losses): --model.\n"
-               "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); --resume continues\n"
-               "exactly where it stopped. With no --tokenizer, a text corpus gets a vocabulary of 8000 tokens trained\n"
+               "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); under mpirun, send\n"
+               "SIGUSR1 to mpirun instead (exit 138): it kills the ranks a second after passing SIGINT or SIGTERM\n"
+               "on. --resume continues exactly where it stopped. With no --tokenizer, a text corpus gets a vocabulary of 8000 tokens trained\n"
                "on it. Exit status: 0 done, 1 error, 2 bad command line.",
                "bert_pretrain");
   app.get_formatter()->column_width(34);

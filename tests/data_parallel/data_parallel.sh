@@ -127,13 +127,12 @@ faults)
   expect_failure "exited on signal 9" \
     timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/killed" --fault kill --fault-rank 1 --fault-at 5
   (($(date +%s) - start < 30)) || fail "the job took $(($(date +%s) - start)) s to end after a rank died"
-  # SIGTERM to mpirun reaches every rank: they stop at the same step, and rank 0 saves it
+  # SIGUSR1 to mpirun reaches every rank: they stop at the same step, and rank 0 saves it (mpirun
+  # passes SIGTERM on too, but kills the ranks a second later: they may still be saving)
   "${MPI[@]}" "$BIN/bert_pretrain" "${UNTIMED[@]}" --steps 100000 --batch 4 --out "$W/stopped" > "$W/stopped.log" 2>&1 &
   launcher=$!
   for _ in $(seq 600); do [[ -s "$W/stopped/metrics.jsonl" ]] && break; sleep 0.1; done
-  # to the ranks themselves (mpirun's children), as a scheduler's pre-emption signals each process:
-  # mpirun forwarding its own SIGTERM may kill ranks that are still saving on a loaded machine
-  pkill -TERM -P $launcher || kill -TERM $launcher
+  kill -USR1 $launcher
   wait $launcher
   # (mpirun may stop forwarding the ranks' output once signalled: the checkpoint is the evidence)
   ls "$W"/stopped/checkpoint-*/training_state.json > /dev/null 2>&1 ||
@@ -141,6 +140,14 @@ faults)
   expect_failure "--batch is 4 on rank 0 and 8 on rank 1" \
     timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
     --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/mismatch"
+  # run control too: a rank stopping at step 2 would leave the other waiting in step 3's all-reduce
+  expect_failure "--stop-at is 2 on rank 0 and -1 on rank 1" \
+    timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
+    --stop-at 2 --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/mismatch"
+  # weights that differ before the first step (a node's own copy of --model differs): refused at once
+  expect_failure "the ranks start from different weights" \
+    timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/start_perturbed" --check-every 0 \
+    --fault perturb --fault-rank 1 --fault-at 0
   ;;
 *)
   echo "unknown group $GROUP"

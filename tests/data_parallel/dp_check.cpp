@@ -47,11 +47,14 @@ int compare(const std::string& a_path, const std::string& b_path, double tol) {
   return worst <= tol ? 0 : 1;
 }
 
-// Forwards everything to the pre-training task, and injects the fault at its K-th batch.
+// Forwards everything to the pre-training task, and injects the fault at its K-th batch (a
+// perturbation at K = 0: in the weights the task built, before the first step).
 class FaultyTask : public Task {
  public:
   FaultyTask(std::unique_ptr<Task> inner, std::string fault, int rank, int at)
-      : inner_(std::move(inner)), fault_(std::move(fault)), rank_(rank), at_(at) {}
+      : inner_(std::move(inner)), fault_(std::move(fault)), rank_(rank), at_(at) {
+    if (at_ == 0 && fault_ == "perturb" && Communicator::world().rank() == rank_) perturb();
+  }
   std::string name() const override { return inner_->name(); }
   std::string describe() const override { return inner_->describe(); }
   nn::Module& model() override { return inner_->model(); }
@@ -62,8 +65,7 @@ class FaultyTask : public Task {
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (++calls_ == at_ && Communicator::world().rank() == rank_) {
       if (fault_ == "kill") std::raise(SIGKILL);
-      Tensor w = inner_->model().named_parameters().front().second;
-      w.data()[0] += 1e-3f;  // as a flipped bit or a stray write would
+      perturb();
     }
     return inner_->next_batch_loss(batch_size);
   }
@@ -74,6 +76,10 @@ class FaultyTask : public Task {
   void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override { inner_->save(dir, extra); }
 
  private:
+  void perturb() {
+    Tensor w = inner_->model().named_parameters().front().second;
+    w.data()[0] += 1e-3f;  // as a flipped bit or a stray write would
+  }
   std::unique_ptr<Task> inner_;
   std::string fault_;
   int rank_, at_, calls_ = 0;

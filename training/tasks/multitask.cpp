@@ -199,12 +199,17 @@ std::string MultiTask::describe() const {
 }
 
 std::vector<optim::ParamGroup> MultiTask::parameter_groups(float weight_decay) {
-  // each task's groups (its decay, layer-wise rates) under the model's names; the optimizer steps
-  // the shared encoder's tensors once, under the first task's names
+  // each task's groups (its decay, layer-wise rates) under the model's names; the shared encoder's
+  // tensors are stepped once, in the first task's groups and under its names (an optimizer
+  // refuses a tensor in two groups)
   std::vector<optim::ParamGroup> all;
+  std::set<const TensorImpl*> taken;
   for (size_t i = 0; i < tasks_.size(); ++i)
     for (auto g : tasks_[i]->parameter_groups(weight_decay)) {
-      for (auto& np : g.params) np.first = task_name(i) + "." + np.first;
+      nn::NamedTensors own;
+      for (auto& [name, t] : g.params)
+        if (taken.insert(t.impl().get()).second) own.emplace_back(task_name(i) + "." + name, t);
+      g.params = std::move(own);
       all.push_back(std::move(g));
     }
   return all;
