@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -34,8 +35,19 @@ Tensor additive_attention_mask(const Tensor& attention_mask) {
                                             shape_str(attention_mask.shape())));
   Tensor m = Tensor::empty(attention_mask.shape());
   const float lowest = std::numeric_limits<float>::lowest();
-  for (size_t i = 0; i < m.numel(); ++i) m.data()[i] = attention_mask.data()[i] != 0.f ? 0.f : lowest;
+  const std::vector<float> given = attention_mask.to_vector();  // any dtype (int64 as Hugging Face's) and strides
+  for (size_t i = 0; i < m.numel(); ++i) m.data()[i] = given[i] != 0.f ? 0.f : lowest;
   return m;
+}
+
+AttentionMask::AttentionMask(const Tensor& mask) : additive(mask) {
+  if (!mask.defined()) return;
+  const std::vector<float> v = mask.to_vector();
+  const bool zeros_and_ones = std::all_of(v.begin(), v.end(), [](float x) { return x == 0.f || x == 1.f; });
+  if (zeros_and_ones && std::find(v.begin(), v.end(), 1.f) != v.end())
+    throw std::invalid_argument(fmt::format(
+        "[attention] the mask {} holds only 0s and 1s: a 0/1 padding mask, where an additive one (0 to attend, -inf or "
+        "<= -1e4 to ignore) is expected; convert it with nn::additive_attention_mask", shape_str(mask.shape())));
 }
 
 namespace {

@@ -51,11 +51,13 @@ struct PackedBatch {
 
 // What attention may look at: an additive (B, T) key mask (undefined: everything) over padded
 // (B, T, H) rows, or, when `packed` is set, packed (N, H) rows that attend within their sequence.
-// Layers pass it through to SelfAttention untouched; a Tensor converts to it.
+// Layers pass it through to SelfAttention untouched; a Tensor converts to it. A mask of 0s and 1s
+// with a 1 in it is refused: it is a 0/1 padding mask (Hugging Face's attention_mask), which as an
+// additive one would attend to the padding (additive_attention_mask converts it).
 struct AttentionMask {
   Tensor additive;
   std::shared_ptr<const PackedBatch> packed;
-  AttentionMask(const Tensor& mask = Tensor()) : additive(mask) {}  // NOLINT: implicit on purpose
+  AttentionMask(const Tensor& mask = Tensor());  // NOLINT: implicit on purpose
 };
 
 // Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,

@@ -149,6 +149,15 @@ TEST_CASE("options and layers validate their settings", "[nn][errors]") {
   CHECK_THROWS_WITH(activation_from_name("swish"), Contains("'swish'"));
   SelfAttention att(tiny());
   CHECK_THROWS_WITH(att.forward(Tensor::zeros({2, 3, 5}), Tensor()), Contains("[SelfAttention]"));
+  // a 0/1 padding mask given where an additive one goes would attend to the padding
+  const Tensor mask01 = Tensor::from_vector({1, 1, 0}, {1, 3});
+  CHECK_THROWS_WITH(att.forward(Tensor::zeros({1, 3, 8}), mask01), Contains("only 0s and 1s") &&
+                                                                      Contains("additive_attention_mask"));
+  const Tensor converted = additive_attention_mask(Tensor::from_ints({1, 1, 0}, {1, 3}));  // int64, as Hugging Face's
+  CHECK(converted.to_vector()[1] == 0.f);
+  CHECK(converted.to_vector()[2] < -1e30f);
+  CHECK(att.forward(Tensor::zeros({1, 3, 8}), converted).shape() == Shape{1, 3, 8});
+  CHECK(att.forward(Tensor::zeros({1, 3, 8}), Tensor::zeros({1, 3})).shape() == Shape{1, 3, 8});  // no padding: all 0
 }
 
 TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "[nn][checkpoint]") {

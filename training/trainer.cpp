@@ -425,8 +425,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     ++step;
     if (!std::isfinite(loss) || !std::isfinite(float(norm))) {  // a norm past float's range too
       const std::string what = std::isfinite(loss) ? fmt::format("the gradient norm is {}", norm) : fmt::format("the loss is {}", loss);
-      if (opt.on_nonfinite == "stop")
-        throw std::runtime_error(fmt::format(
+      if (opt.on_nonfinite == "stop")  // the loss and norm are the ranks' sums: every rank stops here, together
+        throw CollectiveError(fmt::format(
             "[trainer] step {}: {}; stopped before updating the weights (last checkpoint: {}). A lower --lr or "
             "--clip may help; --on-nonfinite skip skips such updates",
             step, what, last_dir.empty() ? (ckpt.empty() ? std::string("none") : ckpt) : last_dir));
