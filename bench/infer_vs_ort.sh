@@ -14,7 +14,8 @@
 # picks ORT's fastest setting, later rounds rerun that setting alone. On a shared, noisy machine
 # one run each moves the ratio by a third; the rounds show by how much.
 # The peer runs under $PEER_PYTHON; unset, a venv in build/venv-ort (Debian's python3-torch with
-# PyPI's onnxruntime and transformers) is made on first use.
+# PyPI's onnxruntime, onnx and transformers; scripts/install_deps.sh --bench makes the same one) is
+# made on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 models=${1:-"mini base"}
@@ -31,9 +32,9 @@ esac
 python=${PEER_PYTHON:-}
 if [[ -z "$python" ]]; then
   venv=build/venv-ort
-  if [[ ! -x "$venv/bin/python" ]]; then
-    /usr/bin/python3 -c "import torch, onnx" 2>/dev/null || {
-      echo "infer_vs_ort: needs Debian's python3-torch and python3-onnx (apt-get install -y python3-torch python3-onnx python3-venv)" >&2; exit 1; }
+  if ! "$venv/bin/python" -c "import onnxruntime, onnx, transformers" 2>/dev/null; then  # missing, or an install cut short
+    /usr/bin/python3 -c "import torch" 2>/dev/null || {
+      echo "infer_vs_ort: needs Debian's python3-torch and python3-venv (apt-get install -y python3-torch python3-venv)" >&2; exit 1; }
     /usr/bin/python3 -m venv --system-site-packages "$venv"
     "$venv/bin/pip" install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
   fi

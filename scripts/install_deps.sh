@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xgrad needs to build and test, when any is missing.
 #   scripts/install_deps.sh          install what is missing
-#   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick) and PyTorch (bench/, tools/)
+#   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick), PyTorch (bench/, tools/)
+#                                    and the benchmarks' peer venvs (below)
+# --bench then makes, unless they already import what they are for:
+#   build/venv-ort     Debian's python3-torch 1.13 (--system-site-packages) with PyPI's onnxruntime,
+#                      onnx and transformers, pinned as bench/infer_vs_ort.sh pins them (which makes
+#                      the same venv on first use): the ONNX Runtime peer and the Hugging Face
+#                      models of bench/bert_vs_torch.sh (roberta-, albert-) and finetune_vs_torch.sh.
+#   build/venv-torch2  PyPI's PyTorch 2.x (its default x86 wheel: CUDA libraries included, a
+#                      multi-GB download, runs on CPU with MKL and oneDNN): bench/bert_vs_torch.sh's
+#                      second peer, beside Debian's 1.13.
 set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes, only "recommended" by clang)
@@ -11,18 +20,35 @@ packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev c
           nlohmann-json3-dev libutf8proc-dev libisal-dev
           libcli11-dev clang libclang-rt-dev pkg-config libsentencepiece-dev
           libopenmpi-dev openmpi-bin)
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(libopenblas-dev python3-torch)
+bench=false
+[[ "${1:-}" == "--bench" ]] && bench=true
+if $bench; then
+  # libopenblas0-pthread: PyTorch 1.13's BLAS (bench/torch_blas.sh); python3-venv: the venvs below
+  packages+=(libopenblas-dev libopenblas0-pthread python3-torch python3-venv)
 fi
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+$bench || exit 0
 
-echo "installing: ${missing[*]}"
-sudo=""
-[[ $(id -u) -ne 0 ]] && sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+cd "$(dirname "$0")/.."
+mkdir -p build
+if ! build/venv-ort/bin/python -c "import onnxruntime, onnx, transformers" 2>/dev/null; then
+  echo "making build/venv-ort (onnxruntime, onnx, transformers over Debian's torch)"
+  /usr/bin/python3 -m venv --system-site-packages build/venv-ort
+  build/venv-ort/bin/pip install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
+fi
+if ! build/venv-torch2/bin/python -c "import torch" 2>/dev/null; then
+  echo "making build/venv-torch2 (PyPI's PyTorch 2.x)"
+  /usr/bin/python3 -m venv build/venv-torch2
+  build/venv-torch2/bin/pip install --quiet torch numpy
+fi

@@ -1,6 +1,15 @@
 """BERT in plain PyTorch with Hugging Face's module tree and parameter names (transformers is not
 installable here): the reference for tests/test_bert.cpp and tools/check_checkpoint.py.
-Matches transformers' BertForPreTraining (absolute positions, post-LN, tied decoder)."""
+Matches transformers' BertForPreTraining (absolute positions, post-LN, tied decoder).
+
+Dropout is a constructor argument, not read from the config (whose hidden_dropout_prob the
+golden generators set to 0.1 while computing without dropout): BertForPreTraining(c,
+hidden_dropout=0.1, attention_dropout=0.1) applies it in train mode where transformers' BertModel
+does (the embeddings' output, the attention probabilities, the attention output projection and the
+FFN output projection, before each residual add; none in the pooler or the heads). The default 0.0
+computes exactly as before. attention="sdpa" (PyTorch >= 2.0) runs the attention core as
+torch.nn.functional.scaled_dot_product_attention with a boolean padding mask; the default "manual"
+is the explicit softmax(q k^T / sqrt(d) + additive mask) v, as before."""
 import json
 import math
 import struct
@@ -9,12 +18,21 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+ATTENTION = ("manual", "sdpa")
+
+
+def dropout(x, p, training):
+    """F.dropout, skipped (no random draws) when off: p == 0 keeps the old computation exactly."""
+    return F.dropout(x, p, True) if training and p > 0 else x
+
+
 ACT = {"gelu": F.gelu, "gelu_new": lambda x: F.gelu(x, approximate="tanh"), "relu": F.relu, "tanh": torch.tanh}
 
 
 class Embeddings(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, hidden_dropout=0.0):
         super().__init__()
+        self.dropout = hidden_dropout
         self.word_embeddings = nn.Embedding(c["vocab_size"], c["hidden_size"], padding_idx=c.get("pad_token_id", 0))
         self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["hidden_size"])
         self.token_type_embeddings = nn.Embedding(c["type_vocab_size"], c["hidden_size"])
@@ -22,39 +40,48 @@ class Embeddings(nn.Module):
 
     def forward(self, ids, types):
         pos = torch.arange(ids.shape[1])[None, :]
-        return self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(pos) + self.token_type_embeddings(types))
+        h = self.LayerNorm(self.word_embeddings(ids) + self.position_embeddings(pos) + self.token_type_embeddings(types))
+        return dropout(h, self.dropout, self.training)
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, attention_dropout=0.0, attention="manual"):
         super().__init__()
         h = c["hidden_size"]
         self.heads = c["num_attention_heads"]
+        self.dropout, self.attention = attention_dropout, attention
         self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
 
-    def forward(self, x, additive):
+    def forward(self, x, mask):
+        """mask: (B, 1, 1, T), additive float for "manual", boolean (True: attend) for "sdpa"."""
         B, T, H = x.shape
         hd = H // self.heads
         split = lambda t: t.view(B, T, self.heads, hd).permute(0, 2, 1, 3)
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hd) + additive, -1)
-        return (probs @ v).permute(0, 2, 1, 3).reshape(B, T, H)
+        if self.attention == "sdpa":
+            p = self.dropout if self.training else 0.0
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hd) + mask, -1)
+            ctx = dropout(probs, self.dropout, self.training) @ v
+        return ctx.permute(0, 2, 1, 3).reshape(B, T, H)
 
 
 class Output(nn.Module):
-    def __init__(self, n_in, n_out, eps):
+    def __init__(self, n_in, n_out, eps, hidden_dropout=0.0):
         super().__init__()
+        self.dropout = hidden_dropout
         self.dense, self.LayerNorm = nn.Linear(n_in, n_out), nn.LayerNorm(n_out, eps=eps)
 
     def forward(self, h, residual):
-        return self.LayerNorm(self.dense(h) + residual)
+        return self.LayerNorm(dropout(self.dense(h), self.dropout, self.training) + residual)
 
 
 class Attention(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, hidden_dropout=0.0, attention_dropout=0.0, attention="manual"):
         super().__init__()
-        self.self = SelfAttention(c)
-        self.output = Output(c["hidden_size"], c["hidden_size"], c["layer_norm_eps"])
+        self.self = SelfAttention(c, attention_dropout, attention)
+        self.output = Output(c["hidden_size"], c["hidden_size"], c["layer_norm_eps"], hidden_dropout)
 
 
 class Intermediate(nn.Module):
@@ -68,21 +95,21 @@ class Intermediate(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, hidden_dropout=0.0, attention_dropout=0.0, attention="manual"):
         super().__init__()
-        self.attention = Attention(c)
+        self.attention = Attention(c, hidden_dropout, attention_dropout, attention)
         self.intermediate = Intermediate(c)
-        self.output = Output(c["intermediate_size"], c["hidden_size"], c["layer_norm_eps"])
+        self.output = Output(c["intermediate_size"], c["hidden_size"], c["layer_norm_eps"], hidden_dropout)
 
-    def forward(self, x, additive):
-        x1 = self.attention.output(self.attention.self(x, additive), x)
+    def forward(self, x, mask):
+        x1 = self.attention.output(self.attention.self(x, mask), x)
         return self.output(self.intermediate(x1), x1)
 
 
 class Encoder(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, **kw):
         super().__init__()
-        self.layer = nn.ModuleList([Layer(c) for _ in range(c["num_hidden_layers"])])
+        self.layer = nn.ModuleList([Layer(c, **kw) for _ in range(c["num_hidden_layers"])])
 
 
 class Pooler(nn.Module):
@@ -95,15 +122,31 @@ class Pooler(nn.Module):
 
 
 class BertModel(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, hidden_dropout=0.0, attention_dropout=0.0, attention="manual"):
         super().__init__()
-        self.embeddings, self.encoder, self.pooler = Embeddings(c), Encoder(c), Pooler(c)
+        self.embeddings = Embeddings(c, hidden_dropout)
+        self.encoder = Encoder(c, hidden_dropout=hidden_dropout, attention_dropout=attention_dropout, attention=attention)
+        self.pooler = Pooler(c)
+        self.set_attention(attention)
+
+    def set_attention(self, attention):
+        """"manual" or "sdpa" (F.scaled_dot_product_attention, PyTorch >= 2.0) in every layer."""
+        if attention not in ATTENTION:
+            raise ValueError(f"attention is one of {ATTENTION}, not {attention!r}")
+        if attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+            raise ValueError(f"attention='sdpa' needs PyTorch >= 2.0, this is {torch.__version__}")
+        self.attention = attention
+        for layer in self.encoder.layer:
+            layer.attention.self.attention = attention
 
     def forward(self, ids, types, mask):
-        additive = (1.0 - mask.float())[:, None, None, :] * torch.finfo(torch.float32).min
+        if self.attention == "sdpa":
+            attn_mask = mask.bool()[:, None, None, :]
+        else:
+            attn_mask = (1.0 - mask.float())[:, None, None, :] * torch.finfo(torch.float32).min
         h = self.embeddings(ids, types)
         for layer in self.encoder.layer:
-            h = layer(h, additive)
+            h = layer(h, attn_mask)
         return h, self.pooler(h)
 
 
@@ -137,10 +180,10 @@ class Heads(nn.Module):
 
 
 class BertForPreTraining(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, hidden_dropout=0.0, attention_dropout=0.0, attention="manual"):
         super().__init__()
         self.config = c
-        self.bert = BertModel(c)
+        self.bert = BertModel(c, hidden_dropout, attention_dropout, attention)
         self.cls = Heads(c, self.bert.embeddings.word_embeddings)
 
     def forward(self, ids, types, mask, labels=None, nsp=None):
