@@ -67,10 +67,11 @@ Tensor ParameterArena::flat_grads() const {
 void ParameterArena::zero_grad() {
   for (auto& e : entries_) {
     TensorImpl& impl = *e.param.impl();
-    impl.grad.reset();
     // flat_grads() is writable by anyone (a hand-made all-reduce): after this zero_grad every
-    // slot is zeroed once if no gradient comes, whatever wrote it.
-    if (impl.grad_slot) impl.grad_slot_written = true;
+    // slot is zeroed once if no gradient comes, whatever wrote it. A frozen parameter's slot
+    // only when it held a gradient: a frozen encoder's slots are not rewritten with zeros each step.
+    if (impl.grad_slot && (impl.requires_grad || impl.grad)) impl.grad_slot_written = true;
+    impl.grad.reset();
   }
 }
 

@@ -266,8 +266,16 @@ StateDict read_tensors(const std::string& path) {
 void save(const Module& m, const std::string& path) { write(path, m.state_dict(), {{"format", "pt"}}); }
 
 LoadReport load(Module& m, const std::string& path, bool strict) {
+  const StateDict file = read_tensors(path), own = m.state_dict();
+  for (const auto& [name, t] : file) {  // a float saved as an integer (or the reverse) is not cast silently
+    const auto it = own.find(name);
+    if (it != own.end() && it->second.dtype() != t.dtype())
+      throw std::runtime_error(fmt::format("[safetensors] {}: '{}' is {} in the file and {} in the module", path, name,
+                                           t.dtype() == Dtype::Int64 ? "an integer" : "a float",
+                                           xg::dtype_name(it->second.dtype())));
+  }
   try {
-    return m.load_state_dict(read_tensors(path), strict);
+    return m.load_state_dict(file, strict);
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(fmt::format("{} (loading {})", e.what(), path));
   }

@@ -212,6 +212,10 @@ TEST_CASE("arena: frozen parameters get no gradient and are not stepped", "[nn][
   CHECK(net.a->weight.grad().defined());
   opt.step();
   CHECK(net.b->weight.to_vector() == b0);
+  net.zero_grad();  // a frozen slot that never held a gradient is not zeroed again each step
+  CHECK(net.a->weight.impl()->grad_slot_written);
+  CHECK_FALSE(net.b->weight.impl()->grad_slot_written);
+  REQUIRE(net.b->weight.impl()->grad_slot);  // but it has a slot: unfrozen, its gradient is in the block
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "nn/fused_encoder.hpp"
 #include "nn/nn.hpp"
 #include "tests/temp_path.hpp"
 
@@ -94,6 +95,9 @@ TEST_CASE("int64 buffers round-trip through safetensors; what cannot be written 
   CHECK(safetensors::load(b, path).ok());
   CHECK(b.positions.dtype() == Dtype::Int64);
   CHECK(b.positions.to_ints() == std::vector<int64_t>{0, 1, 2, 3});
+  // the positions, saved as floats, are not cast back into the int64 buffer
+  safetensors::write(path, {{"position_ids", Tensor::zeros({1, 4})}, {"scale", Tensor::ones({2})}});
+  CHECK_THROWS_WITH(safetensors::load(b, path), Contains("'position_ids' is a float in the file and int64 in the module"));
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(a.add_buffer("undefined", Tensor()), Contains("buffer 'undefined' is undefined"));
   a.add_buffer("half", Tensor::ones({2}).to(Dtype::BFloat16));
@@ -158,6 +162,10 @@ TEST_CASE("options and layers validate their settings", "[nn][errors]") {
   CHECK(converted.to_vector()[2] < -1e30f);
   CHECK(att.forward(Tensor::zeros({1, 3, 8}), converted).shape() == Shape{1, 3, 8});
   CHECK(att.forward(Tensor::zeros({1, 3, 8}), Tensor::zeros({1, 3})).shape() == Shape{1, 3, 8});  // no padding: all 0
+  Encoder enc(tiny(), 1);  // and the fused inference entry point, which reads the mask itself
+  enc.eval();
+  NoGradGuard no_grad;
+  CHECK_THROWS_WITH(fused_encoder_forward(enc, Tensor::zeros({1, 3, 8}), mask01), Contains("only 0s and 1s"));
 }
 
 TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "[nn][checkpoint]") {

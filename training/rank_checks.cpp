@@ -52,9 +52,9 @@ void check_same_settings(Communicator& comm, const nlohmann::json& options) {
         }
     const std::string suffix = "_fingerprint";
     const bool data = key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
-    message = data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} there, {} "
-                                 "here): every rank must read the same files",
-                                 flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here)
+    message = data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} on rank 0, "
+                                 "{} on rank {}): every rank must read the same files",
+                                 flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here, bad)
                    : fmt::format("[distributed] the ranks were started with different settings: {} is {} on rank 0 and {} "
                                  "on rank {}; every rank must get the same command line", flag_of(key), there, here, bad);
   }

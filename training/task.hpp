@@ -72,7 +72,7 @@ class Task {
   virtual nn::Module& model() = 0;
   virtual OptimizerDefaults optimizer_defaults() const { return {}; }
   // The parameters the optimizer updates, grouped by weight decay and rate (lr_scale); frozen
-  // ones (requires_grad off) are left out by the optimizer. Default: BERT's grouping, no decay on
+  // ones (requires_grad off) get no gradient, so the optimizer does not step them. Default: BERT's grouping, no decay on
   // biases and LayerNorm weights, every group at the full rate.
   virtual std::vector<optim::ParamGroup> parameter_groups(float weight_decay) {
     return optim::bert_param_groups(model().named_parameters(), weight_decay);

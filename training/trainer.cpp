@@ -247,9 +247,11 @@ RunResult Trainer::run_on_this_rank() {
   if (opt.threads > 0) set_num_threads(opt.threads);
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
   // The same command line on every rank, run control included (--resume, --stop-at, --log-every
-  // decide which collectives a rank enters); the thread count may suit each machine.
+  // decide which collectives a rank enters). What only rank 0 reads may differ (TensorBoard,
+  // --overwrite, the spelling of --resume: rank 0 resolves it for all), as may the thread count.
   nlohmann::json given = TrainerOptions::table().given(opt);
-  given.erase("threads");
+  for (const char* rank0_only : {"threads", "tensorboard", "overwrite"}) given.erase(rank0_only);
+  given["resume"] = !opt.resume.empty();
   check_same_settings(comm, given);
 
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
@@ -491,7 +493,11 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     }
     if (stop) {
       if (tty) fmt::print(stderr, "\n");
-      const std::string why = signal == SIGTERM ? " (SIGTERM)" : signal == SIGINT ? " (interrupted)" : "";
+      const std::string why = signal == SIGINT    ? " (interrupted)"
+                              : signal == SIGTERM ? " (SIGTERM)"
+                              : signal == SIGUSR1 ? " (SIGUSR1)"
+                              : signal == SIGUSR2 ? " (SIGUSR2)"
+                                                  : "";  // --stop-at
       say(fmt::format("stopped at step {}{}; resume with --resume {}", step, why, last_dir));
       return {step, signal};
     }

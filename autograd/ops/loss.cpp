@@ -110,7 +110,7 @@ Tensor bce_with_logits(const Tensor& logits, const Tensor& targets, Reduction re
   for (size_t i = 0; i < n; ++i)
     per.data()[i] = std::max(x[i], 0.f) - x[i] * t[i] + std::log1p(std::exp(-std::fabs(x[i])));
   const bool need_t = targets.requires_grad();
-  Tensor per_rec = record("bce_with_logits", per, {logits, targets}, {X, T},
+  Tensor per_rec = record("bce_with_logits", per, {logits, targets}, {X, logits.requires_grad() ? T : Tensor()},
                           [X, T, need_t](const Tensor& g) -> std::vector<Tensor> {
                             // d/dx = sigmoid(x) - t, d/dt = -x
                             Tensor s = Tensor::empty(X.shape());

@@ -118,7 +118,8 @@ Tensor layer_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bia
   // asked of the caller's tensors: a strided one's dense copy above does not require grad
   const bool need_w = weight_in.defined() && weight_in.requires_grad();
   const bool need_b = bias_in.defined() && bias_in.requires_grad();
-  return record("layer_norm", out, {x_in, weight_in, bias_in}, {X, Wt},
+  // the weight is read for x's gradient only
+  return record("layer_norm", out, {x_in, weight_in, bias_in}, {X, x_in.requires_grad() ? Wt : Tensor()},
                 [=](const Tensor& g) -> std::vector<Tensor> {
                   Tensor dx = Tensor::empty(X.shape());
                   // dw/db are accumulated per row chunk and summed after. The chunk count is fixed,
