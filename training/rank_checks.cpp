@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 
 namespace xg::training {
@@ -24,18 +25,24 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
-}  // namespace
-
-void check_same_settings(Communicator& comm, const nlohmann::json& options) {
-  if (!comm.distributed()) return;
-  const std::string mine = options.dump();
+// Throws on every rank unless every rank's `mine` equals rank 0's: the first rank that differs
+// words the message with `describe(rank 0's text, that rank)`, and it goes to all.
+void refuse_unless_same(Communicator& comm, const std::string& mine,
+                        const std::function<std::string(const std::string& rank0, int rank)>& describe) {
   std::string rank0 = mine;
   comm.broadcast(rank0, 0);
   const int bad = first_rank_where(comm, rank0 != mine);
   if (bad < 0) return;
-  // The differing rank names the option; its message goes to all.
-  std::string message;
-  if (comm.rank() == bad) {
+  std::string message = comm.rank() == bad ? describe(rank0, bad) : std::string();
+  comm.broadcast(message, bad);
+  throw CollectiveError(message);
+}
+
+}  // namespace
+
+void check_same_settings(Communicator& comm, const nlohmann::json& options) {
+  if (!comm.distributed()) return;
+  refuse_unless_same(comm, options.dump(), [&](const std::string& rank0, int bad) {
     const nlohmann::json theirs = nlohmann::json::parse(rank0);
     std::string key, here = "(unset)", there = "(unset)";
     for (const auto& [k, v] : options.items())
@@ -52,14 +59,12 @@ void check_same_settings(Communicator& comm, const nlohmann::json& options) {
         }
     const std::string suffix = "_fingerprint";
     const bool data = key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
-    message = data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} on rank 0, "
-                                 "{} on rank {}): every rank must read the same files",
-                                 flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here, bad)
-                   : fmt::format("[distributed] the ranks were started with different settings: {} is {} on rank 0 and {} "
-                                 "on rank {}; every rank must get the same command line", flag_of(key), there, here, bad);
-  }
-  comm.broadcast(message, bad);
-  throw CollectiveError(message);
+    return data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} on rank 0, "
+                              "{} on rank {}): every rank must read the same files",
+                              flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here, bad)
+                : fmt::format("[distributed] the ranks were started with different settings: {} is {} on rank 0 and {} "
+                              "on rank {}; every rank must get the same command line", flag_of(key), there, here, bad);
+  });
 }
 
 std::vector<uint64_t> parameter_checksums(const nn::ParameterArena& arena) {
@@ -80,23 +85,15 @@ namespace {
 void check_same_layout(Communicator& comm, const nn::ParameterArena& arena) {
   std::vector<std::string> entries;
   for (const auto& e : arena.entries()) entries.push_back(fmt::format("{} ({} elements)", e.names.front(), e.numel));
-  const std::string mine = nlohmann::json(entries).dump();
-  std::string rank0 = mine;
-  comm.broadcast(rank0, 0);
-  const int bad = first_rank_where(comm, rank0 != mine);
-  if (bad < 0) return;
-  std::string message;
-  if (comm.rank() == bad) {
+  refuse_unless_same(comm, nlohmann::json(entries).dump(), [&](const std::string& rank0, int bad) {
     const auto theirs = nlohmann::json::parse(rank0).get<std::vector<std::string>>();
     size_t i = 0;
     while (i < entries.size() && i < theirs.size() && entries[i] == theirs[i]) ++i;
     const auto at = [i](const std::vector<std::string>& v) { return i < v.size() ? v[i] : std::string("nothing"); };
-    message = fmt::format("[distributed] the ranks built different models: parameter {} is {} on rank 0 and {} on rank {}; "
-                          "every rank must read the same --model, --init-from and tokenizer files",
-                          i, at(theirs), at(entries), bad);
-  }
-  comm.broadcast(message, bad);
-  throw CollectiveError(message);
+    return fmt::format("[distributed] the ranks built different models: parameter {} is {} on rank 0 and {} on rank {}; "
+                       "every rank must read the same --model, --init-from and tokenizer files",
+                       i, at(theirs), at(entries), bad);
+  });
 }
 }  // namespace
 
