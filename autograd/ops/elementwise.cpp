@@ -78,7 +78,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(vec::Binary::Mul, a, b, "mul");
   const Tensor da = a.detach(), db = b.detach();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return record("mul", out, {a, b}, {need_b ? da : Tensor(), need_a ? db : Tensor()}, [da, db, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
+  const std::vector<Tensor> saved{need_b ? da : Tensor(), need_a ? db : Tensor()};  // each is read for the other's gradient
+  return record("mul", out, {a, b}, saved, [da, db, need_a, need_b](const Tensor& g) -> std::vector<Tensor> {
     return {need_a ? sum_to(mul(g, db), da.shape()) : Tensor(),
             need_b ? sum_to(mul(g, da), db.shape()) : Tensor()};
   });

@@ -99,7 +99,8 @@ Tensor matmul_as(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb, bool 
   }
   const Tensor A = a_in.detach(), B = b_in.detach();
   const bool need_a = a_in.requires_grad(), need_b = b_in.requires_grad();
-  out = record("matmul", out, {a_in, b_in}, {need_b ? A : Tensor(), need_a ? B : Tensor()}, [=](const Tensor& g) -> std::vector<Tensor> {
+  const std::vector<Tensor> saved{need_b ? A : Tensor(), need_a ? B : Tensor()};  // each is read for the other's gradient
+  out = record("matmul", out, {a_in, b_in}, saved, [=](const Tensor& g) -> std::vector<Tensor> {
     Tensor ga, gb;
     if (need_a) {
       // d op(A) = g op(B)^T; when A is stored transposed, dA = op(B) g^T.
