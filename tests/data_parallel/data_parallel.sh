@@ -144,6 +144,11 @@ faults)
   expect_failure "--stop-at is 2 on rank 0 and -1 on rank 1" \
     timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
     --stop-at 2 --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 --out "$W/mismatch"
+  # a NaN on one rank reaches every rank's summed loss: all stop together at that step, none aborts
+  out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/nan" --check-every 0 \
+    --fault nan --fault-rank 1 --fault-at 2 2>&1) && fail "a NaN loss did not stop the run"
+  [[ $out == *"step 1: the loss is"*"stopped before updating"* ]] || fail "no non-finite stop at step 1 (two micro-batches a step):"$'\n'"$out"
+  [[ $out != *"ending every rank"* ]] || fail "a non-finite stop aborted rank by rank:"$'\n'"$out"
   # weights that differ before the first step (a node's own copy of --model differs): refused at once
   expect_failure "the ranks start from different weights" \
     timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/start_perturbed" --check-every 0 \

@@ -1,7 +1,7 @@
 // Helper of tests/data_parallel/data_parallel.sh (not a user program):
 //   dp_check compare A.safetensors B.safetensors TOL
 //       every tensor of A within TOL of B's (same names and shapes); prints the largest difference
-//   dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K [bert_pretrain's options]
+//   dp_check pretrain --fault perturb|kill|nan --fault-rank R --fault-at K [bert_pretrain's options]
 //       pre-trains as bert_pretrain does, and at rank R's K-th micro-batch either nudges one of
 //       its weights (the divergence check must stop the run) or kills the process with SIGKILL
 //       (the other ranks must not hang).
@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <limits>
 #include <vector>
 
 #include "nn/nn.hpp"
@@ -65,7 +66,7 @@ class FaultyTask : public Task {
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (++calls_ == at_ && Communicator::world().rank() == rank_) {
       if (fault_ == "kill") std::raise(SIGKILL);
-      perturb();
+      perturb(fault_ == "nan" ? std::numeric_limits<float>::quiet_NaN() : 1e-3f);
     }
     return inner_->next_batch_loss(batch_size);
   }
@@ -76,9 +77,18 @@ class FaultyTask : public Task {
   void save(const std::string& dir, const std::function<void(const std::string&)>& extra) const override { inner_->save(dir, extra); }
 
  private:
-  void perturb() {
-    Tensor w = inner_->model().named_parameters().front().second;
-    w.data()[0] += 1e-3f;  // as a flipped bit or a stray write would
+  // Adds `by` to a weight, as a flipped bit or a stray write would: the first parameter's first
+  // element, or for a NaN (a run diverging on one rank) a LayerNorm weight's, which every token reads.
+  void perturb(float by = 1e-3f) {
+    const auto params = inner_->model().named_parameters();
+    Tensor w = params.front().second;
+    if (std::isnan(by))
+      for (const auto& [name, t] : params)
+        if (name.find("LayerNorm") != std::string::npos) {
+          w = t;
+          break;
+        }
+    w.data()[0] += by;
   }
   std::unique_ptr<Task> inner_;
   std::string fault_;
@@ -93,7 +103,7 @@ int pretrain_with_fault(int argc, char** argv) {
   CLI::App app("dp_check pretrain");
   PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
-  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill"}));
+  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan"}));
   app.add_option("--fault-rank", rank);
   app.add_option("--fault-at", at);
   CLI11_PARSE(app, argc, argv);
