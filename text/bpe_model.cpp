@@ -14,6 +14,7 @@
 #include "text/unicode.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
+#include "util/lines.hpp"
 
 namespace xg::text {
 
@@ -93,8 +94,7 @@ BpeModel BpeModel::from_files(const std::string& vocab_json, const std::string& 
   if (!min) throw std::runtime_error(fmt::format("[BpeModel] {}: cannot open", merges_txt));
   std::vector<Merge> merges;
   std::string line;
-  for (size_t n = 1; std::getline(min, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (size_t n = 1; getline_lf(min, line); ++n) {
     if (n == 1 && line.rfind("#version", 0) == 0) continue;
     if (line.empty() && min.peek() == std::char_traits<char>::eof()) break;  // a final blank line
     const size_t sp = line.find(' ');

@@ -17,6 +17,7 @@
 
 #include "text/unicode.hpp"
 #include "util/json_input.hpp"
+#include "util/lines.hpp"
 
 namespace xg::text {
 
@@ -51,7 +52,7 @@ std::vector<Record> tsv_records(const std::string& text) {
     std::string row = text.substr(pos, end - pos);
     pos = end + 1;
     ++line;
-    if (!row.empty() && row.back() == '\r') row.pop_back();
+    drop_cr(row);
     if (row.empty()) continue;
     Record r{{}, line};
     size_t start = 0;
@@ -229,8 +230,7 @@ std::vector<TextExample> jsonl_examples(const std::string& text, const TextColum
   std::vector<TextExample> out;
   std::istringstream in(text);
   std::string row;
-  for (size_t line = 1; std::getline(in, row); ++line) {
-    if (!row.empty() && row.back() == '\r') row.pop_back();
+  for (size_t line = 1; getline_lf(in, row); ++line) {
     if (row.find_first_not_of(" \t") == std::string::npos) continue;
     nlohmann::json j;
     try {
@@ -286,8 +286,8 @@ std::vector<TextExample> read_text_examples(const std::string& path, const TextC
   for (const auto& e : examples)
     for (const auto& [field, value] : {std::pair{"text", &e.text_a}, {"second text", &e.text_b}, {"label", &e.label}, {"id", &e.id}})
       if (const size_t at = invalid_utf8_at(*value); at != std::string_view::npos)
-        throw std::invalid_argument(fmt::format("[data] {}:{}: the {} has invalid UTF-8 at byte {} (0x{:02x})", path, e.line,
-                                                field, at, unsigned(static_cast<unsigned char>((*value)[at]))));
+        throw std::invalid_argument(fmt::format("[data] {}:{}: the {} has {}", path, e.line, field,
+                                                invalid_utf8_message(*value, at)));
   return examples;
 }
 

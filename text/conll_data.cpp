@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "text/unicode.hpp"
+#include "util/lines.hpp"
 
 namespace xg::text {
 
@@ -78,11 +79,10 @@ ConllData read_conll(const std::string& path, const ConllOptions& options) {
     current = ConllSentence{};
   };
   std::string row;
-  for (size_t line = 1; std::getline(in, row); ++line) {
+  for (size_t line = 1; getline_lf(in, row); ++line) {
     if (line == 1 && row.rfind("\xEF\xBB\xBF", 0) == 0) row.erase(0, 3);  // a UTF-8 BOM
-    if (!row.empty() && row.back() == '\r') row.pop_back();
     if (const size_t at = invalid_utf8_at(row); at != std::string_view::npos)  // here, where the line is known
-      fail(path, line, fmt::format("invalid UTF-8 at byte {} (0x{:02x})", at, unsigned(static_cast<unsigned char>(row[at]))));
+      fail(path, line, invalid_utf8_message(row, at));
     const std::vector<std::string> fields = split_whitespace(row);
     if (fields.empty()) {
       close_sentence();

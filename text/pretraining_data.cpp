@@ -14,6 +14,7 @@
 
 #include "text/unicode.hpp"
 #include "util/threads.hpp"
+#include "util/lines.hpp"
 
 namespace xg::text {
 
@@ -112,8 +113,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));
   std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) {
-    if (!l.empty() && l.back() == '\r') l.pop_back();
+  for (std::string l; getline_lf(in, l);) {
     lines.push_back(std::move(l));
   }
   // Tokenise every line on all cores, then group into documents.

@@ -21,8 +21,7 @@ std::vector<char32_t> decode_utf8(std::string_view s, InvalidUtf8 policy, const 
     const utf8proc_ssize_t n = utf8proc_iterate(p + i, utf8proc_ssize_t(s.size() - i), &cp);
     if (n < 0) {
       if (policy == InvalidUtf8::Error)
-        throw std::invalid_argument(
-            fmt::format("[tokenizer] {}: invalid UTF-8 at byte {} (0x{:02x})", where, i, unsigned(p[i])));
+        throw std::invalid_argument(fmt::format("[tokenizer] {}: {}", where, invalid_utf8_message(s, i)));
       out.push_back(0xFFFD);
       ++i;  // resynchronise on the next byte
       continue;
@@ -31,6 +30,10 @@ std::vector<char32_t> decode_utf8(std::string_view s, InvalidUtf8 policy, const 
     i += size_t(n);
   }
   return out;
+}
+
+std::string invalid_utf8_message(std::string_view s, size_t at) {
+  return fmt::format("invalid UTF-8 at byte {} (0x{:02x})", at, unsigned(static_cast<unsigned char>(s.at(at))));
 }
 
 size_t invalid_utf8_at(std::string_view s) {

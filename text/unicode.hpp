@@ -16,6 +16,8 @@ std::vector<char32_t> decode_utf8(std::string_view s, InvalidUtf8 policy = Inval
                                   const std::string& where = "input");
 // The byte offset of the first invalid UTF-8 sequence in s, or std::string_view::npos.
 size_t invalid_utf8_at(std::string_view s);
+// "invalid UTF-8 at byte AT (0xXX)", XX being s[at]: one wording for every reader's error.
+std::string invalid_utf8_message(std::string_view s, size_t at);
 void append_utf8(std::string& out, char32_t c);
 std::string encode_utf8(const std::u32string_view& cps);
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "text/unicode.hpp"
+#include "util/lines.hpp"
 
 namespace xg::text {
 
@@ -45,8 +46,7 @@ Vocab Vocab::from_file(const std::string& path) {
   if (!in) throw std::runtime_error(fmt::format("[Vocab] {}: cannot open", path));
   Vocab v;
   std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (size_t n = 1; getline_lf(in, line); ++n) {
     decode_utf8(line, InvalidUtf8::Error, fmt::format("{}:{}", path, n));
     if (v.id(line) >= 0)
       throw std::runtime_error(fmt::format("[Vocab] {}:{}: token '{}' already on line {}", path, n, line, v.id(line) + 1));

@@ -24,6 +24,7 @@
 #include "training/batch.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/pretraining.hpp"
+#include "util/lines.hpp"
 
 namespace xg::training {
 
@@ -111,8 +112,7 @@ Batch sentence_batch(const std::string& path, const text::Tokenizer& tok, size_t
   std::vector<models::Sequence> sequences;
   text::EncodeOptions enc;
   enc.max_length = seq_len;
-  for (std::string line; sequences.size() < count && std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF reads as LF
+  for (std::string line; sequences.size() < count && getline_lf(in, line);) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const text::Encoding e = tok.encode(line, enc);
     sequences.push_back({std::vector<int64_t>(e.ids.begin(), e.ids.end()), std::vector<int64_t>(e.type_ids.begin(), e.type_ids.end())});

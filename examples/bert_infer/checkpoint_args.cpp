@@ -10,6 +10,7 @@
 #include "autograd/precision.hpp"
 #include "text/load_tokenizer.hpp"
 #include "util/checksums.hpp"
+#include "util/lines.hpp"
 
 namespace xg::infer {
 
@@ -100,8 +101,7 @@ size_t max_tokens(const Checkpoint& c) {
 }
 
 bool next_line(std::istream& in, std::string& line, const std::string& source) {
-  if (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (getline_lf(in, line)) {
     return true;
   }
   // std::cin reads through stdio, which reports a failed read as the end: ask stdio too
