@@ -46,6 +46,7 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
 }
 
 void Module::replace_module(const std::string& name, std::shared_ptr<Module> m) {
+  if (!m) throw std::invalid_argument(fmt::format("[Module] replacing sub-module '{}' with null", name));
   for (auto& [n, child] : children_)
     if (n == name) {
       child = std::move(m);

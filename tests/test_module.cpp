@@ -84,6 +84,7 @@ struct WithPositions : Module {
     scale = register_parameter("scale", Tensor::full({2}, 0.5f));
   }
   Tensor add_buffer(const std::string& name, Tensor t) { return register_buffer(name, t); }
+  void swap_child(const std::string& name, std::shared_ptr<Module> m) { replace_module(name, std::move(m)); }
 };
 }  // namespace
 
@@ -98,6 +99,9 @@ TEST_CASE("int64 buffers round-trip through safetensors; what cannot be written 
   // the positions, saved as floats, are not cast back into the int64 buffer
   safetensors::write(path, {{"position_ids", Tensor::zeros({1, 4})}, {"scale", Tensor::ones({2})}});
   CHECK_THROWS_WITH(safetensors::load(b, path), Contains("'position_ids' is a float in the file and int64 in the module"));
+  safetensors::write(path, {{"position_ids", Tensor::from_ints({0, 1, 2, 3}, {1, 4})}, {"scale", Tensor::from_ints({1, 2}, {2})}});
+  CHECK_THROWS_WITH(safetensors::load(b, path), Contains("'scale' is an integer in the file and float32 in the module"));
+  CHECK_THROWS_WITH(b.swap_child("anything", nullptr), Contains("with null"));
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(a.add_buffer("undefined", Tensor()), Contains("buffer 'undefined' is undefined"));
   a.add_buffer("half", Tensor::ones({2}).to(Dtype::BFloat16));

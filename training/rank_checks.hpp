@@ -11,7 +11,7 @@
 namespace xg::training {
 
 // `options` are a rank's options by json key: as given (run control included: --resume, --stop-at
-// or --log-every differing would leave ranks waiting in different collectives), or as saved (the
+// differing would leave ranks waiting in different collectives), or as saved (the
 // Trainer's and the task's Restore options with the data's fingerprints: a run whose ranks differ
 // in one would train something none of them asked for). Refuses, naming the first differing
 // option (or the data flag whose files differ) and its values on rank 0 and on the first rank that

@@ -6,8 +6,9 @@
 #        families   the same for RoBERTa (MLM) and ALBERT (MLM+SOP with LAMB)
 #        finetune   the same for sequence classification (bert_finetune); --epochs evaluates once per epoch
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
-#        faults     a rank's weights nudged: the checksum stops the run; a rank killed: the job ends;
-#                   SIGTERM: every rank stops at one step, saved; different settings: refused, naming the option
+#        faults     a rank's weights nudged: the checksum stops the run (before step 1 too); a rank killed:
+#                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
+#                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option
 set -u
 BIN=$1
 SRC=$2
@@ -136,7 +137,7 @@ faults)
   wait $launcher
   # (mpirun may stop forwarding the ranks' output once signalled: the checkpoint is the evidence)
   ls "$W"/stopped/checkpoint-*/training_state.json > /dev/null 2>&1 ||
-    fail "no checkpoint saved at SIGTERM:"$'\n'"$(tail -5 "$W/stopped.log")"
+    fail "no checkpoint saved at SIGUSR1:"$'\n'"$(tail -5 "$W/stopped.log")"
   expect_failure "--batch is 4 on rank 0 and 8 on rank 1" \
     timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
     --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/mismatch"
