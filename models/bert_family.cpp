@@ -2,6 +2,7 @@
 #include "models/bert.hpp"
 #include "models/bert_heads.hpp"
 #include "models/registry.hpp"
+#include "util/strings.hpp"
 
 namespace xg::models {
 
@@ -11,9 +12,8 @@ std::string canonical_bert_name(const std::string& name) {
       n == "embeddings.token_type_ids" || n == "cls.predictions.decoder.weight")
     return "";
   if (n.rfind("embeddings.", 0) == 0 || n.rfind("encoder.", 0) == 0 || n.rfind("pooler.", 0) == 0) n = "bert." + n;
-  auto ends = [&](const std::string& s) { return n.size() >= s.size() && n.compare(n.size() - s.size(), s.size(), s) == 0; };
-  if (ends("LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");
-  else if (ends("LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
+  if (ends_with(n, "LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");
+  else if (ends_with(n, "LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
   if (n == "cls.predictions.decoder.bias") n = "cls.predictions.bias";
   return n;
 }

@@ -167,7 +167,7 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
   if (mask.defined() && mask.shape() != Shape{B, T})
     throw std::invalid_argument(fmt::format("[Encoder] mask has shape {}, expected [{}, {}] for input {}",
                                             shape_str(mask.shape()), B, T, shape_str(x.shape())));
-  AttentionMask checked(mask);  // refuses a 0/1 padding mask, which would attend to the padding only
+  refuse_zero_one_mask(mask);  // as additive, a 0/1 padding mask would attend to the padding only
   // Pack the attended positions, sequence after sequence.
   std::vector<size_t> positions, cu_seqlens{0};
   for (size_t b = 0; b < B; ++b) {

@@ -40,15 +40,21 @@ Tensor additive_attention_mask(const Tensor& attention_mask) {
   return m;
 }
 
-AttentionMask::AttentionMask(const Tensor& mask) : additive(mask) {
+void refuse_zero_one_mask(const Tensor& mask) {
   if (!mask.defined()) return;
   const std::vector<float> v = mask.to_vector();
-  const bool zeros_and_ones = std::all_of(v.begin(), v.end(), [](float x) { return x == 0.f || x == 1.f; });
-  if (zeros_and_ones && std::find(v.begin(), v.end(), 1.f) != v.end())
+  bool zeros_and_ones = true, has_one = false;
+  for (float x : v) {
+    zeros_and_ones = zeros_and_ones && (x == 0.f || x == 1.f);
+    has_one = has_one || x == 1.f;
+  }
+  if (zeros_and_ones && has_one)
     throw std::invalid_argument(fmt::format(
         "[attention] the mask {} holds only 0s and 1s: a 0/1 padding mask, where an additive one (0 to attend, -inf or "
         "<= -1e4 to ignore) is expected; convert it with nn::additive_attention_mask", shape_str(mask.shape())));
 }
+
+AttentionMask::AttentionMask(const Tensor& mask) : additive(mask) { refuse_zero_one_mask(mask); }
 
 namespace {
 EnvSwitch g_flash_attention{"XGRAD_FLASH_ATTENTION", true};

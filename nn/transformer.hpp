@@ -60,6 +60,10 @@ struct AttentionMask {
   AttentionMask(const Tensor& mask = Tensor());  // NOLINT: implicit on purpose
 };
 
+// The check AttentionMask's constructor makes, for entry points that take the raw mask (the fused
+// inference encoder): throws on a mask of 0s and 1s with a 1 in it.
+void refuse_zero_one_mask(const Tensor& mask);
+
 // Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,
 // set_padding_free(true) or a PaddingFreeGuard (the Trainer's --padding-free). Off by default
 // because rows at padded positions are then zero, not what transformers computes there (question

@@ -12,14 +12,12 @@
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 #include "nn/safetensors.hpp"
+#include "util/strings.hpp"
 
 namespace xg::optim {
 
 std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float weight_decay) {
   ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.f, 1.f, /*layer_adaptation=*/false};
-  auto ends_with = [](const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
   for (const auto& np : params) {
     // Vectors (norm scales and biases whatever their names, as in a model written against nn)
     // too: in BERT, RoBERTa and ALBERT those are exactly the biases and LayerNorm weights.

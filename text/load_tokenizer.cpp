@@ -13,6 +13,7 @@
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
 #include "util/json_input.hpp"
+#include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -81,7 +82,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
   if (fs::is_directory(path)) return load_tokenizer(path);
   const std::string name = fs::path(path).filename().string();
-  if (name.size() >= 10 && name.compare(name.size() - 10, 10, "vocab.json") == 0) {
+  if (ends_with(name, "vocab.json")) {
     // NAMEvocab.json goes with NAMEmerges.txt (vocab.json with merges.txt, gpt2-vocab.json with gpt2-merges.txt)
     const std::string merges = (fs::path(path).parent_path() / (name.substr(0, name.size() - 10) + "merges.txt")).string();
     if (!fs::exists(merges)) throw std::runtime_error(fmt::format("[load_tokenizer] {}: no {} beside it", path, merges));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include "util/strings.hpp"
 
 namespace xg::training {
 
@@ -58,7 +59,7 @@ void check_same_settings(Communicator& comm, const nlohmann::json& options) {
           break;
         }
     const std::string suffix = "_fingerprint";
-    const bool data = key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const bool data = key.size() > suffix.size() && ends_with(key, suffix);
     return data ? fmt::format("[distributed] {} names different data on rank 0 and on rank {} (fingerprint {} on rank 0, "
                               "{} on rank {}): every rank must read the same files",
                               flag_of(key.substr(0, key.size() - suffix.size())), bad, there, here, bad)

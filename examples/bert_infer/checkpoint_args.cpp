@@ -11,6 +11,7 @@
 #include "text/load_tokenizer.hpp"
 #include "util/checksums.hpp"
 #include "util/lines.hpp"
+#include "util/strings.hpp"
 
 namespace xg::infer {
 
@@ -21,9 +22,6 @@ void require_model_directory(const std::string& dir) {
     throw std::invalid_argument(fmt::format("--model {}: {}", dir, std::filesystem::exists(dir) ? "not a directory" : "no such directory"));
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& a,

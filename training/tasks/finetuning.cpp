@@ -18,6 +18,7 @@
 #include "training/tasks/pretraining.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
+#include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -84,7 +85,7 @@ void write_index_predictions(const std::string& path, const std::vector<std::pai
 
 std::string head_architecture(const std::string& model_type, const std::string& head_suffix, const std::string& source) {
   for (const auto& a : models::registered_architectures(model_type))
-    if (a.size() > head_suffix.size() && a.compare(a.size() - head_suffix.size(), head_suffix.size(), head_suffix) == 0) return a;
+    if (a.size() > head_suffix.size() && ends_with(a, head_suffix)) return a;
   throw std::invalid_argument(fmt::format("[finetune] {}: the {} family has no *{} head", source, model_type, head_suffix));
 }
 

@@ -11,6 +11,7 @@
 
 #include "training/distributed.hpp"
 #include "util/atomic_file.hpp"
+#include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,10 +24,6 @@ std::invalid_argument bad_list(const std::string& list, const std::string& why) 
 }
 
 std::string size_name(size_t n) { return n == 0 ? "all" : std::to_string(n); }
-
-bool ends_with(const std::string& s, const std::string& end) {
-  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
-}
 
 // Scores that count items (dev examples, SQuAD's questions and totals) or are settings (SQuAD v2's
 // best null thresholds) rather than measure the model.

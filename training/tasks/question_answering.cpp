@@ -8,6 +8,7 @@
 #include "training/qa_inference.hpp"
 #include "training/squad_metrics.hpp"
 #include "util/atomic_file.hpp"
+#include "util/strings.hpp"
 
 namespace xg::training {
 
@@ -194,7 +195,7 @@ class QuestionAnsweringTask : public FinetuneTask {
 }  // namespace
 
 std::string null_odds_path(const std::string& predictions) {
-  const bool json = predictions.size() > 5 && predictions.compare(predictions.size() - 5, 5, ".json") == 0;
+  const bool json = ends_with(predictions, ".json");
   return (json ? predictions.substr(0, predictions.size() - 5) : predictions) + "_null_odds.json";
 }
 
