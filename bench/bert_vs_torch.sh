@@ -16,9 +16,9 @@
 # AdamW implementation, and each Python's best figure.
 # RoBERTa and ALBERT models (roberta-SIZE, albert-SIZE) run against Hugging Face's
 # RobertaForMaskedLM / AlbertForPreTraining (bench/hf_pretrain_torch.py) under $HF_PYTHON (one or
-# more Pythons with transformers, searched the same way; default build/venv-ort/bin/python, the
-# venv of Debian's torch with PyPI's transformers 4.45.2 that bench/infer_vs_ort.sh and
-# scripts/install_deps.sh --bench make).
+# more Pythons with transformers, searched the same way; default: build/venv-ort, Debian's 1.13
+# with PyPI's transformers 4.45.2, and build/venv-torch2, PyPI's PyTorch 2.15 with transformers
+# 5.25, each when it is there; scripts/install_deps.sh --bench makes both).
 #   bench/bert_vs_torch.sh [MODELS] [BATCH] [SEQ_LEN] [STEPS]      e.g. bench/bert_vs_torch.sh "mini roberta-mini" 8 128 10
 # BASELINE=path/to/another/bert_pretrain adds that build's numbers to the same run (before/after
 # a change, on the same machine at the same time).
@@ -45,16 +45,7 @@ peer_threads=${PEER_THREADS:-1,2}
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "REPEATS must be a positive integer, got $repeats" >&2; exit 2; }
 [[ "$peer_threads" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "PEER_THREADS must be a list like 1,2, got $peer_threads" >&2; exit 2; }
 
-# The peer Pythons: torch's version and BLAS (bench/torch_peer.py's blas_info: "generic" is
-# Debian's, over the system libblas.so.3) of each, checked before anything runs.
-declare -A py_torch py_blas
-peer_python_check() {  # PYTHON MODULES WHAT
-  local info version blas
-  info=$("$1" -c "import sys, $2; sys.path.insert(0, 'bench'); from torch_peer import blas_info; print('peer:', torch.__version__, blas_info())" 2>&1) ||
-    { echo "bert_vs_torch: $1 cannot run the $3 peer (import $2): ${info##*$'\n'}" >&2; exit 1; }
-  read -r _ version blas <<< "$(grep '^peer: ' <<< "$info")"
-  py_torch[$1]=$version; py_blas[$1]=$blas
-}
+source bench/peer_pythons.sh  # peer_python_check, hf_peer_pythons
 hf_model() { [[ "$1" == roberta-* || "$1" == albert-* ]]; }  # a row against Hugging Face's model
 any_model() {  # hf|bert: whether $models has a row of that kind
   local m
@@ -69,18 +60,7 @@ else
   [[ -x build/venv-torch2/bin/python ]] && bert_pythons+=(build/venv-torch2/bin/python)
 fi
 hf_pythons=()
-if any_model hf; then
-  if [[ -n "${HF_PYTHON:-}" ]]; then
-    read -ra hf_pythons <<< "$HF_PYTHON"
-  elif [[ -x build/venv-ort/bin/python ]]; then
-    hf_pythons=(build/venv-ort/bin/python)
-  else
-    echo "bert_vs_torch: the roberta-/albert- rows need a Python with transformers: set HF_PYTHON, or make" \
-      "build/venv-ort (bench/infer_vs_ort.sh does on first use, as does scripts/install_deps.sh --bench)" >&2
-    exit 1
-  fi
-  for py in "${hf_pythons[@]}"; do peer_python_check "$py" "torch, transformers" "RoBERTa/ALBERT"; done
-fi
+if any_model hf; then hf_peer_pythons; fi
 if any_model bert; then
   (( ${#bert_pythons[@]} )) || { echo "bert_vs_torch: no PyTorch peer: install python3-torch (scripts/install_deps.sh --bench) or set PEER_PYTHONS" >&2; exit 1; }
   for py in "${bert_pythons[@]}"; do peer_python_check "$py" torch BERT; done

@@ -5,7 +5,8 @@ AdamW, the MLM head at 15% of positions only, ALBERT's sentence-order head on th
 same batch and length, dropout as the family's config (RoBERTa 0.1, ALBERT 0, as xgrad's). Searches
 its fastest setting (bench/torch_peer.py: thread count, then AdamW implementation) and reports it.
 Last lines: 'setting: torch=... threads=T interop=I optimizer=O attention=A' and 'tokens/s: X'.
-Needs transformers (build/venv-ort: Debian's python3-torch with PyPI's transformers 4.45.2).
+Needs transformers (build/venv-ort: Debian's python3-torch with PyPI's transformers 4.45.2;
+build/venv-torch2: PyPI's PyTorch 2.15 with transformers 5.25).
 
   python bench/hf_pretrain_torch.py --family roberta --model mini --batch 8 --seq-len 128 --steps 10 [--threads 1,2]
       [--optimizer all|fused,foreach,single] [--attention auto|eager|sdpa]

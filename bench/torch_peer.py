@@ -98,8 +98,3 @@ def search(step, threads, axes, steps, units_per_step, unit="tokens"):
           f"interop={torch.get_num_interop_threads()}{extra}")
     print(f"{unit}/s: {timed[tuple(best)][0]:.1f}")
 
-
-# Each thread count in turn: two warm-up steps, then `steps` timed ones; prints each count's figure,
-# the peak memory, the setting and, last, 'tokens/s: BEST' (or 'examples/s: BEST' with unit="examples").
-def report_best(step, threads, steps, units_per_step, unit="tokens"):
-    search(step, threads, [], steps, units_per_step, unit)

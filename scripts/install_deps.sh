@@ -8,9 +8,10 @@
 #                      onnx and transformers, pinned as bench/infer_vs_ort.sh pins them (which makes
 #                      the same venv on first use): the ONNX Runtime peer and the Hugging Face
 #                      models of bench/bert_vs_torch.sh (roberta-, albert-) and finetune_vs_torch.sh.
-#   build/venv-torch2  PyPI's PyTorch 2.x (its default x86 wheel: CUDA libraries included, a
-#                      multi-GB download, runs on CPU with MKL and oneDNN): bench/bert_vs_torch.sh's
-#                      second peer, beside Debian's 1.13.
+#   build/venv-torch2  PyPI's PyTorch 2.15 (its default x86 wheel: CUDA libraries included, a
+#                      multi-GB download, runs on CPU with MKL and oneDNN) with transformers 5.25:
+#                      the benchmarks' second peer, beside Debian's 1.13, for BERT and for the
+#                      Hugging Face models.
 set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes, only "recommended" by clang)
@@ -47,8 +48,8 @@ if ! build/venv-ort/bin/python -c "import onnxruntime, onnx, transformers" 2>/de
   /usr/bin/python3 -m venv --system-site-packages build/venv-ort
   build/venv-ort/bin/pip install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
 fi
-if ! build/venv-torch2/bin/python -c "import torch" 2>/dev/null; then
-  echo "making build/venv-torch2 (PyPI's PyTorch 2.x)"
-  /usr/bin/python3 -m venv build/venv-torch2
-  build/venv-torch2/bin/pip install --quiet torch numpy
+if ! build/venv-torch2/bin/python -c "import torch, transformers" 2>/dev/null; then
+  echo "making build/venv-torch2 (PyPI's PyTorch 2.x and transformers)"
+  [[ -x build/venv-torch2/bin/pip ]] || /usr/bin/python3 -m venv build/venv-torch2
+  build/venv-torch2/bin/pip install --quiet "torch==2.15.0" numpy "transformers==5.25.0"
 fi

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sourced by the benchmarks against PyTorch (bert_vs_torch.sh, finetune_vs_torch.sh): which peer
+# Pythons to search, each checked before anything runs.
+#   peer_python_check PYTHON MODULES WHAT   fails naming PYTHON unless it imports MODULES; leaves
+#                                           torch's version and BLAS in py_torch[PYTHON], py_blas[PYTHON]
+#                                           (bench/torch_peer.py's blas_info: "generic" is Debian's
+#                                           torch over the system libblas.so.3, "mkl" PyPI's)
+#   hf_peer_pythons                         fills hf_pythons: $HF_PYTHON (one or more, space-separated)
+#                                           or else each of build/venv-ort (Debian's 1.13 with PyPI's
+#                                           transformers) and build/venv-torch2 (PyPI's 2.x with
+#                                           transformers) that imports transformers; fails when none does
+declare -A py_torch py_blas
+peer_python_check() {
+  local info version blas
+  info=$("$1" -c "import sys, $2; sys.path.insert(0, 'bench'); from torch_peer import blas_info; print('peer:', torch.__version__, blas_info())" 2>&1) ||
+    { echo "${0##*/}: $1 cannot run the $3 peer (import $2): ${info##*$'\n'}" >&2; exit 1; }
+  read -r _ version blas <<< "$(grep '^peer: ' <<< "$info")"
+  py_torch[$1]=$version; py_blas[$1]=$blas
+}
+hf_peer_pythons() {
+  local py
+  hf_pythons=()
+  if [[ -n "${HF_PYTHON:-}" ]]; then
+    read -ra hf_pythons <<< "$HF_PYTHON"
+  else
+    for py in build/venv-ort/bin/python build/venv-torch2/bin/python; do
+      [[ -x "$py" ]] && "$py" -c "import torch, transformers" 2>/dev/null && hf_pythons+=("$py")
+    done
+  fi
+  (( ${#hf_pythons[@]} )) || { echo "${0##*/}: the Hugging Face peers need a Python with transformers: set HF_PYTHON, or run" \
+    "scripts/install_deps.sh --bench (it makes build/venv-ort and build/venv-torch2)" >&2; exit 1; }
+  for py in "${hf_pythons[@]}"; do peer_python_check "$py" "torch, transformers" "Hugging Face"; done
+}
