@@ -32,19 +32,28 @@ for m in $models; do
   ours=$(build/bin/bert_finetune --benchmark --model "$m" --batch "$batch" --max-len "$seq" --steps "$steps")
   o_eps=$(field examples/s "$ours")
   o_mb=$(field "peak memory" "$ours")
-  best=0 t="" tried=""
+  best=0 t="" tried="" t_py=""
   for py in "${hf_pythons[@]}"; do
     run=("$py" bench/finetune_torch.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --threads 1,2)
-    if [[ "${py_blas[$py]}" == generic ]]; then out=$(fastest_peer examples/s "${run[@]}"); else out=$("${run[@]}"); fi
-    eps=$(field examples/s "$out")
+    if [[ "${py_blas[$py]}" == generic ]]; then out=$(fastest_peer examples/s "${run[@]}" || true); else out=$("${run[@]}" || true); fi
+    eps=$(field examples/s "$out" || true)
+    if [[ -z "$eps" ]]; then
+      echo "finetune_vs_torch: the peer failed under $py: ${run[*]:1}" >&2
+      tried+="${tried:+, }torch ${py_torch[$py]} failed"
+      continue
+    fi
     tried+="${tried:+, }torch ${py_torch[$py]} $eps"
     if greater "$eps" "$best"; then best=$eps; t=$out; t_py=$py; fi
   done
+  [[ "$best" != 0 ]] || { echo "finetune_vs_torch: no PyTorch peer ran for $m" >&2; exit 1; }
   t_mb=$(field "peak memory" "$t")
   printf "%-8s %14s %14s %7s %12s %12s\n" "$m" "$o_eps" "$best" "$(python3 -c "print(f'{$o_eps / $best:.2f}')")" "$o_mb" "$t_mb"
   s=$(grep "^setting:" <<< "$t")
-  blas_desc="MKL/oneDNN"
-  [[ "$(kv blas "$s")" == generic ]] && blas_desc="OpenBLAS kernels $openblas_kernels, OpenBLAS threads $(field "openblas threads" "$t")"
+  case "$(kv blas "$s")" in
+    generic) blas_desc="OpenBLAS kernels ${openblas_kernels:-auto-detected}, OpenBLAS threads $(field "openblas threads" "$t")" ;;
+    mkl) blas_desc="MKL/oneDNN" ;;
+    *) blas_desc="BLAS $(kv blas "$s")" ;;
+  esac
   echo "  peer: torch $(kv torch "$s") ($t_py), threads $(kv threads "$s") intra-op / $(kv interop "$s") inter-op, $blas_desc," \
     "attention $(kv attention "$s"), AdamW $(kv optimizer "$s"); best examples/s per peer: $tried"
 done

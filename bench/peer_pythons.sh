@@ -8,7 +8,8 @@
 #   hf_peer_pythons                         fills hf_pythons: $HF_PYTHON (one or more, space-separated)
 #                                           or else each of build/venv-ort (Debian's 1.13 with PyPI's
 #                                           transformers) and build/venv-torch2 (PyPI's 2.x with
-#                                           transformers) that imports transformers; fails when none does
+#                                           transformers) that imports transformers (warning on stderr
+#                                           for one that is there without it); fails when none does
 declare -A py_torch py_blas
 peer_python_check() {
   local info version blas
@@ -24,7 +25,12 @@ hf_peer_pythons() {
     read -ra hf_pythons <<< "$HF_PYTHON"
   else
     for py in build/venv-ort/bin/python build/venv-torch2/bin/python; do
-      [[ -x "$py" ]] && "$py" -c "import torch, transformers" 2>/dev/null && hf_pythons+=("$py")
+      [[ -x "$py" ]] || continue
+      if "$py" -c "import torch, transformers" 2>/dev/null; then
+        hf_pythons+=("$py")
+      else  # a peer left out would make the comparison unfair without a word
+        echo "${0##*/}: warning: $py lacks torch or transformers, so it is not a peer: run scripts/install_deps.sh --bench" >&2
+      fi
     done
   fi
   (( ${#hf_pythons[@]} )) || { echo "${0##*/}: the Hugging Face peers need a Python with transformers: set HF_PYTHON, or run" \

@@ -1,6 +1,6 @@
-"""What the PyTorch peers of bert_pretrain --benchmark share: the size presets (layers, hidden,
-heads, as bert_pretrain's), the optimizer variants and the timing with its search for the fastest
-setting."""
+"""What the PyTorch peers of bert_pretrain --benchmark and bert_finetune --benchmark share: the
+size presets (layers, hidden, heads, as bert_pretrain's), the optimizer variants and the timing
+with its search for the fastest setting."""
 import resource
 import time
 
@@ -97,4 +97,3 @@ def search(step, threads, axes, steps, units_per_step, unit="tokens"):
     print(f"setting: torch={torch.__version__} blas={blas_info()} threads={best[0]} "
           f"interop={torch.get_num_interop_threads()}{extra}")
     print(f"{unit}/s: {timed[tuple(best)][0]:.1f}")
-

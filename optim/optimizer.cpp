@@ -9,9 +9,9 @@
 #include <set>
 
 #include "autograd/parallel.hpp"
+#include "nn/safetensors.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
-#include "nn/safetensors.hpp"
 #include "util/strings.hpp"
 
 namespace xg::optim {

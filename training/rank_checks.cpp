@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+
 #include "util/strings.hpp"
 
 namespace xg::training {
