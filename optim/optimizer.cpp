@@ -88,11 +88,14 @@ void Optimizer::step(double grad_scale) {
   ++step_;
   const std::vector<std::string> names = slot_names();
   std::vector<Span> spans;
+  Tensor last_bumped;
   for (auto& g : groups_)
     for (auto& [name, p] : g.params) {
       Tensor grad = p.grad();  // scaled in place by a grad_scale
       if (!grad.defined()) continue;
-      p.bump_version();  // a graph that saved p before this step can no longer be back-propagated
+      // A graph that saved p before this step can no longer be back-propagated. One bump per
+      // storage: a flattened module's parameters share one, and come one after another.
+      if (!p.same_storage(last_bumped)) p.bump_version(), last_bumped = p;
       Span s{p.data(), grad.data(), {}, p.numel(), g.weight_decay, g.lr_scale, g.layer_adaptation, false,
              ++parameter_steps_[name]};
       auto& slots = state_[name];

@@ -199,6 +199,20 @@ TEST_CASE("arena: the optimizer steps a tied weight once", "[nn][arena][optim]")
     if (std::fabs(g[i]) > 1e-3f) REQUIRE(w0[i] - w1[i] == Approx(g[i] > 0 ? 0.1f : -0.1f).epsilon(1e-3));
 }
 
+TEST_CASE("arena: a step counts once against the shared storage, and a graph from before it is refused", "[nn][arena][optim]") {
+  TiedNet net;
+  randomize(net, 8);
+  net.flatten_parameters();
+  optim::Sgd opt({{net.named_parameters(true), 0.f}}, 0.1f);
+  loss_of(net, 9).backward();
+  Tensor stale = loss_of(net, 9);  // saved the weights as they are before the step
+  const uint64_t before = net.a->weight.version();
+  opt.step();
+  CHECK(net.a->weight.version() == before + 1);  // every parameter is a view of one storage
+  CHECK(net.b->weight.version() == net.a->weight.version());
+  CHECK_THROWS_WITH(stale.backward(), Catch::Matchers::Contains("changed in place"));
+}
+
 TEST_CASE("arena: frozen parameters get no gradient and are not stepped", "[nn][arena][optim]") {
   TiedNet net;
   randomize(net, 6);
