@@ -40,6 +40,11 @@ TEST_CASE("started without mpirun, the world is one rank whose collectives chang
   CHECK(d == std::vector<double>{3.25});
   CHECK(s == "rank 0's");
   check_same_settings(w, {{"batch", 4}});  // one rank agrees with itself
+  int ran = 0;
+  fail_together(w, [&] { ++ran; });
+  CHECK(ran == 1);
+  // alone, an error goes through as it is (not as a CollectiveError)
+  CHECK_THROWS_AS(fail_together(w, [] { throw std::invalid_argument("bad --warmup"); }), std::invalid_argument);
 }
 
 TEST_CASE("gradient buckets are capped at kMaxBuckets communicators however small --bucket-mb is", "[distributed]") {

@@ -42,6 +42,20 @@ void refuse_unless_same(Communicator& comm, const std::string& mine,
 
 }  // namespace
 
+void fail_together(Communicator& comm, const std::function<void()>& work) {
+  if (!comm.distributed()) return work();
+  std::string error;
+  try {
+    work();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const int failed = first_rank_where(comm, !error.empty());
+  if (failed < 0) return;
+  comm.broadcast(error, failed);
+  throw CollectiveError(failed == 0 ? error : fmt::format("rank {}: {}", failed, error));
+}
+
 void check_same_settings(Communicator& comm, const nlohmann::json& options) {
   if (!comm.distributed()) return;
   refuse_unless_same(comm, options.dump(), [&](const std::string& rank0, int bad) {

@@ -3,6 +3,7 @@
 // weights every few steps. Each throws CollectiveError on every rank together, so the run ends
 // cleanly with one message.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "nn/arena.hpp"
@@ -23,6 +24,13 @@ void check_same_settings(Communicator& comm, const nlohmann::json& options);
 // difference throws naming the first parameter that differs and the rank. `step` < 0: before the
 // first step of a run (the ranks loaded different files); else the step at which they diverged.
 void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, int64_t step);
+
+// Runs `work` on every rank, then one all-reduce in which each says whether it threw. If one did,
+// every rank throws a CollectiveError with the first failing rank's message, so that all of them end
+// cleanly together: otherwise the others would wait in their next collective until MPI_Abort ended
+// the job. `work` must enter no collective (a rank that failed before one would leave the others
+// waiting in it). Not distributed: runs `work` and lets its exception through unchanged.
+void fail_together(Communicator& comm, const std::function<void()>& work);
 
 // FNV-1a over the float32 words of each entry of the arena, in entry order.
 std::vector<uint64_t> parameter_checksums(const nn::ParameterArena& arena);

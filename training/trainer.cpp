@@ -257,26 +257,34 @@ RunResult Trainer::run_on_this_rank() {
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
   std::string ckpt;
   TrainingState state;
+  // (Each step that can fail on its own runs under fail_together: every rank ends with its error.)
   if (!opt.resume.empty()) {
     // Rank 0 picks the checkpoint (a run directory's newest) for every rank: ranks resolving it
     // themselves could see different newest ones on a shared file system and start at different steps.
-    if (comm.rank() == 0) ckpt = resolve_checkpoint(opt.resume);
+    fail_together(comm, [&] {
+      if (comm.rank() == 0) ckpt = resolve_checkpoint(opt.resume);
+    });
     comm.broadcast(ckpt, 0);
-    verify_checksums(ckpt);  // flipped bits would otherwise train on silently
-    state = TrainingState::read(ckpt);
-    const std::string source = (fs::path(ckpt) / "training_state.json").string();
-    TrainerOptions::table().restore(opt, state.options, source);
-    task_options_.restore(state.options, source);
   }
-  TrainerOptions::table().check(opt);
-  task_options_.check();
+  fail_together(comm, [&] {
+    if (!ckpt.empty()) {
+      verify_checksums(ckpt);  // flipped bits would otherwise train on silently
+      state = TrainingState::read(ckpt);
+      const std::string source = (fs::path(ckpt) / "training_state.json").string();
+      TrainerOptions::table().restore(opt, state.options, source);
+      task_options_.restore(state.options, source);
+    }
+    TrainerOptions::table().check(opt);
+    task_options_.check();
+  });
   nlohmann::json settings = TrainerOptions::table().saved(opt);
   settings.update(task_options_.saved());
   check_same_settings(comm, settings);
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
   std::optional<OutputDirectory> out_dir;  // rank 0 writes (and locks) it
-  if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
-  comm.barrier();  // the others build their task (which may read --out) once it exists
+  fail_together(comm, [&] {  // also a barrier: the others build their task (which may read --out) once it exists
+    if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+  });
   bool started = false;
   try {
     if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));

@@ -8,7 +8,8 @@
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
 #        faults     a rank's weights nudged: the checksum stops the run (before step 1 too); a rank killed:
 #                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
-#                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option
+#                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
+#                   a setup error on rank 0 (--out taken, --resume without a checkpoint): every rank ends with it
 set -u
 BIN=$1
 SRC=$2
@@ -150,6 +151,15 @@ faults)
     --fault nan --fault-rank 1 --fault-at 2 2>&1) && fail "a NaN loss did not stop the run"
   [[ $out == *"step 1: the loss is"*"stopped before updating"* ]] || fail "no non-finite stop at step 1 (two micro-batches a step):"$'\n'"$out"
   [[ $out != *"ending every rank"* ]] || fail "a non-finite stop aborted rank by rank:"$'\n'"$out"
+  # an error only rank 0 meets while setting up (its --out holds another run, its --resume names no
+  # checkpoint): every rank ends with it, none through MPI_Abort
+  mkdir -p "$W/taken" && touch "$W/taken/notes.txt"
+  for args in "--out $W/taken" "--resume $W/taken"; do
+    # shellcheck disable=SC2086  # the two words of args
+    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 $args 2>&1) && fail "$args did not fail"
+    [[ $out == *"is not empty"* || $out == *"no checkpoint with"* ]] || fail "no setup error for $args:"$'\n'"$out"
+    [[ $out != *"ending every rank"* ]] || fail "a setup error on rank 0 ended the ranks through MPI_Abort ($args):"$'\n'"$out"
+  done
   # weights that differ before the first step (a node's own copy of --model differs): refused at once
   expect_failure "the ranks start from different weights" \
     timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/start_perturbed" --check-every 0 \
