@@ -49,6 +49,8 @@ void fail_together(Communicator& comm, const std::function<void()>& work) {
     work();
   } catch (const std::exception& e) {
     error = e.what();
+  } catch (...) {  // still joins the all-reduce below, or the others would wait in it
+    error = "[distributed] an error that is not a std::exception";
   }
   const int failed = first_rank_where(comm, !error.empty());
   if (failed < 0) return;
