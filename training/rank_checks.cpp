@@ -44,15 +44,16 @@ void refuse_unless_same(Communicator& comm, const std::string& mine,
 
 void fail_together(Communicator& comm, const std::function<void()>& work) {
   if (!comm.distributed()) return work();
-  std::string error;
+  bool threw = true;
+  std::string error = "[distributed] an error that is not a std::exception";
   try {
     work();
+    threw = false;
   } catch (const std::exception& e) {
-    error = e.what();
+    if (*e.what()) error = e.what();
   } catch (...) {  // still joins the all-reduce below, or the others would wait in it
-    error = "[distributed] an error that is not a std::exception";
   }
-  const int failed = first_rank_where(comm, !error.empty());
+  const int failed = first_rank_where(comm, threw);
   if (failed < 0) return;
   comm.broadcast(error, failed);
   throw CollectiveError(failed == 0 ? error : fmt::format("rank {}: {}", failed, error));

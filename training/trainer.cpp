@@ -282,11 +282,11 @@ RunResult Trainer::run_on_this_rank() {
   check_same_settings(comm, settings);
   if (opt.out.empty()) opt.out = ckpt.empty() ? opt.default_out : run_directory_of(ckpt);
   std::optional<OutputDirectory> out_dir;  // rank 0 writes (and locks) it
-  fail_together(comm, [&] {  // also a barrier: the others build their task (which may read --out) once it exists
-    if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
-  });
   bool started = false;
   try {
+    fail_together(comm, [&] {  // also a barrier: the others build their task (which may read --out) once it exists
+      if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+    });
     if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));
     RunResult result = train(ckpt, state, started, out_dir ? &*out_dir : nullptr);
     result.out = opt.out;

@@ -154,11 +154,16 @@ faults)
   # an error only rank 0 meets while setting up (its --out holds another run, its --resume names no
   # checkpoint): every rank ends with it, none through MPI_Abort
   mkdir -p "$W/taken" && touch "$W/taken/notes.txt"
-  for args in "--out $W/taken" "--resume $W/taken"; do
-    # shellcheck disable=SC2086  # the two words of args
-    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 $args 2>&1) && fail "$args did not fail"
-    [[ $out == *"is not empty"* || $out == *"no checkpoint with"* ]] || fail "no setup error for $args:"$'\n'"$out"
-    [[ $out != *"ending every rank"* ]] || fail "a setup error on rank 0 ended the ranks through MPI_Abort ($args):"$'\n'"$out"
+  for flag in --out --resume; do
+    expected="is not empty"; [[ $flag == --resume ]] && expected="no checkpoint with"
+    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 "$flag" "$W/taken" 2>&1) && fail "$flag did not fail"
+    (($(grep -c "^bert_pretrain: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($flag):"$'\n'"$out"
+    [[ $out != *"ending every rank"* ]] || fail "a setup error on rank 0 ended the ranks through MPI_Abort ($flag):"$'\n'"$out"
+  done
+  # ... and one on rank 1 alone, whatever it threw: both ranks name rank 1
+  for what in error other; do
+    out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" fail "$what" 2>&1)
+    (($(grep -c "^rank [01] stopped: rank 1: " <<< "$out") == 2)) || fail "fail_together on rank 1 ($what):"$'\n'"$out"
   done
   # weights that differ before the first step (a node's own copy of --model differs): refused at once
   expect_failure "the ranks start from different weights" \

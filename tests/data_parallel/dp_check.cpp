@@ -188,6 +188,24 @@ int unused_parameters() {
   return failures == 0 ? 0 : 1;
 }
 
+// fail_together with rank 1 throwing WHAT ("error": a std::runtime_error, "other": an int): every
+// rank must leave with a CollectiveError that names rank 1, and print it.
+int fail_on_rank_1(const std::string& what) {
+  Communicator& comm = Communicator::world();
+  try {
+    fail_together(comm, [&] {
+      if (comm.rank() != 1) return;
+      if (what == "error") throw std::runtime_error("rank 1's own error");
+      throw 7;
+    });
+  } catch (const CollectiveError& e) {
+    fmt::print("rank {} stopped: {}\n", comm.rank(), e.what());
+    return 3;
+  }
+  fmt::print("rank {}: fail_together returned\n", comm.rank());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -196,7 +214,8 @@ int main(int argc, char** argv) {
   if (mode == "allreduce" && argc == 4) return time_allreduce(std::stoul(argv[2]), std::stoi(argv[3]));
   if (mode == "pretrain") return pretrain_with_fault(argc - 1, argv + 1);
   if (mode == "unused" && argc == 2) return unused_parameters();
+  if (mode == "fail" && argc == 3) return fail_on_rank_1(argv[2]);
   fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ... | "
-                     "dp_check allreduce FLOATS REPEATS | dp_check unused\n");
+                     "dp_check allreduce FLOATS REPEATS | dp_check unused | dp_check fail error|other\n");
   return 2;
 }
