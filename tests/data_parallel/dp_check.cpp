@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -200,6 +201,7 @@ int fail_on_rank_1(const std::string& what) {
     });
   } catch (const CollectiveError& e) {
     fmt::print("rank {} stopped: {}\n", comm.rank(), e.what());
+    std::fflush(stdout);  // before MPI_Finalize: mpirun ends the job once a rank has exited non-zero
     return 3;
   }
   fmt::print("rank {}: fail_together returned\n", comm.rank());
