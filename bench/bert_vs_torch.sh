@@ -45,7 +45,7 @@ peer_threads=${PEER_THREADS:-1,2}
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "REPEATS must be a positive integer, got $repeats" >&2; exit 2; }
 [[ "$peer_threads" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "PEER_THREADS must be a list like 1,2, got $peer_threads" >&2; exit 2; }
 
-source bench/peer_pythons.sh  # peer_python_check, hf_peer_pythons
+source bench/peer_pythons.sh  # peer_python_check, hf_peer_pythons, use_openblas_for, field, kv, greater, ...
 hf_model() { [[ "$1" == roberta-* || "$1" == albert-* ]]; }  # a row against Hugging Face's model
 any_model() {  # hf|bert: whether $models has a row of that kind
   local m
@@ -66,22 +66,13 @@ if any_model bert; then
   for py in "${bert_pythons[@]}"; do peer_python_check "$py" torch BERT; done
 fi
 all_pythons=("${bert_pythons[@]}" "${hf_pythons[@]}")
-for py in "${all_pythons[@]}"; do
-  if [[ -n "${py_blas[$py]:-}" && "${py_blas[$py]}" == generic ]]; then
-    torch_blas_python=$py
-    source bench/torch_blas.sh  # OpenBLAS and its fastest kernel set for PyTorch 1.x
-    break
-  fi
-done
+use_openblas_for "${all_pythons[@]}"  # OpenBLAS and its fastest kernel set for PyTorch 1.x
 for py in "${all_pythons[@]}"; do
   if [[ -n "${py_torch[$py]:-}" ]]; then echo "PyTorch peer: $py, torch ${py_torch[$py]}, BLAS ${py_blas[$py]}"; fi
 done | sort -u
 
-field() { grep "^$1" <<< "$2" | awk '{print $NF}'; }  # the value of a "KEY ... X" line
-kv() { tr ' ' '\n' <<< "$2" | sed -n "s/^$1=//p"; }   # the value of KEY=X in a "setting: ..." line
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "$@"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
-greater() { python3 -c "import sys; sys.exit(0 if $1 > $2 else 1)"; }
 # One run of the peer: PYTHON, OpenBLAS threads (empty for a torch that does not use OpenBLAS), the
 # script and its arguments.
 peer_run() {
@@ -126,14 +117,9 @@ peer_round() {  # KEY ROUND SCRIPT [ARGS...]
 }
 # The line under a row naming the peer KEY's winning setting and every Python's figure.
 describe_peer() {  # KEY LABEL
-  local key=$1 s=${picked[$1]} py=${picked_py[$1]} ob=${picked_ob[$1]} blas_desc
-  case "$(kv blas "$s")" in
-    generic) blas_desc="OpenBLAS kernels ${openblas_kernels:-auto-detected}, OpenBLAS threads $ob" ;;
-    mkl) blas_desc="MKL/oneDNN" ;;
-    *) blas_desc="BLAS $(kv blas "$s")" ;;
-  esac
+  local key=$1 s=${picked[$1]} py=${picked_py[$1]} ob=${picked_ob[$1]}
   echo "  peer $2: torch $(kv torch "$s") ($py), threads $(kv threads "$s") intra-op / $(kv interop "$s") inter-op," \
-    "$blas_desc, attention $(kv attention "$s"), AdamW $(kv optimizer "$s"); best tokens/s per peer: ${tried[$key]}"
+    "$(blas_description "$s" "$ob"), attention $(kv attention "$s"), AdamW $(kv optimizer "$s"); best tokens/s per peer: ${tried[$key]}"
 }
 
 printf "%-12s %14s %14s %7s %12s %12s" model "xgrad tok/s" "torch tok/s" ratio "xgrad MB" "torch MB"

@@ -15,18 +15,9 @@ models=${1:-"tiny mini base"}
 batch=${2:-32}
 seq=${3:-128}
 steps=${4:-5}
-source bench/peer_pythons.sh  # peer_python_check, hf_peer_pythons
+source bench/peer_pythons.sh  # hf_peer_pythons, use_openblas_for, field, kv, greater, blas_description
 hf_peer_pythons
-for py in "${hf_pythons[@]}"; do
-  if [[ "${py_blas[$py]}" == generic ]]; then
-    torch_blas_python=$py
-    source bench/torch_blas.sh  # OpenBLAS and its fastest kernel set for PyTorch 1.x; fastest_peer
-    break
-  fi
-done
-kv() { tr ' ' '\n' <<< "$2" | sed -n "s/^$1=//p"; }  # the value of KEY=X in a "setting: ..." line
-field() { grep "^$1" <<< "$2" | awk '{print $NF}'; }
-greater() { python3 -c "import sys; sys.exit(0 if $1 > $2 else 1)"; }
+use_openblas_for "${hf_pythons[@]}"  # OpenBLAS and its fastest kernel set for PyTorch 1.x; fastest_peer
 printf "%-8s %14s %14s %7s %12s %12s\n" model "xgrad ex/s" "torch ex/s" ratio "xgrad MB" "torch MB"
 for m in $models; do
   ours=$(build/bin/bert_finetune --benchmark --model "$m" --batch "$batch" --max-len "$seq" --steps "$steps")
@@ -49,11 +40,7 @@ for m in $models; do
   t_mb=$(field "peak memory" "$t")
   printf "%-8s %14s %14s %7s %12s %12s\n" "$m" "$o_eps" "$best" "$(python3 -c "print(f'{$o_eps / $best:.2f}')")" "$o_mb" "$t_mb"
   s=$(grep "^setting:" <<< "$t")
-  case "$(kv blas "$s")" in
-    generic) blas_desc="OpenBLAS kernels ${openblas_kernels:-auto-detected}, OpenBLAS threads $(field "openblas threads" "$t")" ;;
-    mkl) blas_desc="MKL/oneDNN" ;;
-    *) blas_desc="BLAS $(kv blas "$s")" ;;
-  esac
-  echo "  peer: torch $(kv torch "$s") ($t_py), threads $(kv threads "$s") intra-op / $(kv interop "$s") inter-op, $blas_desc," \
+  echo "  peer: torch $(kv torch "$s") ($t_py), threads $(kv threads "$s") intra-op / $(kv interop "$s") inter-op," \
+    "$(blas_description "$s" "$(field "openblas threads" "$t" || true)")," \
     "attention $(kv attention "$s"), AdamW $(kv optimizer "$s"); best examples/s per peer: $tried"
 done

@@ -10,6 +10,13 @@
 #                                           transformers) and build/venv-torch2 (PyPI's 2.x with
 #                                           transformers) that imports transformers (warning on stderr
 #                                           for one that is there without it); fails when none does
+#   use_openblas_for PYTHON...              sources bench/torch_blas.sh (OpenBLAS and its fastest kernel
+#                                           set; fastest_peer) under the first PYTHON whose torch calls
+#                                           the system BLAS, if any
+#   blas_description SETTING OB_THREADS     "OpenBLAS kernels K, OpenBLAS threads N", "MKL/oneDNN", ... for
+#                                           a peer's "setting: ..." line
+#   field KEY TEXT, kv KEY SETTING, greater A B: the last word of TEXT's "KEY ..." line; the value of
+#                                           KEY=X in a "setting: ..." line; whether A > B (decimals)
 declare -A py_torch py_blas
 peer_python_check() {
   local info version blas
@@ -36,4 +43,24 @@ hf_peer_pythons() {
   (( ${#hf_pythons[@]} )) || { echo "${0##*/}: the Hugging Face peers need a Python with transformers: set HF_PYTHON, or run" \
     "scripts/install_deps.sh --bench (it makes build/venv-ort and build/venv-torch2)" >&2; exit 1; }
   for py in "${hf_pythons[@]}"; do peer_python_check "$py" "torch, transformers" "Hugging Face"; done
+}
+use_openblas_for() {
+  local py
+  for py in "$@"; do
+    if [[ "${py_blas[$py]:-}" == generic ]]; then
+      torch_blas_python=$py
+      source bench/torch_blas.sh
+      return
+    fi
+  done
+}
+field() { grep "^$1" <<< "$2" | awk '{print $NF}'; }
+kv() { tr ' ' '\n' <<< "$2" | sed -n "s/^$1=//p"; }
+greater() { python3 -c "import sys; sys.exit(0 if $1 > $2 else 1)"; }
+blas_description() {
+  case "$(kv blas "$1")" in
+    generic) echo "OpenBLAS kernels ${openblas_kernels:-auto-detected}, OpenBLAS threads $2" ;;
+    mkl) echo "MKL/oneDNN" ;;
+    *) echo "BLAS $(kv blas "$1")" ;;
+  esac
 }

@@ -48,8 +48,8 @@ if ! build/venv-ort/bin/python -c "import onnxruntime, onnx, transformers" 2>/de
   /usr/bin/python3 -m venv --system-site-packages build/venv-ort
   build/venv-ort/bin/pip install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
 fi
-if ! build/venv-torch2/bin/python -c "import torch, transformers" 2>/dev/null ||
-   [[ $(build/venv-torch2/bin/python -c "import torch, transformers; print(torch.__version__.split('+')[0], transformers.__version__)") != "2.15.0 5.25.0" ]]; then
+# (missing, or other versions: the import prints nothing, or something else)
+if [[ $(build/venv-torch2/bin/python -c "import torch, transformers; print(torch.__version__.split('+')[0], transformers.__version__)" 2>/dev/null) != "2.15.0 5.25.0" ]]; then
   echo "making build/venv-torch2 (PyPI's PyTorch 2.x and transformers)"
   [[ -x build/venv-torch2/bin/pip ]] || /usr/bin/python3 -m venv build/venv-torch2
   build/venv-torch2/bin/pip install --quiet "torch==2.15.0" "numpy==2.4.6" "transformers==5.25.0"

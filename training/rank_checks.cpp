@@ -27,6 +27,12 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
+// Every rank throws a CollectiveError with `message` as rank `from` has it.
+[[noreturn]] void throw_from(Communicator& comm, int from, std::string message) {
+  comm.broadcast(message, from);
+  throw CollectiveError(message);
+}
+
 // Throws on every rank unless every rank's `mine` equals rank 0's: the first rank that differs
 // words the message with `describe(rank 0's text, that rank)`, and it goes to all.
 void refuse_unless_same(Communicator& comm, const std::string& mine,
@@ -35,9 +41,7 @@ void refuse_unless_same(Communicator& comm, const std::string& mine,
   comm.broadcast(rank0, 0);
   const int bad = first_rank_where(comm, rank0 != mine);
   if (bad < 0) return;
-  std::string message = comm.rank() == bad ? describe(rank0, bad) : std::string();
-  comm.broadcast(message, bad);
-  throw CollectiveError(message);
+  throw_from(comm, bad, comm.rank() == bad ? describe(rank0, bad) : std::string());
 }
 
 }  // namespace
@@ -55,8 +59,7 @@ void fail_together(Communicator& comm, const std::function<void()>& work) {
   }
   const int failed = first_rank_where(comm, threw);
   if (failed < 0) return;
-  comm.broadcast(error, failed);
-  throw CollectiveError(failed == 0 ? error : fmt::format("rank {}: {}", failed, error));
+  throw_from(comm, failed, failed == 0 ? error : fmt::format("rank {}: {}", failed, error));
 }
 
 void check_same_settings(Communicator& comm, const nlohmann::json& options) {

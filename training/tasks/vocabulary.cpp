@@ -11,6 +11,7 @@
 #include "text/sentencepiece_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
 #include "training/distributed.hpp"
+#include "training/rank_checks.hpp"
 #include "util/progress.hpp"
 
 namespace fs = std::filesystem;
@@ -88,18 +89,11 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
           "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
           "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
     // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
-    // the ranks share OUT), and the others open them: the path, or the error, is broadcast.
+    // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
     Communicator& comm = Communicator::world();
-    std::string error;
-    if (comm.rank() == 0) {
-      try {
-        path = f->train(r);
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
-    comm.broadcast(error);
-    if (!error.empty()) throw std::runtime_error(error);
+    fail_together(comm, [&] {
+      if (comm.rank() == 0) path = f->train(r);
+    });
     comm.broadcast(path);
   }
   if (path.empty())
