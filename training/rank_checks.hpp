@@ -28,8 +28,12 @@ void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, 
 // Runs `work` on every rank, then one all-reduce in which each says whether it threw. If one did,
 // every rank throws a CollectiveError with the first failing rank's message, so that all of them end
 // cleanly together: otherwise the others would wait in their next collective until MPI_Abort ended
-// the job. `work` must enter no collective (a rank that failed before one would leave the others
-// waiting in it). Not distributed: runs `work` and lets its exception through unchanged.
+// the job. `work` may run fail_together itself: a rank that failed before that inner agreement
+// meets the others in it (both are the same collectives), and its CollectiveError passes this one
+// unchanged, as any CollectiveError does (every rank throws those together). Any other collective
+// in `work` must be one that every rank is sure to reach, as a broadcast straight after such an
+// agreement is: a rank that failed before it would sit in this agreement while the others sat in
+// that collective. Not distributed: runs `work` and lets its exception through unchanged.
 void fail_together(Communicator& comm, const std::function<void()>& work);
 
 // FNV-1a over the float32 words of each entry of the arena, in entry order.

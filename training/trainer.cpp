@@ -200,6 +200,32 @@ void write_all(std::vector<std::unique_ptr<MetricsSink>>& sinks, int64_t step, c
 
 }  // namespace
 
+namespace {
+// A fresh run's --steps (from --epochs, lengthened to --min-steps), warm-up and --eval-every; a
+// resumed run has the first two from its checkpoint. --min-steps lengthens a run of few examples;
+// the resumed run of one knows it from the same options.
+void plan_steps(TrainerOptions& opt, Task& task, size_t ranks, bool fresh, const std::function<void(const std::string&)>& say) {
+  const size_t per_step = opt.batch * opt.grad_accum * ranks;
+  const int64_t epoch_steps =
+      opt.epochs > 0 ? int64_t((opt.epochs * task.train_examples_per_epoch() + per_step - 1) / per_step) : 0;
+  const bool lengthened = opt.epochs > 0 && epoch_steps < opt.min_steps;
+  if (fresh) {
+    if (opt.epochs > 0) opt.steps = lengthened ? opt.min_steps : epoch_steps;
+    if (lengthened) say(fmt::format("{} epochs are {} steps: training {} (--min-steps)", opt.epochs, epoch_steps, opt.steps));
+    if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
+    // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
+    if (opt.warmup_ratio >= 0)
+      opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
+    if (opt.warmup < 0) opt.warmup = opt.steps / 10;
+  }
+  if (opt.eval_every < 0 && lengthened) {  // evaluating each of many short epochs would cost more than the training
+    opt.eval_every = std::max<int64_t>(1, (opt.steps + 9) / 10);
+  } else if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes (all ranks')
+    opt.eval_every = std::max<int64_t>(1, int64_t((task.train_examples_per_epoch() + per_step - 1) / per_step));
+  }
+}
+}  // namespace
+
 Trainer::Trainer(TrainerOptions options, BoundOptions task_options, TaskFactory make_task)
     : opt_(std::move(options)), task_options_(std::move(task_options)), make_task_(std::move(make_task)) {}
 
@@ -305,62 +331,57 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
   Communicator& comm = Communicator::world();
   const bool writer = comm.rank() == 0;
+  // Each setup step that can fail runs under fail_together, so that every rank ends with the error
+  // (an error in the loop below still ends the job through MPI_Abort: the others wait in its
+  // all-reduces). The task's vocabulary agreement nests inside the task's (see fail_together).
   std::vector<std::unique_ptr<MetricsSink>> sinks;
-  if (writer) sinks = make_sinks(opt.out, opt.tensorboard, ckpt.empty() ? -1 : state.step);
+  fail_together(comm, [&] {
+    if (writer) sinks = make_sinks(opt.out, opt.tensorboard, ckpt.empty() ? -1 : state.step);
+  });
 
   // ---- the task (model and data), optimizer, schedule ----
-  std::unique_ptr<Task> task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
-  if (out_dir) out_dir->set_aside_models();  // after the task loaded its model (maybe from OUT/best)
-  if (!state.task.empty() && state.task != task->name())
-    throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
-  if (comm.distributed()) {
-    if (!task->splits_batches())
-      throw CollectiveError(fmt::format("[trainer] task '{}' cannot split its batches across ranks yet: run it without mpirun",
-                                        task->name()));
-    task->set_data_shard(size_t(comm.rank()), size_t(comm.size()));
-  }
-  // --min-steps lengthens a run of few examples; the resumed run of one knows it from the same options
-  const size_t per_step = opt.batch * opt.grad_accum * size_t(comm.size());
-  const int64_t epoch_steps =
-      opt.epochs > 0 ? int64_t((opt.epochs * task->train_examples_per_epoch() + per_step - 1) / per_step) : 0;
-  const bool lengthened = opt.epochs > 0 && epoch_steps < opt.min_steps;
-  if (ckpt.empty()) {  // a resumed run has these from its checkpoint
-    if (opt.epochs > 0) opt.steps = lengthened ? opt.min_steps : epoch_steps;
-    if (lengthened) say(fmt::format("{} epochs are {} steps: training {} (--min-steps)", opt.epochs, epoch_steps, opt.steps));
-    if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
-    // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
-    if (opt.warmup_ratio >= 0)
-      opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);
-    if (opt.warmup < 0) opt.warmup = opt.steps / 10;
-  }
-  if (opt.eval_every < 0 && lengthened) {  // evaluating each of many short epochs would cost more than the training
-    opt.eval_every = std::max<int64_t>(1, (opt.steps + 9) / 10);
-  } else if (opt.eval_every < 0) {  // once per epoch: the steps one pass over the training data takes (all ranks')
-    opt.eval_every = std::max<int64_t>(1, int64_t((task->train_examples_per_epoch() + per_step - 1) / per_step));
-  }
+  std::unique_ptr<Task> task;
+  fail_together(comm, [&] {
+    task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
+    if (out_dir) out_dir->set_aside_models();  // after the task loaded its model (maybe from OUT/best)
+    if (!state.task.empty() && state.task != task->name())
+      throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
+    if (comm.distributed()) {
+      if (!task->splits_batches())
+        throw CollectiveError(fmt::format("[trainer] task '{}' cannot split its batches across ranks yet: run it without mpirun",
+                                          task->name()));
+      task->set_data_shard(size_t(comm.rank()), size_t(comm.size()));
+    }
+    plan_steps(opt, *task, size_t(comm.size()), ckpt.empty(), say);
+  });
   MatmulPrecisionGuard precision(training_precision(opt));  // for training and evaluation alike
   nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
   nn::Module& model = task->model();
-  model.train();
-  // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
-  if (!model.arena()) model.flatten_parameters();
-  auto optimizer = make_optimizer(opt, task->parameter_groups(opt.weight_decay), task->optimizer_defaults());
-  optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
+  std::unique_ptr<optim::Optimizer> optimizer;
+  fail_together(comm, [&] {
+    model.train();
+    // One block for the weights, one for the gradients: zeroing, clipping and the update are single passes.
+    if (!model.arena()) model.flatten_parameters();
+    optimizer = make_optimizer(opt, task->parameter_groups(opt.weight_decay), task->optimizer_defaults());
+    optimizer->bind(*model.arena());  // its moments as flat blocks beside the arena: one update pass
+  });
   // every rank built the same model with the same weights (loaded, resumed or initialised), before
   // the buckets are cut from its layout
   check_same_parameters(comm, *model.arena(), -1);
   std::unique_ptr<GradientSync> sync;
   if (comm.distributed()) sync = std::make_unique<GradientSync>(comm, *model.arena(), opt.bucket_mb << 20);
   optim::LrSchedule schedule = state.schedule;  // a resumed run follows the schedule it saved
-  if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
-  schedule.validate();
-
   int64_t step = 0;
-  if (!ckpt.empty()) {
+  fail_together(comm, [&] {
+    if (ckpt.empty()) schedule = {optim::LrSchedule::kind_from_name(opt.schedule), opt.lr, opt.warmup, opt.steps, 0.f, 1.f};
+    schedule.validate();
+    if (ckpt.empty()) return;
     optimizer->load_state((fs::path(ckpt) / "optimizer").string());
     step = state.step;
     task->restore_data_state(state.data);
     default_generator().set_state(state.rng);
+  });
+  if (!ckpt.empty()) {
     if (state.world_size != comm.size())
       say(fmt::format("note: the checkpoint was written by {} rank(s), this run has {}: the data goes on from the next unread "
                       "example, in global batches of {} x {} examples", state.world_size, comm.size(), comm.size(), opt.batch));

@@ -9,7 +9,8 @@
 #        faults     a rank's weights nudged: the checksum stops the run (before step 1 too); a rank killed:
 #                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
 #                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
-#                   a setup error on rank 0 (--out taken, --resume without a checkpoint): every rank ends with it
+#                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard) or on
+#                   every rank (empty corpus, warm-up too long), or on rank 1 alone: every rank ends with it
 set -u
 BIN=$1
 SRC=$2
@@ -151,17 +152,26 @@ faults)
     --fault nan --fault-rank 1 --fault-at 2 2>&1) && fail "a NaN loss did not stop the run"
   [[ $out == *"step 1: the loss is"*"stopped before updating"* ]] || fail "no non-finite stop at step 1 (two micro-batches a step):"$'\n'"$out"
   [[ $out != *"ending every rank"* ]] || fail "a non-finite stop aborted rank by rank:"$'\n'"$out"
-  # an error only rank 0 meets while setting up (its --out holds another run, its --resume names no
-  # checkpoint): every rank ends with it, none through MPI_Abort
-  mkdir -p "$W/taken" && touch "$W/taken/notes.txt"
-  for flag in --out --resume; do
-    expected="is not empty"; [[ $flag == --resume ]] && expected="no checkpoint with"
-    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 "$flag" "$W/taken" 2>&1) && fail "$flag did not fail"
-    (($(grep -c "^bert_pretrain: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($flag):"$'\n'"$out"
-    [[ $out != *"ending every rank"* ]] || fail "a setup error on rank 0 ended the ranks through MPI_Abort ($flag):"$'\n'"$out"
-  done
+  # an error met while setting up, by rank 0 alone (its --out holds another run, its --resume names
+  # no checkpoint, its --tensorboard cannot be made) or by every rank (an empty corpus, a warm-up as
+  # long as the run): every rank ends with it, none through MPI_Abort
+  mkdir -p "$W/taken" && touch "$W/taken/notes.txt" && : > "$W/empty.txt"
+  setup_error() {  # EXPECTED FLAG...
+    local expected=$1 out
+    shift
+    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "$@" 2>&1) && { fail "$* did not fail"; return; }
+    (($(grep -c "^bert_pretrain: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($*):"$'\n'"$out"
+    [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($*):"$'\n'"$out"
+  }
+  setup_error "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
+  setup_error "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"
+  setup_error "cannot create the directory" "${PRETRAIN[@]}" --batch 4 --out "$W/tb" --tensorboard "$W/taken/notes.txt"
+  setup_error "no text (empty corpus)" --corpus "$W/empty.txt" --vocab "$VOCAB" --model "$W/config.json" --steps 10 \
+    --batch 4 --out "$W/empty"
+  setup_error "needs total_steps (10) > warmup_steps (20)" --corpus "$SRC/tests/data/pretrain_sample.txt" --vocab "$VOCAB" \
+    --model "$W/config.json" --seq-len 32 --steps 10 --warmup 20 --batch 4 --out "$W/long_warmup"
   # ... and one on rank 1 alone, whatever it threw: both ranks name rank 1
-  for what in error other; do
+  for what in error other nested; do
     out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" fail "$what" 2>&1)
     (($(grep -c "^rank [01] stopped: rank 1: " <<< "$out") == 2)) || fail "fail_together on rank 1 ($what):"$'\n'"$out"
   done

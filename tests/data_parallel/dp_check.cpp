@@ -189,15 +189,18 @@ int unused_parameters() {
   return failures == 0 ? 0 : 1;
 }
 
-// fail_together with rank 1 throwing WHAT ("error": a std::runtime_error, "other": an int): every
-// rank must leave with a CollectiveError that names rank 1, and print it.
+// fail_together with rank 1 throwing WHAT ("error": a std::runtime_error, "other": an int,
+// "nested": an error before an inner fail_together that rank 0 goes on into, as when rank 1's data
+// fails while rank 0 trains the vocabulary): every rank must leave with a CollectiveError that names
+// rank 1, and print it.
 int fail_on_rank_1(const std::string& what) {
   Communicator& comm = Communicator::world();
   try {
     fail_together(comm, [&] {
-      if (comm.rank() != 1) return;
-      if (what == "error") throw std::runtime_error("rank 1's own error");
-      throw 7;
+      if (comm.rank() == 1 && what == "error") throw std::runtime_error("rank 1's own error");
+      if (comm.rank() == 1 && what == "other") throw 7;
+      if (comm.rank() == 1) throw std::runtime_error("rank 1's error before the inner agreement");
+      if (what == "nested") fail_together(comm, [] {});
     });
   } catch (const CollectiveError& e) {
     fmt::print("rank {} stopped: {}\n", comm.rank(), e.what());
@@ -218,6 +221,6 @@ int main(int argc, char** argv) {
   if (mode == "unused" && argc == 2) return unused_parameters();
   if (mode == "fail" && argc == 3) return fail_on_rank_1(argv[2]);
   fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ... | "
-                     "dp_check allreduce FLOATS REPEATS | dp_check unused | dp_check fail error|other\n");
+                     "dp_check allreduce FLOATS REPEATS | dp_check unused | dp_check fail error|other|nested\n");
   return 2;
 }
