@@ -54,7 +54,7 @@ void fail_together(Communicator& comm, const std::function<void()>& work) {
     work();
     threw = false;
   } catch (const CollectiveError&) {
-    throw;  // every rank has it already: an agreement inside `work`, or a check every rank makes
+    throw;  // every rank has it already: it came out of an agreement inside `work`
   } catch (const std::exception& e) {
     if (*e.what()) error = e.what();
   } catch (...) {  // still joins the all-reduce below, or the others would wait in it

@@ -30,7 +30,9 @@ void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, 
 // cleanly together: otherwise the others would wait in their next collective until MPI_Abort ended
 // the job. `work` may run fail_together itself: a rank that failed before that inner agreement
 // meets the others in it (both are the same collectives), and its CollectiveError passes this one
-// unchanged, as any CollectiveError does (every rank throws those together). Any other collective
+// unchanged. So `work` may throw a CollectiveError only out of such an agreement (or another
+// collective check every rank is in): a rank that threw one of its own would skip this agreement
+// while the others waited in it. Errors of its own are plain exceptions. Any other collective
 // in `work` must be one that every rank is sure to reach, as a broadcast straight after such an
 // agreement is: a rank that failed before it would sit in this agreement while the others sat in
 // that collective. Not distributed: runs `work` and lets its exception through unchanged.

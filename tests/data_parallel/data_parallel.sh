@@ -9,8 +9,8 @@
 #        faults     a rank's weights nudged: the checksum stops the run (before step 1 too); a rank killed:
 #                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
 #                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
-#                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard) or on
-#                   every rank (empty corpus, warm-up too long), or on rank 1 alone: every rank ends with it
+#                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard), on
+#                   every rank (empty corpus, warm-up too long) or on rank 1 alone: every rank ends with it
 set -u
 BIN=$1
 SRC=$2
@@ -153,23 +153,30 @@ faults)
   [[ $out == *"step 1: the loss is"*"stopped before updating"* ]] || fail "no non-finite stop at step 1 (two micro-batches a step):"$'\n'"$out"
   [[ $out != *"ending every rank"* ]] || fail "a non-finite stop aborted rank by rank:"$'\n'"$out"
   # an error met while setting up, by rank 0 alone (its --out holds another run, its --resume names
-  # no checkpoint, its --tensorboard cannot be made) or by every rank (an empty corpus, a warm-up as
-  # long as the run): every rank ends with it, none through MPI_Abort
+  # no checkpoint, its --tensorboard cannot be made), by every rank (an empty corpus, a warm-up as
+  # long as the run), or by rank 1 alone while rank 0 builds its task (with a vocabulary, whose own
+  # agreement rank 1 meets in the task's; or a task that cannot split its batches, an error rank 0
+  # meets): every rank ends with it, none through MPI_Abort, none waiting (a timeout)
   mkdir -p "$W/taken" && touch "$W/taken/notes.txt" && : > "$W/empty.txt"
-  setup_error() {  # EXPECTED FLAG...
-    local expected=$1 out
-    shift
-    out=$(timeout 60 "${MPI[@]}" "$BIN/bert_pretrain" "$@" 2>&1) && { fail "$* did not fail"; return; }
-    (($(grep -c "^bert_pretrain: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($*):"$'\n'"$out"
+  setup_error() {  # PROGRAM EXPECTED ARGS...
+    local program=$1 expected=$2 out
+    shift 2
+    out=$(timeout 30 "${MPI[@]}" "$BIN/$program" "$@" 2>&1) && { fail "$program $* did not fail"; return; }
+    (($(grep -c "^$program: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($*):"$'\n'"$out"
     [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($*):"$'\n'"$out"
   }
-  setup_error "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
-  setup_error "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"
-  setup_error "cannot create the directory" "${PRETRAIN[@]}" --batch 4 --out "$W/tb" --tensorboard "$W/taken/notes.txt"
-  setup_error "no text (empty corpus)" --corpus "$W/empty.txt" --vocab "$VOCAB" --model "$W/config.json" --steps 10 \
-    --batch 4 --out "$W/empty"
-  setup_error "needs total_steps (10) > warmup_steps (20)" --corpus "$SRC/tests/data/pretrain_sample.txt" --vocab "$VOCAB" \
-    --model "$W/config.json" --seq-len 32 --steps 10 --warmup 20 --batch 4 --out "$W/long_warmup"
+  setup_error bert_pretrain "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
+  setup_error bert_pretrain "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"
+  setup_error bert_pretrain "notes.txt: cannot create the directory" "${PRETRAIN[@]}" --batch 4 --out "$W/tb" \
+    --tensorboard "$W/taken/notes.txt"
+  setup_error bert_pretrain "no text (empty corpus)" --corpus "$W/empty.txt" --vocab "$VOCAB" --model "$W/config.json" \
+    --steps 10 --batch 4 --out "$W/empty"
+  setup_error bert_pretrain "needs total_steps (10) > warmup_steps (20)" --corpus "$SRC/tests/data/pretrain_sample.txt" \
+    --vocab "$VOCAB" --model "$W/config.json" --seq-len 32 --steps 10 --warmup 20 --batch 4 --out "$W/long_warmup"
+  setup_error dp_check "rank 1: rank 1's task failed to build" pretrain "${TRAINING[@]}" --model "$W/config.json" \
+    --train-vocab 300 --steps 10 --batch 4 --out "$W/setup_vocab" --fault setup --fault-rank 1
+  setup_error dp_check "cannot split its batches" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/unsplittable" \
+    --fault unsplittable --fault-rank 1
   # ... and one on rank 1 alone, whatever it threw: both ranks name rank 1
   for what in error other nested; do
     out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" fail "$what" 2>&1)

@@ -1,10 +1,12 @@
 // Helper of tests/data_parallel/data_parallel.sh (not a user program):
 //   dp_check compare A.safetensors B.safetensors TOL
 //       every tensor of A within TOL of B's (same names and shapes); prints the largest difference
-//   dp_check pretrain --fault perturb|kill|nan --fault-rank R --fault-at K [bert_pretrain's options]
+//   dp_check pretrain --fault perturb|kill|nan|setup|unsplittable --fault-rank R --fault-at K [bert_pretrain's options]
 //       pre-trains as bert_pretrain does, and at rank R's K-th micro-batch either nudges one of
 //       its weights (the divergence check must stop the run) or kills the process with SIGKILL
-//       (the other ranks must not hang).
+//       (the other ranks must not hang); `setup`: rank R fails to build its task (while the
+//       others go on building theirs, a vocabulary too with --train-vocab); `unsplittable`: the
+//       same, and the others' task cannot split its batches (an error every rank but R meets).
 //   dp_check allreduce FLOATS REPEATS
 //       times a blocking all-reduce of FLOATS floats (the README's measurements)
 //   dp_check unused
@@ -62,7 +64,7 @@ class FaultyTask : public Task {
   nn::Module& model() override { return inner_->model(); }
   OptimizerDefaults optimizer_defaults() const override { return inner_->optimizer_defaults(); }
   size_t train_examples_per_epoch() override { return inner_->train_examples_per_epoch(); }
-  bool splits_batches() const override { return inner_->splits_batches(); }
+  bool splits_batches() const override { return fault_ != "unsplittable" && inner_->splits_batches(); }
   void set_data_shard(size_t rank, size_t ranks) override { inner_->set_data_shard(rank, ranks); }
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (++calls_ == at_ && Communicator::world().rank() == rank_) {
@@ -104,12 +106,14 @@ int pretrain_with_fault(int argc, char** argv) {
   CLI::App app("dp_check pretrain");
   PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
-  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan"}));
+  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan", "setup", "unsplittable"}));
   app.add_option("--fault-rank", rank);
   app.add_option("--fault-at", at);
   CLI11_PARSE(app, argc, argv);
   try {
     Trainer t(trainer, BoundOptions(PretrainOptions::table(), task), [&](const TaskContext& ctx) {
+      if ((fault == "setup" || fault == "unsplittable") && Communicator::world().rank() == rank)
+        throw std::runtime_error(fmt::format("rank {}'s task failed to build", rank));
       return std::make_unique<FaultyTask>(make_pretraining_task(task, ctx), fault, rank, at);
     });
     t.run();
