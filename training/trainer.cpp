@@ -393,7 +393,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
         : step >= opt.steps ? fmt::format("already at step {} of {}; nothing to do", step, opt.steps)
                             : fmt::format("already at step {}, --stop-at {}; nothing to do", step, opt.stop_at));
     started = !ckpt.empty();  // a fresh run told to stop at step 0 leaves --out as it found it
-    return {step, 0};
+    return {step, 0, {}};  // (run() fills in out)
   }
   say(fmt::format("{}; {} steps of {} x {} examples; {} threads{}", task->describe(), opt.steps, opt.batch, opt.grad_accum,
                   num_threads(), opt.precision == "bf16" ? "; bf16 linear-layer GEMMs, fp32 weights" : ""));
@@ -518,7 +518,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     if (converged && !stop) {
       if (tty) progress.finish();
       say(fmt::format("stopped early at step {} of {}: the task asked to stop; checkpoint {}", step, opt.steps, last_dir));
-      return {step, 0};
+      return {step, 0, {}};
     }
     if (stop) {
       if (tty) fmt::print(stderr, "\n");
@@ -528,12 +528,12 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
                               : signal == SIGUSR2 ? " (SIGUSR2)"
                                                   : "";  // --stop-at
       say(fmt::format("stopped at step {}{}; resume with --resume {}", step, why, last_dir));
-      return {step, signal};
+      return {step, signal, {}};
     }
   }
   if (tty) progress.finish();
   say(fmt::format("done: step {}, checkpoint {}", step, last_dir));
-  return {step, 0};
+  return {step, 0, {}};
 }
 
 }  // namespace xg::training
