@@ -347,7 +347,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     if (!state.task.empty() && state.task != task->name())
       throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));
     if (comm.distributed()) {
-      if (!task->splits_batches())  // (a plain error: the agreement makes it every rank's, with any other rank's)
+      if (!task->splits_batches())  // a plain error, not a CollectiveError: the agreement passes it to every rank
         throw std::invalid_argument(fmt::format("[trainer] task '{}' cannot split its batches across ranks yet: run it without mpirun",
                                           task->name()));
       task->set_data_shard(size_t(comm.rank()), size_t(comm.size()));

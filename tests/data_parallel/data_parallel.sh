@@ -10,7 +10,8 @@
 #                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
 #                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
 #                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard), on
-#                   every rank (empty corpus, warm-up too long) or on rank 1 alone: every rank ends with it
+#                   every rank (empty corpus, warm-up too long), or on rank 1 while rank 0 builds its task
+#                   (its own error, a vocabulary, another --model config): every rank ends with one of them
 set -u
 BIN=$1
 SRC=$2
@@ -162,8 +163,10 @@ faults)
     local program=$1 expected=$2 out
     shift 2
     out=$(timeout 30 "${MPI[@]}" "$BIN/$program" "$@" 2>&1) && { fail "$program $* did not fail"; return; }
-    (($(grep -c "^$program: .*$expected" <<< "$out") == 2)) || fail "not both ranks ended with '$expected' ($*):"$'\n'"$out"
-    [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($*):"$'\n'"$out"
+    (($(grep -c "^$program: .*$expected" <<< "$out") == 2)) ||
+      fail "not both ranks ended with '$expected' ($program $*):"$'\n'"$out"
+    [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($program $*):"$'\n'"$out"
+    setup_output=$out
   }
   setup_error bert_pretrain "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
   setup_error bert_pretrain "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"
@@ -175,8 +178,19 @@ faults)
     --vocab "$VOCAB" --model "$W/config.json" --seq-len 32 --steps 10 --warmup 20 --batch 4 --out "$W/long_warmup"
   setup_error dp_check "rank 1: rank 1's task failed to build" pretrain "${TRAINING[@]}" --model "$W/config.json" \
     --train-vocab 300 --steps 10 --batch 4 --out "$W/setup_vocab" --fault setup --fault-rank 1
+  [[ $setup_output == *"training vocabulary"* ]] || fail "rank 0 trained no vocabulary (nothing nested):"$'\n'"$setup_output"
   setup_error dp_check "cannot split its batches" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/unsplittable" \
     --fault unsplittable --fault-rank 1
+  # a node whose copy of the --model config names another model_type: without a tokenizer, rank 0's
+  # (BERT: the bundled vocabulary, found from the source tree) is opened where rank 1's (RoBERTa)
+  # would be trained; both still meet in the vocabulary's collectives, and both end with rank 1's error
+  printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
+ "max_position_embeddings": 40, "type_vocab_size": 1}\n' > "$W/roberta.json"
+  pushd "$SRC" > /dev/null
+  setup_error dp_check "rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none" \
+    pretrain "${TRAINING[@]}" --model "$W/config.json" --steps 10 --batch 4 --out "$W/other_model" \
+    --fault model --fault-rank 1 --fault-model "$W/roberta.json"
+  popd > /dev/null
   # ... and one on rank 1 alone, whatever it threw: both ranks name rank 1
   for what in error other nested; do
     out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" fail "$what" 2>&1)

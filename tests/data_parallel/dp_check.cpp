@@ -1,12 +1,16 @@
 // Helper of tests/data_parallel/data_parallel.sh (not a user program):
 //   dp_check compare A.safetensors B.safetensors TOL
 //       every tensor of A within TOL of B's (same names and shapes); prints the largest difference
-//   dp_check pretrain --fault perturb|kill|nan|setup|unsplittable --fault-rank R --fault-at K [bert_pretrain's options]
+//   dp_check pretrain --fault perturb|kill|nan|setup|unsplittable|model --fault-rank R --fault-at K
+//                     [--fault-model CONFIG] [bert_pretrain's options]
 //       pre-trains as bert_pretrain does, and at rank R's K-th micro-batch either nudges one of
 //       its weights (the divergence check must stop the run) or kills the process with SIGKILL
 //       (the other ranks must not hang); `setup`: rank R fails to build its task (while the
-//       others go on building theirs, a vocabulary too with --train-vocab); `unsplittable`: the
-//       same, and the others' task cannot split its batches (an error every rank but R meets).
+//       others go on building theirs, a vocabulary too with --train-vocab); `unsplittable`: rank R
+//       fails once its task is built, and the others' task cannot split its batches (an error
+//       every rank but R meets);
+//       `model`: rank R builds its task from CONFIG instead of --model, as a node whose copy of
+//       the config differs would.
 //   dp_check allreduce FLOATS REPEATS
 //       times a blocking all-reduce of FLOATS floats (the README's measurements)
 //   dp_check unused
@@ -106,15 +110,21 @@ int pretrain_with_fault(int argc, char** argv) {
   CLI::App app("dp_check pretrain");
   PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
-  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan", "setup", "unsplittable"}));
+  std::string fault_model;
+  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan", "setup", "unsplittable", "model"}));
+  app.add_option("--fault-model", fault_model);
   app.add_option("--fault-rank", rank);
   app.add_option("--fault-at", at);
   CLI11_PARSE(app, argc, argv);
   try {
     Trainer t(trainer, BoundOptions(PretrainOptions::table(), task), [&](const TaskContext& ctx) {
-      if ((fault == "setup" || fault == "unsplittable") && Communicator::world().rank() == rank)
-        throw std::runtime_error(fmt::format("rank {}'s task failed to build", rank));
-      return std::make_unique<FaultyTask>(make_pretraining_task(task, ctx), fault, rank, at);
+      const bool faulty_rank = Communicator::world().rank() == rank;
+      if (fault == "setup" && faulty_rank) throw std::runtime_error(fmt::format("rank {}'s task failed to build", rank));
+      PretrainOptions own = task;
+      if (fault == "model" && faulty_rank) own.model = fault_model;
+      std::unique_ptr<Task> built = make_pretraining_task(own, ctx);
+      if (fault == "unsplittable" && faulty_rank) throw std::runtime_error(fmt::format("rank {}'s task failed once built", rank));
+      return std::make_unique<FaultyTask>(std::move(built), fault, rank, at);
     });
     t.run();
   } catch (const std::exception& e) {
@@ -194,9 +204,9 @@ int unused_parameters() {
 }
 
 // fail_together with rank 1 throwing WHAT ("error": a std::runtime_error, "other": an int,
-// "nested": an error before an inner fail_together that rank 0 goes on into, as when rank 1's data
-// fails while rank 0 trains the vocabulary): every rank must leave with a CollectiveError that names
-// rank 1, and print it.
+// "nested": an error before an inner fail_together that rank 0 goes on into, as when rank 1 cannot
+// read its --model config while rank 0 goes on to train the vocabulary): every rank must leave with
+// a CollectiveError that names rank 1, and print it.
 int fail_on_rank_1(const std::string& what) {
   Communicator& comm = Communicator::world();
   try {
@@ -224,7 +234,7 @@ int main(int argc, char** argv) {
   if (mode == "pretrain") return pretrain_with_fault(argc - 1, argv + 1);
   if (mode == "unused" && argc == 2) return unused_parameters();
   if (mode == "fail" && argc == 3) return fail_on_rank_1(argv[2]);
-  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill --fault-rank R --fault-at K ... | "
+  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill|nan|setup|unsplittable|model --fault-rank R --fault-at K ... | "
                      "dp_check allreduce FLOATS REPEATS | dp_check unused | dp_check fail error|other|nested\n");
   return 2;
 }

@@ -82,19 +82,31 @@ std::string default_tokenizer_path(const std::string& model_type) {
 
 std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   std::string path = r.path;
+  const FamilyVocabulary* f = nullptr;
   if (r.train_size > 0) {
-    const FamilyVocabulary* f = find(r.model_type);
+    f = find(r.model_type);
     if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
     if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
           "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
           "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
-    // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
-    // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
-    Communicator& comm = Communicator::world();
-    fail_together(comm, [&] {
-      if (comm.rank() == 0) path = f->train(r);
-    });
-    comm.broadcast(path);
+  }
+  // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
+  // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
+  // Every rank joins these two collectives, training or not: whether it trains follows the
+  // model_type of its own copy of --model's config, and ranks whose copies differed would not
+  // meet in them (the job would hang).
+  Communicator& comm = Communicator::world();
+  std::string trained;
+  fail_together(comm, [&] {
+    if (comm.rank() == 0 && f) trained = f->train(r);
+  });
+  comm.broadcast(trained);
+  if (f) {
+    if (trained.empty())
+      throw std::invalid_argument(fmt::format(
+          "[vocabulary] model_type '{}' needs a trained vocabulary here, and rank 0 trained none: its --model names another "
+          "model_type (every rank must read the same --model)", r.model_type));
+    path = trained;
   }
   if (path.empty())
     throw std::invalid_argument(fmt::format("[vocabulary] model_type '{}' has no bundled tokenizer: pass --tokenizer or --train-vocab", r.model_type));
