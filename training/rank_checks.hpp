@@ -1,8 +1,8 @@
 #pragma once
 // Checks that the ranks of a data-parallel run agree: the same settings at the start, the same
-// weights every few steps; and fail_together, which makes an error one rank meets while setting up
-// every rank's. Each throws CollectiveError on every rank together, so the run ends cleanly with
-// one message.
+// weights every few steps; and fail_together, which turns an error that one rank meets while
+// setting up into an error on every rank. Each throws CollectiveError on every rank together, so
+// the run ends cleanly with one message.
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -31,13 +31,15 @@ void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, 
 // "rank N: " for N > 0), so that all of them end cleanly together: otherwise the others would wait
 // in their next collective until MPI_Abort ended the job.
 // `work` may run fail_together itself: a rank that failed before that inner agreement meets the
-// others in it (both are the same collectives), and its CollectiveError passes this one unchanged.
+// others in it (both are the same collectives), and the CollectiveError the inner agreement throws
+// passes through this one unchanged.
 // So:
 // - `work` may throw a CollectiveError only out of such an agreement (or another collective check
 //   every rank is sure to reach): a rank that threw one of its own would skip this agreement while
 //   the others waited in it. Its own errors are plain exceptions.
-// - Whether a rank enters an inner agreement must not depend on anything the ranks have not agreed
-//   on: a rank that skipped it without failing would meet the others' inner agreement with this one.
+// - Whether a rank enters an inner agreement (other than by failing before it) must not depend on
+//   anything the ranks have not agreed on: a rank that skipped it would pair its all-reduce here
+//   with the others' in the inner agreement, and the ranks would go on out of step (a hang).
 // - Any other collective in `work` must be one that every rank is sure to reach, as a broadcast
 //   straight after such an agreement is: a rank that failed before it would sit in this agreement
 //   while the others sat in that collective.

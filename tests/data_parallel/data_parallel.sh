@@ -162,11 +162,13 @@ faults)
   setup_error() {  # PROGRAM EXPECTED ARGS...
     local program=$1 expected=$2 out
     shift 2
-    out=$(timeout 30 "${MPI[@]}" "$BIN/$program" "$@" 2>&1) && { fail "$program $* did not fail"; return; }
+    out=$(timeout 30 "${MPI[@]}" "$BIN/$program" "$@" 2>&1)
+    local rc=$?
+    setup_output=$out
+    ((rc != 0)) || { fail "$program $* did not fail"; return; }
     (($(grep -c "^$program: .*$expected" <<< "$out") == 2)) ||
       fail "not both ranks ended with '$expected' ($program $*):"$'\n'"$out"
     [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($program $*):"$'\n'"$out"
-    setup_output=$out
   }
   setup_error bert_pretrain "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
   setup_error bert_pretrain "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"

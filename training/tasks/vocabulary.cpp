@@ -92,9 +92,9 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   }
   // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
   // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
-  // Every rank joins these two collectives, training or not: whether it trains follows the
-  // model_type of its own copy of --model's config, and ranks whose copies differed would not
-  // meet in them (the job would hang).
+  // Every rank joins these two collectives, a vocabulary trained or not: whether a rank needs one
+  // trained follows the model_type of its own copy of --model's config, and ranks whose copies
+  // differed would not meet in them (the job would hang).
   Communicator& comm = Communicator::world();
   std::string trained;
   fail_together(comm, [&] {
@@ -104,8 +104,8 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   if (f) {
     if (trained.empty())
       throw std::invalid_argument(fmt::format(
-          "[vocabulary] model_type '{}' needs a trained vocabulary here, and rank 0 trained none: its --model names another "
-          "model_type (every rank must read the same --model)", r.model_type));
+          "[vocabulary] model_type '{}' needs a trained vocabulary here, and rank 0 trained none: rank 0's copy of the "
+          "--model config names another model_type (every node must hold the same config)", r.model_type));
     path = trained;
   }
   if (path.empty())
