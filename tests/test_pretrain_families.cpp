@@ -152,6 +152,10 @@ TEST_CASE("pre-training refuses what a family cannot train, with clear errors", 
   r.task.train_vocab = 0;
   r.task.tokenizer = std::string(XGRAD_TEST_DATA_DIR) + "/../../data/gpt2-vocab.json";
   CHECK_THROWS_WITH(r.go(), Contains("pad token has id 50260") && Contains("--train-vocab"));
+  // a vocabulary is trained from text, not from shards (which were made with one)
+  r = family_run("roberta-tiny", "xgrad_pretrain_family_bad");
+  r.task.corpus = XGRAD_TEST_DATA_DIR;
+  CHECK_THROWS_WITH(r.go(), Contains("is a shard directory") && Contains("--tokenizer"));
   r = family_run("electra-tiny", "xgrad_pretrain_family_bad");  // not a family: a BERT size
   CHECK_THROWS_WITH(r.go(), Contains("'electra-tiny'"));
   r = family_run("albert-gigantic", "xgrad_pretrain_family_bad");

@@ -192,7 +192,15 @@ faults)
   setup_error dp_check "rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none" \
     pretrain "${TRAINING[@]}" --model "$W/config.json" --steps 10 --batch 4 --out "$W/other_model" \
     --fault model --fault-rank 1 --fault-model "$W/roberta.json"
+  # ... and with shards as --corpus: rank 1's error still names the config, not the shards
+  "$BIN/create_pretraining_data" --input "$SRC/tests/data/pretrain_sample.txt" --vocab data/bert-base-uncased-vocab.txt \
+    --output "$W/shards" --max-seq-length 32 --dupe-factor 1 > "$W/shards.log" 2>&1 || fail "create_pretraining_data: $(cat "$W/shards.log")"
+  setup_error dp_check "rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none" \
+    pretrain --corpus "$W/shards" --model "$W/config.json" --seq-len 32 --steps 10 --batch 4 --out "$W/other_model_shards" \
+    --fault model --fault-rank 1 --fault-model "$W/roberta.json"
   popd > /dev/null
+  # --eval-only evaluates in one process: refused under mpirun, on every rank
+  setup_error bert_pretrain "--eval-only runs in one process" "${PRETRAIN[@]}" --batch 4 --eval-only --init-from "$W/taken"
   # ... and one on rank 1 alone, whatever it threw: both ranks name rank 1
   for what in error other nested; do
     out=$(timeout 60 "${MPI[@]}" "$BIN/dp_check" fail "$what" 2>&1)

@@ -19,6 +19,7 @@
 #include "text/bert_tokenizer.hpp"
 #include "text/domain_words.hpp"
 #include "training/batch.hpp"
+#include "training/distributed.hpp"
 #include "training/tasks/instance_sources.hpp"
 #include "training/tasks/vocabulary.hpp"
 #include "util/json_input.hpp"
@@ -608,6 +609,9 @@ std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, cons
 }
 
 HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const PretrainOptions& task) {
+  // every rank would evaluate the same checkpoint and print the same figures
+  if (Communicator::world().distributed())
+    throw std::invalid_argument("[pretraining] --eval-only runs in one process: start it without mpirun");
   if (task.init_from.empty() || !trainer.resume.empty())
     throw std::invalid_argument("[pretraining] --eval-only evaluates the checkpoint --init-from names: pass it (not --resume)");
   TrainerOptions::table().check(trainer);

@@ -86,9 +86,6 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   if (r.train_size > 0) {
     f = find(r.model_type);
     if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
-    if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
-          "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
-          "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
   }
   // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
   // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
@@ -98,7 +95,13 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   Communicator& comm = Communicator::world();
   std::string trained;
   fail_together(comm, [&] {
-    if (comm.rank() == 0 && f) trained = f->train(r);
+    if (comm.rank() != 0 || !f) return;
+    // checked by the rank that trains: checked by the others too, a rank whose --model config
+    // differed from rank 0's would blame the corpus where the config is the cause
+    if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
+          "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
+          "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
+    trained = f->train(r);
   });
   comm.broadcast(trained);
   if (f) {
