@@ -11,7 +11,8 @@
 #                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
 #                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard), on
 #                   every rank (empty corpus, warm-up too long), or on rank 1 while rank 0 builds its task
-#                   (its own error, a vocabulary, another --model config): every rank ends with one of them
+#                   (its own error, a vocabulary, another --model config from text or shards): every rank
+#                   ends with one of them; --eval-only under mpirun: refused on every rank
 set -u
 BIN=$1
 SRC=$2
