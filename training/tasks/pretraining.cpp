@@ -307,7 +307,7 @@ std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const 
     r.path = default_tokenizer_path(model_type);
     if (r.path.empty()) {
       r.train_size = PretrainOptions::kDefaultTrainedVocab;
-      if (!ctx.quiet)
+      if (!ctx.quiet && !fs::is_directory(o.corpus))  // shards are refused: they were made with a vocabulary
         fmt::print("{} has no bundled tokenizer: training one of {} tokens on {} (--tokenizer or --train-vocab to choose)\n",
                    model_type, r.train_size, o.corpus);
     }
