@@ -198,9 +198,6 @@ void write_all(std::vector<std::unique_ptr<MetricsSink>>& sinks, int64_t step, c
   for (auto& sink : sinks) sink->write(step, s);
 }
 
-}  // namespace
-
-namespace {
 // A fresh run's --steps (from --epochs, lengthened to --min-steps), warm-up and --eval-every; a
 // resumed run has the first two from its checkpoint. --min-steps lengthens a run of few examples;
 // the resumed run of one knows it from the same options.

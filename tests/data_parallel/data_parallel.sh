@@ -190,13 +190,14 @@ faults)
   printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
  "max_position_embeddings": 40, "type_vocab_size": 1}\n' > "$W/roberta.json"
   pushd "$SRC" > /dev/null
-  setup_error dp_check "rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none" \
+  other_config="rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none"
+  setup_error dp_check "$other_config" \
     pretrain "${TRAINING[@]}" --model "$W/config.json" --steps 10 --batch 4 --out "$W/other_model" \
     --fault model --fault-rank 1 --fault-model "$W/roberta.json"
   # ... and with shards as --corpus: rank 1's error still names the config, not the shards
   "$BIN/create_pretraining_data" --input "$SRC/tests/data/pretrain_sample.txt" --vocab data/bert-base-uncased-vocab.txt \
     --output "$W/shards" --max-seq-length 32 --dupe-factor 1 > "$W/shards.log" 2>&1 || fail "create_pretraining_data: $(cat "$W/shards.log")"
-  setup_error dp_check "rank 1: \[vocabulary\] model_type 'roberta' needs a trained vocabulary here, and rank 0 trained none" \
+  setup_error dp_check "$other_config" \
     pretrain --corpus "$W/shards" --model "$W/config.json" --seq-len 32 --steps 10 --batch 4 --out "$W/other_model_shards" \
     --fault model --fault-rank 1 --fault-model "$W/roberta.json"
   popd > /dev/null
