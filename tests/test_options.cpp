@@ -197,6 +197,47 @@ TEST_CASE("options: saved JSON holds the Restore options, restore keeps the save
 }
 
 namespace {
+// Two options added after some checkpoints were written: one whose default changed what a run
+// does (older runs behaved as 1), one whose default behaves as runs did before it.
+struct Grown : ResumableOptions {
+  size_t held = 2;
+  size_t width = 8;
+
+  static const OptionTable<Grown>& table() {
+    static const OptionTable<Grown> t = OptionTable<Grown>()
+        .add("--held", &Grown::held, "held out", OnResume::Restore, at_least(1))
+        .older_checkpoints_ran_with(size_t(1))
+        .add("--width", &Grown::width, "a width", OnResume::Restore);
+    return t;
+  }
+};
+}  // namespace
+
+TEST_CASE("options: an option added later restores from an older checkpoint as that run behaved", "[options][resume]") {
+  const nlohmann::json older = nlohmann::json::object();  // written before both options
+  Grown resumed;
+  Grown::table().restore(resumed, older, "state.json");
+  CHECK(resumed.held == 1);   // as the older run behaved, not the new default
+  CHECK(resumed.width == 8);  // no older value declared: keeps this run's
+  CHECK(Grown::table().saved(resumed) == nlohmann::json{{"held", 1}, {"width", 8}});  // and its next checkpoint says so
+
+  Grown given;  // a value set for the resumed run that differs from the older run's is refused, naming why
+  given.held = 2;
+  given.flags_given.insert("--held");
+  CHECK_THROWS_WITH(Grown::table().restore(given, older, "state.json"),
+                    Contains("--held 2 differs from the checkpoint's 1") && Contains("state.json, written before --held"));
+  Grown same;
+  same.held = 1;
+  CHECK_NOTHROW(Grown::table().restore(same, older, "state.json"));
+
+  Grown newer;  // a checkpoint that has the option: its value
+  newer.held = 3;
+  Grown from_newer;
+  Grown::table().restore(from_newer, Grown::table().saved(newer), "state.json");
+  CHECK(from_newer.held == 3);
+}
+
+namespace {
 struct Data : ResumableOptions {
   std::string corpus = "default.txt";
   std::string dev;

@@ -297,6 +297,28 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
   fs::remove_all(out);
 }
 
+TEST_CASE("held out: 2% of a corpus's documents, at least two, spread through it, never all of them", "[pretrain]") {
+  xg::training::PretrainOptions o;  // --eval-min-documents 2 --eval-documents-at spread
+  using xg::training::held_out_documents;
+  using Docs = std::vector<size_t>;
+  // The bundled corpus (34 Moby-Dick chapters, then 56 State of the Union addresses in date order):
+  // a chapter and an address of 1922, not two addresses of the 2000s, so that a held-out NSP negative
+  // asks what training's do (another document, most often another source or era)
+  CHECK(held_out_documents(90, o) == Docs{22, 67});
+  CHECK(held_out_documents(40, o) == Docs{10, 30});
+  CHECK(held_out_documents(500, o) == Docs{25, 75, 125, 175, 225, 275, 325, 375, 425, 475});
+  CHECK(held_out_documents(3, o) == Docs{0, 2});
+  CHECK(held_out_documents(2, o) == Docs{1});  // one trains
+  CHECK(held_out_documents(1, o).empty());
+  o.eval_documents_at = "end";
+  CHECK(held_out_documents(90, o) == Docs{88, 89});
+  o.eval_min_documents = 1;  // as checkpoints written before the two options held out
+  CHECK(held_out_documents(90, o) == Docs{89});
+  CHECK(held_out_documents(500, o) == Docs{490, 491, 492, 493, 494, 495, 496, 497, 498, 499});
+  o.eval_instances = 0;
+  CHECK(held_out_documents(90, o).empty());
+}
+
 TEST_CASE("count_correct is argmax == label: the first of tied maxima, ignored labels never right", "[pretrain]") {
   // 5 rows of 37 logits (the maximum past the SIMD width's multiple in row 0)
   std::vector<float> v(5 * 37, 0.f);

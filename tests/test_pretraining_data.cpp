@@ -124,6 +124,63 @@ uint64_t fingerprint(const std::vector<Instance>& instances) {
 }
 }  // namespace
 
+namespace {
+// Documents whose tokens say where they came from: document d's ids are 1000 * (d + 1) + k.
+std::vector<Document> labelled_documents(size_t count) {
+  std::vector<Document> out(count);
+  for (size_t d = 0; d < count; ++d)
+    for (int32_t s = 0; s < 200; ++s) out[d].push_back(Sentence(6, int32_t(1000 * (d + 1)) + s));
+  return out;
+}
+// The documents (by index) that an instance's first (`second` false) or second sentence came
+// from, its masked tokens restored.
+std::set<size_t> documents_of(const Instance& in, bool second) {
+  std::vector<int32_t> t = in.tokens;
+  for (size_t k = 0; k < in.masked_positions.size(); ++k) t[size_t(in.masked_positions[k])] = in.masked_labels[k];
+  std::set<size_t> from;
+  const size_t begin = second ? in.a_end + 1 : 1, end = second ? t.size() - 1 : in.a_end;  // between the specials
+  for (size_t i = begin; i < end; ++i) from.insert(size_t(t[i] / 1000 - 1));
+  return from;
+}
+}  // namespace
+
+// The held-out set of a pre-training run is made by the same code from its last documents
+// (training/tasks/pretraining.cpp holds out two at least): from one document, every "random next
+// sentence" would come from that document, and held-out NSP accuracy would not measure NSP.
+TEST_CASE("NSP negatives take their second sentence from another document when there is one", "[pretraining]") {
+  PretrainingOptions opt;
+  opt.max_seq_length = 32;
+  const MaskingVocab mv = MaskingVocab::from(tok());
+  for (const size_t count : {size_t(2), size_t(3)}) {
+    CAPTURE(count);
+    const auto inst = create_static_instances(labelled_documents(count), opt, mv);
+    size_t negatives = 0, elsewhere = 0;
+    for (const auto& in : inst) {
+      const std::set<size_t> a_from = documents_of(in, false), b_from = documents_of(in, true);
+      REQUIRE(a_from.size() == 1);  // A and B are each read from one document
+      REQUIRE(b_from.size() == 1);
+      const bool same = a_from == b_from;
+      if (in.is_random_next) {
+        ++negatives;
+        elsewhere += !same;
+      } else {
+        CHECK(same);
+      }
+    }
+    CHECK(negatives > 100);
+    // Google's ten draws stay in A's document with probability (1/count)^10: 1 in 1024 for two
+    CHECK(double(elsewhere) >= 0.99 * double(negatives));
+  }
+  // One document: the negatives have nowhere else to go
+  const auto alone = create_static_instances(labelled_documents(1), opt, mv);
+  size_t negatives = 0;
+  for (const auto& in : alone) {
+    negatives += in.is_random_next;
+    CHECK(documents_of(in, true) == std::set<size_t>{0});
+  }
+  CHECK(negatives > 50);
+}
+
 TEST_CASE("masked counts round as Python's round(len * masked_lm_prob): halves to even", "[pretraining]") {
   PretrainingOptions o;  // masked_lm_prob 0.15, at most 20
   // python3 -c "print([round(n * 0.15) for n in (10, 30, 50, 70, 110, 128)])": [2, 4, 8, 10, 16, 19]

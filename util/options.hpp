@@ -110,6 +110,14 @@ class OptionTable {
   // A text option whose value must be one of `choices`.
   OptionTable& add(const std::string& flag, std::string Owner::*member, const std::string& help, OnResume on_resume,
                    Choices choices);
+  // The last option added, as checkpoints written before it existed restore it: the value their
+  // runs behaved as. Without it, such a checkpoint leaves the option at this run's value, which
+  // suits an option whose default behaves as runs did before it.
+  template <class T>
+  OptionTable& older_checkpoints_ran_with(const T& value) {
+    entries_.back().before_it_existed = value;
+    return *this;
+  }
 
   // Adds every flag to `app` under `group`, each showing `o`'s current value as its default.
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
@@ -145,12 +153,15 @@ class OptionTable {
   // A value given on the command line, or set for this run to other than the default, that
   // differs from the saved one is refused, naming the flag and both values: a resumed run keeps
   // what shaped its data and updates (a DataPath may name the same data in a new place). An
-  // option missing from `saved` (added after that checkpoint was written) keeps its value.
+  // option missing from `saved` (added after that checkpoint was written) is restored as
+  // older_checkpoints_ran_with() says, or else keeps its value.
   void restore(Owner& o, const nlohmann::json& saved, const std::string& source) const {
     static_assert(std::is_base_of_v<ResumableOptions, Owner>, "restored options derive from ResumableOptions");
     for (const auto& e : entries_) {
+      if (e.on_resume == OnResume::UseNew) continue;
       const std::string key = option_detail::json_key(e.flag);
-      if (e.on_resume != OnResume::UseNew && saved.contains(key)) e.restore(o, saved, source + " options." + key);
+      if (saved.contains(key)) e.restore(o, saved, source + " options." + key);
+      else if (!e.before_it_existed.is_null()) e.restore(o, older_checkpoint(key, e.before_it_existed), source + ", written before " + e.flag);
     }
     check(o);
   }
@@ -166,8 +177,15 @@ class OptionTable {
     std::function<void(Owner&, const Owner& from)> reset;     // to from's value
     // from the saved options (its key is there); `where` names it in errors
     std::function<void(Owner&, const nlohmann::json& saved, const std::string& where)> restore;
+    nlohmann::json before_it_existed;  // null: an older checkpoint keeps the run's value
   };
   std::vector<Entry> entries_;
+
+  static nlohmann::json older_checkpoint(const std::string& key, const nlohmann::json& value) {
+    nlohmann::json j = nlohmann::json::object();
+    j[key] = value;
+    return j;
+  }
 };
 
 namespace option_detail {

@@ -56,6 +56,13 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--max-ngram", &O::max_ngram, "mask spans of up to N whole words, n drawn with probability ~ 1/n (0: the model's "
                                          "recipe: 3 for ALBERT, 1 otherwise)", kRestore, between(0, 16))
       .add("--eval-instances", &O::eval_instances, "held-out instances", kRestore)
+      .add("--eval-min-documents", &O::eval_min_documents, "documents of a text corpus held out for evaluation at least "
+                                                           "(2% of them when that is more; from one, every held-out NSP "
+                                                           "negative would pair sentences of that document)", kRestore, at_least(1))
+      .older_checkpoints_ran_with(size_t(1))
+      .add("--eval-documents-at", &O::eval_documents_at, "where the held-out documents are: spread evenly through the "
+                                                         "corpus (every 50th), or at its end", kRestore, Choices{{"spread", "end"}})
+      .older_checkpoints_ran_with(std::string("end"))
       .add("--checkpoint-activations", &O::checkpoint_activations,
            "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
            "backward pass (less memory, one more forward)")
@@ -514,7 +521,7 @@ class PretrainingTask : public Task {
           "byte-level BPE token is only produced through a chain of merges (each intermediate a token, which changes how "
           "other words split), and a SentencePiece piece needs a score in the unigram model", tok_->tokenizer_class()));
     std::vector<text::Document> docs = text::load_documents(opt_.corpus, *tok_);
-    docs.resize(docs.size() - held_out_documents(docs.size()));  // the held-out documents choose nothing
+    take_held_out(docs);  // the held-out documents choose nothing
     const auto words = text::frequent_split_words(docs, *tok_, {opt_.extend_vocab, opt_.extend_min_count, opt_.extend_min_pieces});
     std::vector<std::string> texts;
     std::vector<std::vector<int32_t>> pieces;
@@ -548,8 +555,18 @@ class PretrainingTask : public Task {
                                               model_vocab, tok_->vocab_size()));
   }
 
-  // The last 2% of documents (at least one) are held out for evaluation.
-  size_t held_out_documents(size_t docs) const { return docs >= 2 && opt_.eval_instances > 0 ? std::max<size_t>(1, docs / 50) : 0; }
+  // Moves the held-out documents out of `docs` (the rest keep their order) and returns them.
+  std::vector<text::Document> take_held_out(std::vector<text::Document>& docs) const {
+    std::vector<text::Document> held, kept;
+    const std::vector<size_t> which = held_out_documents(docs.size(), opt_);
+    for (size_t i = 0, next = 0; i < docs.size(); ++i) {
+      const bool out = next < which.size() && which[next] == i;
+      next += out;
+      (out ? held : kept).push_back(std::move(docs[i]));
+    }
+    docs = std::move(kept);
+    return held;
+  }
 
   void load_data(const TaskContext& ctx) {
     text::PretrainingOptions popt;
@@ -578,9 +595,7 @@ class PretrainingTask : public Task {
       if (!ctx.quiet) p.update(done);
     });
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
-    if (const size_t held = held_out_documents(docs.size()); held > 0) {
-      std::vector<text::Document> eval_docs(docs.end() - long(held), docs.end());
-      docs.resize(docs.size() - held);
+    if (std::vector<text::Document> eval_docs = take_held_out(docs); !eval_docs.empty()) {
       text::PretrainingOptions eopt = popt;
       eopt.seed = ctx.seed + 1;
       eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(*tok_));
@@ -603,6 +618,15 @@ class PretrainingTask : public Task {
 };
 
 }  // namespace
+
+std::vector<size_t> held_out_documents(size_t documents, const PretrainOptions& o) {
+  if (documents < 2 || o.eval_instances == 0) return {};
+  const size_t count = std::min(documents - 1, std::max(o.eval_min_documents, documents / 50));
+  std::vector<size_t> held(count);
+  for (size_t k = 0; k < count; ++k)  // the middle of each of `count` equal stretches (increasing: count < documents)
+    held[k] = o.eval_documents_at == "end" ? documents - count + k : (2 * k + 1) * documents / (2 * count);
+  return held;
+}
 
 std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx) {
   return std::make_unique<PretrainingTask>(options, ctx);

@@ -6,13 +6,14 @@
 //   ALBERT   MLM + sentence-order prediction on sentence pairs (AlbertForPreTraining).
 // --pairing picks another (BERT or ALBERT with MLM only on packed sequences: *ForMaskedLM).
 // Data from raw text (instances made on the fly, a fresh mask every time: dynamic masking) or
-// static shards. The last 2% of documents (or the last shard records) are held out: MLM accuracy,
-// perplexity and the sentence task's accuracy.
+// static shards. 2% of the documents, at least two, spread through the corpus (or the last shard
+// records) are held out: MLM accuracy, perplexity and the sentence task's accuracy.
 // Domain-adaptive pre-training (--init-from): the model and tokenizer of a checkpoint of any family,
 // trained on with a new corpus, a fresh optimizer and schedule; optionally with the corpus's
 // frequent split words added to a WordPiece vocabulary (--extend-vocab).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,12 @@ struct PretrainOptions : ResumableOptions {
   bool whole_word_mask = false;
   size_t max_ngram = 0;  // mask spans of up to N whole words; 0: the family's recipe (ALBERT 3, else 1)
   size_t eval_instances = 256;  // held out for evaluation
+  // Documents held out at least (2% when that is more): two, so that a held-out NSP negative can
+  // take its second sentence from another document.
+  size_t eval_min_documents = 2;
+  // Where the held-out documents are: "spread" evenly through the corpus, so that a corpus in some
+  // order (by source, by date) is held out from all of it, or the corpus's "end".
+  std::string eval_documents_at = "spread";
   bool checkpoint_activations = false;  // recompute each encoder layer in the backward pass
   std::string init_from;   // a checkpoint directory whose weights and tokenizer start the run
   size_t extend_vocab = 0;       // with init_from: add this many frequent split words of the corpus as tokens
@@ -50,6 +57,12 @@ struct PretrainOptions : ResumableOptions {
   static constexpr size_t kDefaultTrainedVocab = 8000;
   static constexpr const char* kDefaultModel = "tiny";
 };
+
+// Which of a text corpus's `documents` `o` holds out for evaluation, ascending: none without
+// --eval-instances; else 2% of them but at least --eval-min-documents and never all, where
+// --eval-documents-at says. (Checkpoints written before these two options held out the last 2%,
+// at least one, and resume so.)
+std::vector<size_t> held_out_documents(size_t documents, const PretrainOptions& o);
 
 // The config.json of a fresh model: --model as "[family-]size" or a config.json path, sized for
 // the tokenizer (vocab_size 0 and ids < 0 keep the config's) and the sequence length.
