@@ -156,6 +156,39 @@ TEST_CASE("init-from continues an ALBERT checkpoint on a new corpus with its tok
   check_init_from(kFamilies[2]);
 }
 
+// Evaluating a checkpoint on documents it trained on would flatter it: on the corpus it trained
+// on, --init-from keeps the documents it held out (here those of a run from before the split's
+// options: the last 2%, at least one), unless the run sets its own; on other data the default.
+TEST_CASE("init-from on its checkpoint's own corpus keeps the documents that run held out", "[pretrain][dapt]") {
+  PretrainRun base = base_run("tiny", "xgrad_dapt_split_base");
+  REQUIRE(base.go() == 2);
+  const fs::path state_file = fs::path(base.trainer.out) / "checkpoint-000002" / "training_state.json";
+  nlohmann::json state = read_json(state_file);
+  REQUIRE(state["options"]["eval_documents_at"] == "spread");
+  state["options"].erase("eval_min_documents");  // as a checkpoint written before them
+  state["options"].erase("eval_documents_at");
+  write_json(state_file, state);
+  auto split_of = [](const PretrainRun& r) {
+    const auto o = read_json(fs::path(r.trainer.out) / "checkpoint-000003" / "training_state.json")["options"];
+    return std::pair{o["eval_min_documents"].get<size_t>(), o["eval_documents_at"].get<std::string>()};
+  };
+  using Split = std::pair<size_t, std::string>;
+
+  PretrainRun same = init_run(base, base.task.corpus, "xgrad_dapt_split_same");
+  REQUIRE(same.go() == 3);
+  CHECK(split_of(same) == Split{1, "end"});
+  PretrainRun chosen = init_run(base, base.task.corpus, "xgrad_dapt_split_chosen");
+  chosen.task.eval_min_documents = 3;
+  REQUIRE(chosen.go() == 3);
+  CHECK(split_of(chosen) == Split{3, "spread"});
+  const std::string domain = write_domain_corpus("xgrad_dapt_split_domain.txt");
+  PretrainRun other = init_run(base, domain, "xgrad_dapt_split_other");
+  REQUIRE(other.go() == 3);
+  CHECK(split_of(other) == Split{2, "spread"});
+  for (const auto* run : {&same, &chosen, &other, &base}) remove_run(*run);
+  fs::remove(domain);
+}
+
 TEST_CASE("a checkpoint without the sentence head continues with MLM alone, or a new head when asked", "[pretrain][dapt]") {
   const std::string corpus = write_domain_corpus("xgrad_dapt_corpus_mlm.txt");
   PretrainRun base = base_run("tiny", "xgrad_dapt_base_mlm");

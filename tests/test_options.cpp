@@ -230,6 +230,12 @@ TEST_CASE("options: an option added later restores from an older checkpoint as t
   same.held = 1;
   CHECK_NOTHROW(Grown::table().restore(same, older, "state.json"));
 
+  // declared wrong, refused where the table is made: an int for a size_t would be saved signed and
+  // refused by every restore; a value for an option that is not restored means nothing
+  CHECK_THROWS_WITH(OptionTable<Grown>().add("--held", &Grown::held, "held out", OnResume::Restore).older_checkpoints_ran_with(1),
+                    Contains("--held") && Contains("a value of its type"));
+  CHECK_THROWS_AS(OptionTable<Grown>().add("--held", &Grown::held, "held out").older_checkpoints_ran_with(size_t(1)), std::logic_error);
+
   Grown newer;  // a checkpoint that has the option: its value
   newer.held = 3;
   Grown from_newer;

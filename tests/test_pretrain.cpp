@@ -293,7 +293,10 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
   // data position would differ by orders of magnitude more. Bit-exact resume on one machine is the
   // "stopped at step k and resumed" test above.
   CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) < 1e-6);
-  CHECK(read_json(out / "checkpoint-000006" / "training_state.json")["format"] == 2);
+  const auto resumed_state = read_json(out / "checkpoint-000006" / "training_state.json");
+  CHECK(resumed_state["format"] == 2);
+  CHECK(resumed_state["options"]["eval_min_documents"] == 1);  // the split it started with, saved for the next resume
+  CHECK(resumed_state["options"]["eval_documents_at"] == "end");
   fs::remove_all(out);
 }
 
@@ -412,6 +415,8 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
                           "optimizer", "weight_decay", "clip", "seed"})
     CHECK(saved.contains(key));
   for (const char* key : {"init_from", "extend_vocab", "extend_min_count", "extend_min_pieces"})  // an --init-from run resumes exactly
+    CHECK(saved.contains(key));
+  for (const char* key : {"eval_min_documents", "eval_documents_at"})  // so does its held-out split
     CHECK(saved.contains(key));
   CHECK_THROWS_AS(app.parse("--batch -1", false), CLI::ValidationError);
   CHECK_THROWS_AS(app.parse("--no-such-flag", false), CLI::ExtrasError);

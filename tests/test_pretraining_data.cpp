@@ -144,7 +144,7 @@ std::set<size_t> documents_of(const Instance& in, bool second) {
 }
 }  // namespace
 
-// The held-out set of a pre-training run is made by the same code from its last documents
+// The held-out set of a pre-training run is made by the same code from its held-out documents
 // (training/tasks/pretraining.cpp holds out two at least): from one document, every "random next
 // sentence" would come from that document, and held-out NSP accuracy would not measure NSP.
 TEST_CASE("NSP negatives take their second sentence from another document when there is one", "[pretraining]") {

@@ -115,7 +115,14 @@ class OptionTable {
   // suits an option whose default behaves as runs did before it.
   template <class T>
   OptionTable& older_checkpoints_ran_with(const T& value) {
-    entries_.back().before_it_existed = value;
+    Entry& e = entries_.back();
+    const nlohmann::json j = value;
+    // caught where the table is declared: an int for a size_t option would be saved signed and
+    // refused by every restore
+    if (e.on_resume != OnResume::Restore || !e.holds(j))
+      throw std::logic_error(fmt::format("[options] {}: older_checkpoints_ran_with needs a Restore option and a value of its type",
+                                         e.flag));
+    e.before_it_existed = j;
     return *this;
   }
 
@@ -177,7 +184,8 @@ class OptionTable {
     std::function<void(Owner&, const Owner& from)> reset;     // to from's value
     // from the saved options (its key is there); `where` names it in errors
     std::function<void(Owner&, const nlohmann::json& saved, const std::string& where)> restore;
-    nlohmann::json before_it_existed;  // null: an older checkpoint keeps the run's value
+    std::function<bool(const nlohmann::json&)> holds;  // whether a saved value is of the option's type
+    nlohmann::json before_it_existed;                   // null: an older checkpoint keeps the run's value
   };
   std::vector<Entry> entries_;
 
@@ -301,6 +309,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
     if (on_resume == OnResume::DataPath) throw std::logic_error(fmt::format("[options] {}: a DataPath option holds text", flag));
   }
   e.reset = [=](Owner& o, const Owner& from) { o.*member = from.*member; };
+  e.holds = [](const nlohmann::json& j) { return option_detail::holds<T>(j); };
   e.save_given = [=](const Owner& o, nlohmann::json& j) { j[key] = o.*member; };
   e.save = [=](const Owner& o, nlohmann::json& j) {
     if constexpr (std::is_same_v<T, std::string>) {

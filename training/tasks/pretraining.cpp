@@ -22,6 +22,7 @@
 #include "training/distributed.hpp"
 #include "training/tasks/instance_sources.hpp"
 #include "training/tasks/vocabulary.hpp"
+#include "util/checksums.hpp"
 #include "util/json_input.hpp"
 #include "util/progress.hpp"
 
@@ -61,7 +62,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
                                                            "negative would pair sentences of that document)", kRestore, at_least(1))
       .older_checkpoints_ran_with(size_t(1))
       .add("--eval-documents-at", &O::eval_documents_at, "where the held-out documents are: spread evenly through the "
-                                                         "corpus (every 50th), or at its end", kRestore, Choices{{"spread", "end"}})
+                                                         "corpus (one in the middle of each of as many equal stretches), "
+                                                         "or at its end", kRestore, Choices{{"spread", "end"}})
       .older_checkpoints_ran_with(std::string("end"))
       .add("--checkpoint-activations", &O::checkpoint_activations,
            "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
@@ -632,7 +634,39 @@ std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, cons
   return std::make_unique<PretrainingTask>(options, ctx);
 }
 
-HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const PretrainOptions& task) {
+namespace {
+// --init-from a checkpoint of ours that trained on this very corpus: another held-out split would
+// score documents it trained on, so the split its run saved (or, written before the split's
+// options, the older one) is kept, unless this run sets one. A checkpoint without a readable
+// training_state.json (Hugging Face's) or trained on other data leaves the options alone.
+void keep_init_from_split(PretrainOptions& o, bool quiet) {
+  const PretrainOptions fresh;
+  const bool set = o.eval_min_documents != fresh.eval_min_documents || o.eval_documents_at != fresh.eval_documents_at ||
+                   o.flags_given.count("--eval-min-documents") || o.flags_given.count("--eval-documents-at");
+  if (o.init_from.empty() || set || !fs::is_regular_file(o.corpus)) return;
+  const fs::path state = fs::path(o.init_from) / "training_state.json";
+  nlohmann::json saved;
+  try {
+    std::ifstream in(state, std::ios::binary);
+    if (!in) return;
+    saved = parse_json_bounded(in).at("options");
+  } catch (const std::exception&) {
+    return;
+  }
+  if (!saved.is_object() || !saved.contains("corpus_fingerprint") || saved["corpus_fingerprint"] != data_fingerprint(o.corpus))
+    return;
+  nlohmann::json split = nlohmann::json::object();
+  for (const char* key : {"eval_min_documents", "eval_documents_at"})
+    if (saved.contains(key)) split[key] = saved[key];
+  PretrainOptions::table().restore(o, split, state.string());  // a key it lacks: the older split
+  if (!quiet && Communicator::world().rank() == 0 &&
+      (o.eval_min_documents != fresh.eval_min_documents || o.eval_documents_at != fresh.eval_documents_at))
+    fmt::print("--init-from {} trained on this corpus: holding out the documents it held out (--eval-min-documents {} "
+               "--eval-documents-at {})\n", o.init_from, o.eval_min_documents, o.eval_documents_at);
+}
+}  // namespace
+
+HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOptions task) {
   // every rank would evaluate the same checkpoint and print the same figures
   if (Communicator::world().distributed())
     throw std::invalid_argument("[pretraining] --eval-only runs in one process: start it without mpirun");
@@ -641,6 +675,7 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const Pret
   TrainerOptions::table().check(trainer);
   PretrainOptions::table().check(task);
   if (task.eval_instances == 0) throw std::invalid_argument("[pretraining] --eval-only with --eval-instances 0: nothing to evaluate");
+  keep_init_from_split(task, trainer.quiet);
   if (trainer.threads > 0) set_num_threads(trainer.threads);
   MatmulPrecisionGuard precision(training_precision(trainer));
   auto t = make_pretraining_task(task, {"", "", trainer.seed, trainer.quiet});
@@ -650,6 +685,7 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const Pret
 }
 
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task) {
+  if (trainer.resume.empty()) keep_init_from_split(task, trainer.quiet);  // a resumed run restores its own
   Trainer t(std::move(trainer), BoundOptions(PretrainOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_pretraining_task(task, ctx); });
   return t.run();

@@ -86,6 +86,6 @@ struct HeldOutEvaluation {
   std::string data;     // the model and data, in one line
   Evaluation result;    // MLM accuracy, perplexity (and the sentence task's accuracy)
 };
-HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, const PretrainOptions& task);
+HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOptions task);
 
 }  // namespace xg::training
