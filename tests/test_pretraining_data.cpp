@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "text/bert_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
+#include "training/tasks/instance_sources.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg::text;
@@ -356,6 +358,66 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   CHECK_THROWS_WITH(ShardWriter(no_header, 128, 0, 100), Contains("max_predictions 0"));
   CHECK_THROWS_WITH(ShardWriter(no_header, 128, 20, 0), Contains("vocabulary 0"));
   CHECK(!std::filesystem::exists(no_header + ".tmp"));
+}
+
+// Shards evaluate on documents that no training record draws on: create_pretraining_data holds
+// them out into held_out.bin. Shards made before give their last records, as they always did.
+TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and bert_pretrain evaluates on them", "[pretraining]") {
+  PretrainingOptions opt;
+  opt.dupe_factor = 1;
+  opt.max_seq_length = 64;
+  std::vector<Document> training = docs();
+  const auto which = held_out_documents(training.size(), 2, false);
+  REQUIRE(which == std::vector<size_t>{10, 30});
+  CHECK(held_out_documents(training.size(), 0, false).empty());  // create_pretraining_data --eval-min-documents 0
+  const std::vector<Document> held = take_documents(training, which);
+  REQUIRE(held.size() == 2);
+  REQUIRE(training.size() == 38);
+  CHECK(held[0] == docs()[10]);
+  CHECK(training[10] == docs()[11]);  // the rest in order
+  const auto inst = create_static_instances(training, opt, MaskingVocab::from(tok()));
+  const auto held_inst = create_static_instances(held, opt, MaskingVocab::from(tok()));
+  const std::string dir = tmp("held_shards");
+  std::filesystem::remove_all(dir);
+  write_shards(inst, dir, 100, opt, tok().vocab_size(), held_inst);
+  std::stringstream listing;
+  listing << std::ifstream(dir + "/checksums.json").rdbuf();
+  CHECK_THAT(listing.str(), Contains(kHeldOutShard));
+
+  std::vector<Instance> eval;
+  xg::training::ShardSource with(dir, 8, eval);
+  CHECK(with.held_out_documents());
+  CHECK(with.epoch_size(0) == inst.size());  // every training record trains
+  REQUIRE(eval.size() == 8);
+  for (size_t i = 0; i < eval.size(); ++i) CHECK(eval[i].tokens == held_inst[i].tokens);
+  std::vector<Instance> all_of_it;
+  xg::training::ShardSource(dir, held_inst.size() + 5, all_of_it);  // asked for more than it holds: all of it
+  CHECK(all_of_it.size() == held_inst.size());
+
+  // made again without held-out documents (or before them): the earlier held_out.bin goes, and the
+  // last records are held out
+  write_shards(inst, dir, 100, opt, tok().vocab_size());
+  CHECK(!std::filesystem::exists(std::filesystem::path(dir) / kHeldOutShard));
+  std::vector<Instance> last;
+  xg::training::ShardSource without(dir, 8, last);
+  CHECK(!without.held_out_documents());
+  CHECK(without.epoch_size(0) == inst.size() - 8);
+  REQUIRE(last.size() == 8);
+  CHECK(last[0].tokens == inst[inst.size() - 8].tokens);
+
+  // a held_out.bin of other settings is refused with the shards' other checks
+  PretrainingOptions longer = opt;
+  longer.max_seq_length = 128;
+  {
+    ShardWriter w((std::filesystem::path(dir) / kHeldOutShard).string(), longer.max_seq_length, longer.max_predictions_per_seq,
+                  tok().vocab_size());
+    w.write(held_inst[0]);
+    w.close();
+  }
+  std::filesystem::remove(std::filesystem::path(dir) / "checksums.json");
+  std::vector<Instance> refused;
+  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("shards of different runs"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("dynamic masking: new masks each epoch, deterministic, resumable at any index", "[pretraining]") {

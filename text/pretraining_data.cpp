@@ -336,6 +336,26 @@ size_t draw_ngram_length(Generator& rng, size_t max_n) {
   return std::max<size_t>(max_n, 1);
 }
 
+std::vector<size_t> held_out_documents(size_t documents, size_t min_documents, bool at_end) {
+  if (documents < 2 || min_documents == 0) return {};
+  const size_t count = std::min(documents - 1, std::max(min_documents, documents / 50));
+  std::vector<size_t> held(count);
+  for (size_t k = 0; k < count; ++k)  // increasing: the stretches are longer than one document (count < documents)
+    held[k] = at_end ? documents - count + k : (2 * k + 1) * documents / (2 * count);
+  return held;
+}
+
+std::vector<Document> take_documents(std::vector<Document>& docs, const std::vector<size_t>& which) {
+  std::vector<Document> taken, kept;
+  for (size_t i = 0, next = 0; i < docs.size(); ++i) {
+    const bool take = next < which.size() && which[next] == i;
+    next += take;
+    (take ? taken : kept).push_back(std::move(docs[i]));
+  }
+  docs = std::move(kept);
+  return taken;
+}
+
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,
                                               const MaskingVocab& vocab, const std::function<void(size_t, size_t)>& progress) {
   opt.validate();

@@ -105,6 +105,15 @@ void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingV
 // A span length in [1, max_n] with probability proportional to 1/n (ALBERT: 6:3:2 for n <= 3).
 size_t draw_ngram_length(Generator& rng, size_t max_n);
 
+// The documents of a corpus of `documents` held out for evaluation, ascending: 2% of them but at
+// least `min_documents`, and never all (none below two documents or with min_documents 0); spread
+// evenly through the corpus (the middle of each of as many equal stretches), so that a corpus in
+// some order (by source, by date) is held out from all of it, or its last ones (`at_end`). Two at
+// least, so that a held-out NSP negative can take its second sentence from another document.
+std::vector<size_t> held_out_documents(size_t documents, size_t min_documents, bool at_end);
+// Moves the documents `which` (ascending) out of `docs`, the rest keeping their order, and returns them.
+std::vector<Document> take_documents(std::vector<Document>& docs, const std::vector<size_t>& which);
+
 // Static mode: dupe_factor passes over the (shuffled) documents, masked, shuffled.
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,
                                               const MaskingVocab& vocab,
@@ -168,9 +177,14 @@ class ShardReader {
   size_t seq_, preds_, vocab_, count_, record_bytes_;
 };
 
-// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., after
-// removing the shard_*.bin of an earlier run there; then DIR/checksums.json lists them.
+// The shard of held-out instances (from documents that no other shard draws on), beside the others.
+constexpr const char* kHeldOutShard = "held_out.bin";
+
+// Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., and
+// `held_out` (when there are any) into DIR/held_out.bin, after removing the shard_*.bin and
+// held_out.bin of an earlier run there; then DIR/checksums.json lists them.
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
-                                      const PretrainingOptions& opt, size_t vocab_size);
+                                      const PretrainingOptions& opt, size_t vocab_size,
+                                      const std::vector<Instance>& held_out = {});
 
 }  // namespace xg::text

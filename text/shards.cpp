@@ -168,22 +168,25 @@ Instance ShardReader::get(size_t i) {
 }
 
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
-                                      const PretrainingOptions& opt, size_t vocab_size) {
+                                      const PretrainingOptions& opt, size_t vocab_size, const std::vector<Instance>& held_out) {
   if (per_shard == 0) throw std::invalid_argument("[shard] instances per shard must be positive");
   std::filesystem::create_directories(dir);
   // Shards of an earlier run into this folder would be mixed into this one's.
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("shard_", 0) == 0 && e.path().extension() == ".bin") std::filesystem::remove(e.path());
+    if ((name.rfind("shard_", 0) == 0 && e.path().extension() == ".bin") || name == kHeldOutShard) std::filesystem::remove(e.path());
   }
+  auto write = [&](const std::string& path, const std::vector<Instance>& from, size_t begin, size_t end) {
+    ShardWriter w(path, opt.max_seq_length, opt.max_predictions_per_seq, vocab_size);
+    for (size_t i = begin; i < end; ++i) w.write(from[i]);
+    w.close();
+  };
   std::vector<std::string> paths;
   for (size_t start = 0; start < instances.size(); start += per_shard) {
-    const std::string path = (std::filesystem::path(dir) / fmt::format("shard_{:05d}.bin", paths.size())).string();
-    ShardWriter w(path, opt.max_seq_length, opt.max_predictions_per_seq, vocab_size);
-    for (size_t i = start; i < std::min(instances.size(), start + per_shard); ++i) w.write(instances[i]);
-    w.close();
-    paths.push_back(path);
+    paths.push_back((std::filesystem::path(dir) / fmt::format("shard_{:05d}.bin", paths.size())).string());
+    write(paths.back(), instances, start, std::min(instances.size(), start + per_shard));
   }
+  if (!held_out.empty()) write((std::filesystem::path(dir) / kHeldOutShard).string(), held_out, 0, held_out.size());
   write_checksums(dir);  // the shards of this run, each with its CRC32C: readers check both
   return paths;
 }

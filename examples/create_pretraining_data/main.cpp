@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   xg::text::PretrainingOptions opt;
   std::string input, vocab, output, pairing = "nsp";
   size_t per_shard = 100000;
+  size_t eval_min_documents = 2;
+  std::string eval_documents_at = "spread";
   bool cased = false;
   CLI::App app{"Builds static pre-training shards (MLM + NSP, SOP or packed full sentences) from a corpus in the BERT format.",
                "create_pretraining_data"};
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
       ->required()
       ->type_name("FILE|DIR");
   app.add_option("--pairing", pairing, "nsp (BERT), sop (ALBERT), full-sentences (RoBERTa) or doc-sentences");
-  app.add_option("--output", output, "directory for shard_NNNNN.bin files")->required()->type_name("DIR");
+  app.add_option("--output", output, "directory for shard_NNNNN.bin files (and held_out.bin)")->required()->type_name("DIR");
   xg::cli::add_number(app, "--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
   xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
   xg::cli::add_number(app, "--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
@@ -51,6 +53,12 @@ int main(int argc, char** argv) {
   app.add_flag("--cased", cased, "keep case and accents (default: uncased)");
   xg::cli::add_number(app, "--per-shard", per_shard, "instances per shard file")->check(xg::cli::positive());
   xg::cli::add_number(app, "--seed", opt.seed, "seed for pairing and masking");
+  xg::cli::add_number(app, "--eval-min-documents", eval_min_documents,
+                      "documents held out into held_out.bin at least (2% of them when that is more; 0: none), which "
+                      "bert_pretrain evaluates on");
+  app.add_option("--eval-documents-at", eval_documents_at, "where the held-out documents are: spread evenly through the "
+                                                           "corpus, or at its end")
+      ->check(CLI::IsMember({"spread", "end"}));
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     opt.pairing = xg::text::parse_pairing(pairing);
@@ -60,14 +68,25 @@ int main(int argc, char** argv) {
     topt.lowercase = !cased;
     const auto tok = xg::text::open_tokenizer(vocab, topt);
     xg::Progress read_progress("tokenizing", 0, "lines");
-    const auto docs = xg::text::load_documents(input, *tok, [&](size_t done, size_t) { read_progress.update(done); });
+    auto docs = xg::text::load_documents(input, *tok, [&](size_t done, size_t) { read_progress.update(done); });
     read_progress.finish(fmt::format("{} documents", docs.size()));
+    // As bert_pretrain holds out documents of a text corpus: one masking of each, another seed
+    auto held_docs = xg::text::take_documents(
+        docs, xg::text::held_out_documents(docs.size(), eval_min_documents, eval_documents_at == "end"));
+    xg::text::PretrainingOptions held_opt = opt;
+    held_opt.dupe_factor = 1;
+    held_opt.seed = opt.seed + 1;
+    const auto held_out = held_docs.empty() ? std::vector<xg::text::Instance>()
+                                            : xg::text::create_static_instances(std::move(held_docs), held_opt,
+                                                                                 xg::text::MaskingVocab::from(*tok));
     xg::Progress make_progress("creating instances", opt.dupe_factor * docs.size(), "docs");
     const auto instances = xg::text::create_static_instances(
         docs, opt, xg::text::MaskingVocab::from(*tok), [&](size_t done, size_t) { make_progress.update(done); });
     make_progress.finish(fmt::format("{} instances", instances.size()));
-    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok->vocab_size());
-    fmt::print("wrote {} instances into {} shard(s) in {}\n", instances.size(), paths.size(), output);
+    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok->vocab_size(), held_out);
+    fmt::print("wrote {} instances into {} shard(s) in {}", instances.size(), paths.size(), output);
+    if (!held_out.empty()) fmt::print(", and {} held-out instances into {}", held_out.size(), xg::text::kHeldOutShard);
+    fmt::print("\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "create_pretraining_data: {}\n", e.what());
     return 1;

@@ -17,7 +17,7 @@ namespace xg::training {
 ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<text::Instance>& eval) {
   std::vector<std::string> paths;
   for (auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".bin") paths.push_back(e.path().string());
+    if (e.path().extension() == ".bin" && e.path().filename() != text::kHeldOutShard) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) throw std::runtime_error(fmt::format("[pretraining] {}: no shard_*.bin files", dir));
   verify_checksums(dir);  // a flipped token id or label would train silently
@@ -30,6 +30,9 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
         throw std::runtime_error(fmt::format("[pretraining] {}: not among the shards listed in {} (left from an earlier run?)", p,
                                              listing.string()));
   }
+  const fs::path held_out_shard = fs::path(dir) / text::kHeldOutShard;
+  held_out_documents_ = fs::exists(held_out_shard);
+  if (held_out_documents_) paths.push_back(held_out_shard.string());  // checked with the others, read last
   for (const auto& p : paths) {
     readers_.push_back(std::make_unique<text::ShardReader>(p));
     const auto& first = *readers_.front();
@@ -41,8 +44,15 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
           r.max_seq_length(), r.max_predictions(), r.vocab_size(), paths.front(), first.max_seq_length(), first.max_predictions(),
           first.vocab_size()));
   }
-  for (size_t r = 0; r < readers_.size(); ++r)
+  const size_t training_shards = readers_.size() - held_out_documents_;
+  for (size_t r = 0; r < training_shards; ++r)
     for (size_t i = 0; i < readers_[r]->size(); ++i) index_.emplace_back(r, i);
+  if (index_.empty()) throw std::runtime_error(fmt::format("[pretraining] {}: the shards hold no training instances", dir));
+  if (held_out_documents_) {
+    text::ShardReader& eval_shard = *readers_.back();
+    for (size_t i = 0; i < std::min(held_out, eval_shard.size()); ++i) eval.push_back(eval_shard.get(i));
+    return;
+  }
   if (index_.size() <= held_out)
     throw std::runtime_error(fmt::format("[pretraining] the shards hold {} instances, not more than the {} held out for evaluation",
                                          index_.size(), held_out));

@@ -30,8 +30,12 @@ class DynamicSource : public InstanceSource {
 
 class ShardSource : public InstanceSource {
  public:
-  // Reads the shard_*.bin files of `dir` in name order; the last `held_out` records go to `eval`.
+  // Reads the shard_*.bin files of `dir` in name order. Up to `held_out` records of its held_out.bin
+  // go to `eval`; shards made without one give their last `held_out` records instead.
   ShardSource(const std::string& dir, size_t held_out, std::vector<text::Instance>& eval);
+  // Whether `eval` came from held_out.bin (documents no training record draws on), not from the
+  // last records (whose documents, and with a dupe factor above one whose text, training also sees).
+  bool held_out_documents() const { return held_out_documents_; }
   size_t epoch_size(uint64_t) override { return index_.size(); }
   text::Instance get(uint64_t, size_t i) override { return read(i); }
   size_t max_seq_length() const { return readers_.front()->max_seq_length(); }
@@ -41,6 +45,7 @@ class ShardSource : public InstanceSource {
   text::Instance read(size_t k) { return readers_[index_[k].first]->get(index_[k].second); }
   std::vector<std::unique_ptr<text::ShardReader>> readers_;
   std::vector<std::pair<size_t, size_t>> index_;  // (shard, record)
+  bool held_out_documents_ = false;
 };
 
 // Where the next instance comes from; saved with checkpoints.

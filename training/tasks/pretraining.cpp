@@ -523,7 +523,7 @@ class PretrainingTask : public Task {
           "byte-level BPE token is only produced through a chain of merges (each intermediate a token, which changes how "
           "other words split), and a SentencePiece piece needs a score in the unigram model", tok_->tokenizer_class()));
     std::vector<text::Document> docs = text::load_documents(opt_.corpus, *tok_);
-    take_held_out(docs);  // the held-out documents choose nothing
+    text::take_documents(docs, held_out_documents(docs.size(), opt_));  // the held-out documents choose nothing
     const auto words = text::frequent_split_words(docs, *tok_, {opt_.extend_vocab, opt_.extend_min_count, opt_.extend_min_pieces});
     std::vector<std::string> texts;
     std::vector<std::vector<int32_t>> pieces;
@@ -557,19 +557,6 @@ class PretrainingTask : public Task {
                                               model_vocab, tok_->vocab_size()));
   }
 
-  // Moves the held-out documents out of `docs` (the rest keep their order) and returns them.
-  std::vector<text::Document> take_held_out(std::vector<text::Document>& docs) const {
-    std::vector<text::Document> held, kept;
-    const std::vector<size_t> which = held_out_documents(docs.size(), opt_);
-    for (size_t i = 0, next = 0; i < docs.size(); ++i) {
-      const bool out = next < which.size() && which[next] == i;
-      next += out;
-      (out ? held : kept).push_back(std::move(docs[i]));
-    }
-    docs = std::move(kept);
-    return held;
-  }
-
   void load_data(const TaskContext& ctx) {
     text::PretrainingOptions popt;
     popt.pairing = pairing_;
@@ -583,6 +570,11 @@ class PretrainingTask : public Task {
     popt.validate();
     if (fs::is_directory(opt_.corpus)) {
       auto s = std::make_unique<ShardSource>(opt_.corpus, opt_.eval_instances, eval_);
+      if (!s->held_out_documents() && opt_.eval_instances > 0 && !ctx.quiet)
+        fmt::print("note: {} has no {} (shards made before create_pretraining_data held documents out): the held-out "
+                   "set is its last {} records, whose documents training reads too, so evaluation overstates what the "
+                   "model learnt; make the shards again to evaluate on unseen documents\n",
+                   opt_.corpus, text::kHeldOutShard, eval_.size());
       if (s->max_seq_length() > opt_.seq_len)
         throw std::invalid_argument(fmt::format("[pretraining] the shards hold sequences up to {} tokens; --seq-len is {}",
                                                 s->max_seq_length(), opt_.seq_len));
@@ -597,7 +589,7 @@ class PretrainingTask : public Task {
       if (!ctx.quiet) p.update(done);
     });
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
-    if (std::vector<text::Document> eval_docs = take_held_out(docs); !eval_docs.empty()) {
+    if (std::vector<text::Document> eval_docs = text::take_documents(docs, held_out_documents(docs.size(), opt_)); !eval_docs.empty()) {
       text::PretrainingOptions eopt = popt;
       eopt.seed = ctx.seed + 1;
       eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(*tok_));
@@ -622,12 +614,8 @@ class PretrainingTask : public Task {
 }  // namespace
 
 std::vector<size_t> held_out_documents(size_t documents, const PretrainOptions& o) {
-  if (documents < 2 || o.eval_instances == 0) return {};
-  const size_t count = std::min(documents - 1, std::max(o.eval_min_documents, documents / 50));
-  std::vector<size_t> held(count);
-  for (size_t k = 0; k < count; ++k)  // the middle of each of `count` equal stretches (increasing: count < documents)
-    held[k] = o.eval_documents_at == "end" ? documents - count + k : (2 * k + 1) * documents / (2 * count);
-  return held;
+  if (o.eval_instances == 0) return {};
+  return text::held_out_documents(documents, o.eval_min_documents, o.eval_documents_at == "end");
 }
 
 std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx) {
