@@ -185,7 +185,11 @@ TEST_CASE("init-from on its checkpoint's own corpus keeps the documents that run
   PretrainRun other = init_run(base, domain, "xgrad_dapt_split_other");
   REQUIRE(other.go() == 3);
   CHECK(split_of(other) == Split{2, "spread"});
-  for (const auto* run : {&same, &chosen, &other, &base}) remove_run(*run);
+  // which documents it held out cannot be read: refused, not evaluated on what it may have trained on
+  std::ofstream(state_file) << "{\"options\": ";
+  PretrainRun unreadable = init_run(base, base.task.corpus, "xgrad_dapt_split_unreadable");
+  CHECK_THROWS_WITH(unreadable.go(), Contains("cannot read which documents its run held out") && Contains(base.trainer.out));
+  for (const auto* run : {&same, &chosen, &other, &unreadable, &base}) remove_run(*run);
   fs::remove(domain);
 }
 

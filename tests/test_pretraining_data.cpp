@@ -13,6 +13,7 @@
 #include "text/bert_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "training/tasks/instance_sources.hpp"
+#include "util/checksums.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg::text;
@@ -414,9 +415,18 @@ TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and ber
     w.write(held_inst[0]);
     w.close();
   }
-  std::filesystem::remove(std::filesystem::path(dir) / "checksums.json");
-  std::vector<Instance> refused;
+  std::vector<Instance> refused;  // not listed in checksums.json: refused as any shard would be
+  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("not among the shards listed"));
+  xg::write_checksums(dir);  // listed (a hand-made directory): still not of these shards' settings
   CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("shards of different runs"));
+  // and one with no instances holds nothing out
+  {
+    ShardWriter w((std::filesystem::path(dir) / kHeldOutShard).string(), opt.max_seq_length, opt.max_predictions_per_seq,
+                  tok().vocab_size());
+    w.close();
+  }
+  xg::write_checksums(dir);
+  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("holds no instances"));
   std::filesystem::remove_all(dir);
 }
 

@@ -76,9 +76,13 @@ int main(int argc, char** argv) {
     xg::text::PretrainingOptions held_opt = opt;
     held_opt.dupe_factor = 1;
     held_opt.seed = opt.seed + 1;
+    const size_t held_count = held_docs.size();
     const auto held_out = held_docs.empty() ? std::vector<xg::text::Instance>()
                                             : xg::text::create_static_instances(std::move(held_docs), held_opt,
                                                                                  xg::text::MaskingVocab::from(*tok));
+    if (held_count > 0 && held_out.empty())  // no held_out.bin would read as shards that hold nothing out
+      throw std::runtime_error(fmt::format("the {} held-out document(s) of {} make no instance: hold more out "
+                                           "(--eval-min-documents) or none (--eval-min-documents 0)", held_count, input));
     xg::Progress make_progress("creating instances", opt.dupe_factor * docs.size(), "docs");
     const auto instances = xg::text::create_static_instances(
         docs, opt, xg::text::MaskingVocab::from(*tok), [&](size_t done, size_t) { make_progress.update(done); });

@@ -20,6 +20,9 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
     if (e.path().extension() == ".bin" && e.path().filename() != text::kHeldOutShard) paths.push_back(e.path().string());
   std::sort(paths.begin(), paths.end());
   if (paths.empty()) throw std::runtime_error(fmt::format("[pretraining] {}: no shard_*.bin files", dir));
+  const fs::path held_out_shard = fs::path(dir) / text::kHeldOutShard;
+  held_out_documents_ = fs::is_regular_file(held_out_shard);
+  if (held_out_documents_) paths.push_back(held_out_shard.string());  // checked with the others, read last
   verify_checksums(dir);  // a flipped token id or label would train silently
   const fs::path listing = fs::path(dir) / kChecksumsFile;
   if (fs::exists(listing)) {  // shards of an earlier run into the same folder are not listed
@@ -30,9 +33,6 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
         throw std::runtime_error(fmt::format("[pretraining] {}: not among the shards listed in {} (left from an earlier run?)", p,
                                              listing.string()));
   }
-  const fs::path held_out_shard = fs::path(dir) / text::kHeldOutShard;
-  held_out_documents_ = fs::exists(held_out_shard);
-  if (held_out_documents_) paths.push_back(held_out_shard.string());  // checked with the others, read last
   for (const auto& p : paths) {
     readers_.push_back(std::make_unique<text::ShardReader>(p));
     const auto& first = *readers_.front();
@@ -50,6 +50,7 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
   if (index_.empty()) throw std::runtime_error(fmt::format("[pretraining] {}: the shards hold no training instances", dir));
   if (held_out_documents_) {
     text::ShardReader& eval_shard = *readers_.back();
+    if (eval_shard.size() == 0) throw std::runtime_error(fmt::format("[pretraining] {}: holds no instances", held_out_shard.string()));
     for (size_t i = 0; i < std::min(held_out, eval_shard.size()); ++i) eval.push_back(eval_shard.get(i));
     return;
   }

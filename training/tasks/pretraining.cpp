@@ -571,9 +571,10 @@ class PretrainingTask : public Task {
     if (fs::is_directory(opt_.corpus)) {
       auto s = std::make_unique<ShardSource>(opt_.corpus, opt_.eval_instances, eval_);
       if (!s->held_out_documents() && opt_.eval_instances > 0 && !ctx.quiet)
-        fmt::print("note: {} has no {} (shards made before create_pretraining_data held documents out): the held-out "
-                   "set is its last {} records, whose documents training reads too, so evaluation overstates what the "
-                   "model learnt; make the shards again to evaluate on unseen documents\n",
+        fmt::print("note: {} has no {} (shards made before create_pretraining_data held documents out, or with "
+                   "--eval-min-documents 0): the held-out set is its last {} records, whose documents training reads "
+                   "too, so evaluation overstates what the model learnt; make the shards again (into a new directory) "
+                   "to evaluate on unseen documents\n",
                    opt_.corpus, text::kHeldOutShard, eval_.size());
       if (s->max_seq_length() > opt_.seq_len)
         throw std::invalid_argument(fmt::format("[pretraining] the shards hold sequences up to {} tokens; --seq-len is {}",
@@ -631,22 +632,24 @@ void keep_init_from_split(PretrainOptions& o, bool quiet) {
   const PretrainOptions fresh;
   const bool set = o.eval_min_documents != fresh.eval_min_documents || o.eval_documents_at != fresh.eval_documents_at ||
                    o.flags_given.count("--eval-min-documents") || o.flags_given.count("--eval-documents-at");
-  if (o.init_from.empty() || set || !fs::is_regular_file(o.corpus)) return;
   const fs::path state = fs::path(o.init_from) / "training_state.json";
-  nlohmann::json saved;
+  if (o.init_from.empty() || set || !fs::is_regular_file(o.corpus) || !fs::exists(state)) return;
+  PretrainOptions split;  // the checkpoint's two options alone (a key it lacks: the older split)
   try {
     std::ifstream in(state, std::ios::binary);
-    if (!in) return;
-    saved = parse_json_bounded(in).at("options");
-  } catch (const std::exception&) {
-    return;
+    const nlohmann::json saved = parse_json_bounded(in).at("options");
+    if (!saved.contains("corpus_fingerprint") || saved["corpus_fingerprint"] != data_fingerprint(o.corpus)) return;
+    if (saved.value("eval_instances", nlohmann::json(1)) == 0) return;  // it held nothing out
+    nlohmann::json keys = nlohmann::json::object();
+    for (const char* key : {"eval_min_documents", "eval_documents_at"})
+      if (saved.contains(key)) keys[key] = saved[key];
+    PretrainOptions::table().restore(split, keys, state.string());
+  } catch (const std::exception& e) {  // it would have been evaluated on documents it trained on
+    throw std::invalid_argument(fmt::format("[pretraining] --init-from {}: cannot read which documents its run held out: {}",
+                                            o.init_from, e.what()));
   }
-  if (!saved.is_object() || !saved.contains("corpus_fingerprint") || saved["corpus_fingerprint"] != data_fingerprint(o.corpus))
-    return;
-  nlohmann::json split = nlohmann::json::object();
-  for (const char* key : {"eval_min_documents", "eval_documents_at"})
-    if (saved.contains(key)) split[key] = saved[key];
-  PretrainOptions::table().restore(o, split, state.string());  // a key it lacks: the older split
+  o.eval_min_documents = split.eval_min_documents;
+  o.eval_documents_at = split.eval_documents_at;
   if (!quiet && Communicator::world().rank() == 0 &&
       (o.eval_min_documents != fresh.eval_min_documents || o.eval_documents_at != fresh.eval_documents_at))
     fmt::print("--init-from {} trained on this corpus: holding out the documents it held out (--eval-min-documents {} "
