@@ -185,11 +185,17 @@ TEST_CASE("init-from on its checkpoint's own corpus keeps the documents that run
   PretrainRun other = init_run(base, domain, "xgrad_dapt_split_other");
   REQUIRE(other.go() == 3);
   CHECK(split_of(other) == Split{2, "spread"});
+  // a run that held nothing out: nothing to keep
+  state["options"]["eval_instances"] = 0;
+  write_json(state_file, state);
+  PretrainRun none_held = init_run(base, base.task.corpus, "xgrad_dapt_split_none_held");
+  REQUIRE(none_held.go() == 3);
+  CHECK(split_of(none_held) == Split{2, "spread"});
   // which documents it held out cannot be read: refused, not evaluated on what it may have trained on
   std::ofstream(state_file) << "{\"options\": ";
   PretrainRun unreadable = init_run(base, base.task.corpus, "xgrad_dapt_split_unreadable");
   CHECK_THROWS_WITH(unreadable.go(), Contains("cannot read which documents its run held out") && Contains(base.trainer.out));
-  for (const auto* run : {&same, &chosen, &other, &unreadable, &base}) remove_run(*run);
+  for (const auto* run : {&same, &chosen, &other, &none_held, &unreadable, &base}) remove_run(*run);
   fs::remove(domain);
 }
 

@@ -626,8 +626,9 @@ std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, cons
 namespace {
 // --init-from a checkpoint of ours that trained on this very corpus: another held-out split would
 // score documents it trained on, so the split its run saved (or, written before the split's
-// options, the older one) is kept, unless this run sets one. A checkpoint without a readable
-// training_state.json (Hugging Face's) or trained on other data leaves the options alone.
+// options, the older one) is kept, unless this run sets one. A checkpoint without
+// training_state.json (Hugging Face's) or trained on other data leaves the options alone; one whose
+// file cannot be read is refused.
 void keep_init_from_split(PretrainOptions& o, bool quiet) {
   const PretrainOptions fresh;
   const bool set = o.eval_min_documents != fresh.eval_min_documents || o.eval_documents_at != fresh.eval_documents_at ||

@@ -6,8 +6,8 @@
 //   ALBERT   MLM + sentence-order prediction on sentence pairs (AlbertForPreTraining).
 // --pairing picks another (BERT or ALBERT with MLM only on packed sequences: *ForMaskedLM).
 // Data from raw text (instances made on the fly, a fresh mask every time: dynamic masking) or
-// static shards. 2% of the documents, at least two, spread through the corpus (or the last shard
-// records) are held out: MLM accuracy, perplexity and the sentence task's accuracy.
+// static shards. 2% of the documents, at least two, spread through the corpus (of shards, those
+// in their held_out.bin) are held out: MLM accuracy, perplexity and the sentence task's accuracy.
 // Domain-adaptive pre-training (--init-from): the model and tokenizer of a checkpoint of any family,
 // trained on with a new corpus, a fresh optimizer and schedule; optionally with the corpus's
 // frequent split words added to a WordPiece vocabulary (--extend-vocab).
