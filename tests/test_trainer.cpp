@@ -276,6 +276,20 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
   CHECK_THROWS_WITH(train_line(t), Contains("--out " + t.out + " is not empty (checkpoint-000012, metrics.jsonl)") &&
                                        Contains("--overwrite"));
   CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
+  // ... and into one a run left before its first save (stopped while it read its data): nothing to
+  // resume, so the message does not offer --resume
+  {
+    TrainerOptions unsaved = line_trainer("xgrad_trainer_unsaved");
+    fs::create_directories(unsaved.out);
+    std::ofstream(unsaved.out + "/metrics.jsonl") << "";
+    try {
+      train_line(unsaved);
+      FAIL("a non-empty --out was taken");
+    } catch (const std::exception& e) {
+      CHECK_THAT(e.what(), Contains("holds no checkpoint") && Contains("--overwrite") && !Contains("--resume"));
+    }
+    fs::remove_all(unsaved.out);
+  }
   t.overwrite = true;
   t.steps = 5;
   fs::create_directories(t.out + "/notes");  // not a run's file: left alone

@@ -95,6 +95,11 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
         std::string shown;
         for (size_t i = 0; i < held.size() && i < 3; ++i) shown += (i ? ", " : "") + held[i];
         if (held.size() > 3) shown += fmt::format(" and {} more", held.size() - 3);
+        const bool saved = std::any_of(held.begin(), held.end(), [](const std::string& n) { return starts_with(n, "checkpoint-"); });
+        if (!saved)  // a run stopped before its first save (Ctrl-C while it read the corpus) has nothing to resume
+          throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}) but holds no checkpoint (a run stopped "
+                                               "before its first save?): --overwrite replaces it, or choose another --out",
+                                               path, shown));
         throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}): --resume {} continues the run saved there, "
                                              "--overwrite replaces it, or choose another --out",
                                              path, shown, path));
