@@ -290,6 +290,32 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
     }
     fs::remove_all(unsaved.out);
   }
+  // ... unless the start that left them was killed before its first step (its mark is there): what
+  // it wrote is removed and the new run goes on
+  {
+    TrainerOptions killed = line_trainer("xgrad_trainer_killed_start");
+    fs::create_directories(killed.out);
+    std::ofstream(killed.out + "/metrics.jsonl") << "{\"step\": 999}\n";
+    std::ofstream(killed.out + "/vocab.txt") << "[PAD]\n";
+    std::ofstream(killed.out + "/notes.txt") << "the user's\n";
+    std::ofstream(killed.out + "/.starting") << "";
+    CHECK_THROWS_WITH(train_line(killed), Contains("(notes.txt)"));  // not a run's file: still refused, and kept
+    CHECK(fs::exists(killed.out + "/notes.txt"));
+    CHECK(!fs::exists(killed.out + "/metrics.jsonl"));
+    CHECK(!fs::exists(killed.out + "/.starting"));  // the failed start took its own mark away
+    fs::remove(killed.out + "/notes.txt");
+    std::ofstream(killed.out + "/metrics.jsonl") << "{\"step\": 999}\n";
+    std::ofstream(killed.out + "/.starting") << "";
+    {
+      OutputDirectory d(killed.out, /*resuming=*/false, /*overwrite=*/false);
+      CHECK(d.cleared() == std::vector<std::string>{"metrics.jsonl"});
+      CHECK(fs::exists(killed.out + "/.starting"));  // this start's own mark, until its first step
+    }
+    REQUIRE(train_line(killed) == 12);
+    CHECK(rows(killed.out).front()["step"] != 999);
+    CHECK(!fs::exists(killed.out + "/.starting"));
+    fs::remove_all(killed.out);
+  }
   t.overwrite = true;
   t.steps = 5;
   fs::create_directories(t.out + "/notes");  // not a run's file: left alone

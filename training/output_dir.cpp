@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -20,6 +21,10 @@ namespace {
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 constexpr const char* kReplacedPrefix = ".replaced.";
+// Present while a fresh start has not made its first step. A start killed before then (Ctrl-C or
+// SIGTERM while it reads the corpus, kill -9, out of memory) leaves it, and the next run here
+// removes what that start wrote: nothing it holds can be resumed.
+constexpr const char* kStartingMarker = ".starting";
 
 // checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted. Under the
 // lock no other run is writing here, so they are stale.
@@ -82,6 +87,17 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
       else if (is_leftover(name)) leftovers.push_back(name);
     }
     for (const auto& name : leftovers) fs::remove_all(fs::path(path) / name);
+    const fs::path marker = fs::path(path) / kStartingMarker;
+    if (fs::exists(marker)) {
+      const bool saved = std::any_of(fs::directory_iterator(path), fs::directory_iterator(), [](const fs::directory_entry& e) {
+        return starts_with(e.path().filename().string(), "checkpoint-");
+      });
+      for (const auto& e : fs::directory_iterator(path))
+        if (!saved && is_run_file(e.path().filename().string())) cleared_.push_back(e.path().filename().string());
+      std::sort(cleared_.begin(), cleared_.end());
+      for (const auto& name : cleared_) fs::remove_all(fs::path(path) / name);
+      fs::remove(marker);
+    }
     // an earlier run's files that an --overwrite start set aside and could not put back (killed
     // before its first step): back where they were
     for (const auto& name : stashes) put_back(fs::path(path) / name, path, /*replace=*/false);
@@ -107,6 +123,7 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
       overwriting_ = true;
       set_aside(is_run_file);
     }
+    if (!resuming) std::ofstream(marker.string()) << "a run started here and has not made its first step\n";
   } catch (...) {
     ::close(fd_);
     fd_ = -1;
@@ -143,8 +160,9 @@ void OutputDirectory::set_aside_models() {
 }
 
 void OutputDirectory::drop_replaced() {
-  if (replaced_.empty()) return;
-  std::error_code ec;  // best effort: a stash left behind goes back at the next start, never over this run's files
+  std::error_code ec;
+  fs::remove(fs::path(path_) / kStartingMarker, ec);
+  if (replaced_.empty()) return;  // best effort: a stash left behind goes back at the next start, never over this run's files
   fs::remove_all(replaced_, ec);
   replaced_.clear();
 }
@@ -155,6 +173,7 @@ void OutputDirectory::discard_start() {
     fs::remove_all(path_, ec);
     return;
   }
+  fs::remove(fs::path(path_) / kStartingMarker, ec);
   if (replaced_.empty()) return;
   put_back(replaced_, path_, /*replace=*/true);  // over what the failed start wrote (a vocabulary)
   replaced_.clear();

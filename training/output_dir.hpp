@@ -3,6 +3,7 @@
 // checked writable, locked against a second run, refused when it holds an earlier run's files
 // (unless resuming that run, or told to overwrite), and cleared of leftovers of interrupted saves.
 #include <string>
+#include <vector>
 
 namespace xg::training {
 
@@ -13,6 +14,9 @@ class OutputDirectory {
   // a trained vocabulary, and with set_aside_models() best/ and tasks/; anything else is left
   // alone): they are set aside in .replaced.PID until drop_replaced() or discard_start(); a start
   // killed before either leaves them there, and the next run in the directory puts them back.
+  // A fresh start marks the directory (.starting) until its first step; the next run in a
+  // directory so marked removes what that start wrote (metrics.jsonl, a trained vocabulary) when it
+  // saved no checkpoint, and puts back what it had set aside.
   // Throws naming the path and what is wrong.
   OutputDirectory(const std::string& path, bool resuming, bool overwrite);
   ~OutputDirectory();  // releases the lock (the kernel does too when the process dies)
@@ -22,12 +26,15 @@ class OutputDirectory {
   // Once the task is built (it may have loaded its model from OUT/best): sets aside the earlier
   // run's best/ and tasks/ too, when overwriting.
   void set_aside_models();
-  // Once the run has made a step: removes the earlier run's files that --overwrite set aside.
+  // Once the run has made a step: removes the earlier run's files that --overwrite set aside (and
+  // the start's mark).
   void drop_replaced();
   // For a start that failed: removes the directory if this run created it (nothing of value is
   // in it yet), else puts back the earlier run's files --overwrite set aside, so a mistyped run
   // leaves the directory as it found it.
   void discard_start();
+  // The files of a start killed before its first step that the constructor removed.
+  const std::vector<std::string>& cleared() const { return cleared_; }
 
  private:
   std::string path_;
@@ -36,6 +43,7 @@ class OutputDirectory {
   void set_aside(bool (*which)(const std::string&));
   bool overwriting_ = false;
   std::string replaced_;  // .replaced.PID while it holds an earlier run's files
+  std::vector<std::string> cleared_;
 };
 
 }  // namespace xg::training

@@ -1,6 +1,7 @@
 #include "training/trainer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -310,6 +311,9 @@ RunResult Trainer::run_on_this_rank() {
     fail_together(comm, [&] {  // also a barrier: the others build their task (which may read --out) once it exists
       if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
     });
+    if (out_dir && !out_dir->cleared().empty())
+      say(fmt::format("removed {} from {}: left by a start stopped before its first step", fmt::join(out_dir->cleared(), ", "),
+                      opt.out));
     if (!ckpt.empty()) say(fmt::format("resuming from {} (step {}), writing into {}", ckpt, state.step, opt.out));
     RunResult result = train(ckpt, state, started, out_dir ? &*out_dir : nullptr);
     result.out = opt.out;
