@@ -316,6 +316,26 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
     CHECK(!fs::exists(killed.out + "/.starting"));
     fs::remove_all(killed.out);
   }
+  // ... and when that start was an --overwrite one, the run it had set aside comes back whole (not
+  // under the killed start's metrics.jsonl), with what the kill left half-written gone
+  {
+    const std::string out = temp_path("xgrad_trainer_killed_overwrite");
+    fs::remove_all(out);
+    fs::create_directories(out + "/.replaced.999/checkpoint-000001");
+    std::ofstream(out + "/.replaced.999/metrics.jsonl") << "the earlier run's\n";
+    std::ofstream(out + "/metrics.jsonl") << "";
+    std::ofstream(out + "/vocab.txt.tmp") << "[PAD]\n";
+    std::ofstream(out + "/.starting") << "";
+    CHECK_THROWS_WITH(OutputDirectory(out, /*resuming=*/false, /*overwrite=*/false),
+                      Contains("is not empty (checkpoint-000001, metrics.jsonl)"));
+    std::ifstream in(out + "/metrics.jsonl");
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "the earlier run's");
+    CHECK(!fs::exists(out + "/vocab.txt.tmp"));
+    CHECK(!fs::exists(out + "/.replaced.999"));
+    fs::remove_all(out);
+  }
   t.overwrite = true;
   t.steps = 5;
   fs::create_directories(t.out + "/notes");  // not a run's file: left alone

@@ -38,6 +38,12 @@ bool is_run_file(const std::string& name) {
   static const char* const kFiles[] = {"metrics.jsonl", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"};
   return starts_with(name, "checkpoint-") || std::find(std::begin(kFiles), std::end(kFiles), name) != std::end(kFiles);
 }
+// A run file, or one half-written when a kill came (vocab.txt.tmp, merges.txt.tmp.PID,
+// spiece.model.training.model): what a start killed before its first step may have left.
+bool is_run_file_or_part(const std::string& name) {
+  static const char* const kFiles[] = {"metrics.jsonl.", "vocab.txt.", "vocab.json.", "merges.txt.", "spiece.model."};
+  return is_run_file(name) || std::any_of(std::begin(kFiles), std::end(kFiles), [&](const char* f) { return starts_with(name, f); });
+}
 // ... and the best model and multi-task's per-task ones, set aside only once the task is built:
 // the new run may start from the earlier one's best (--model OUT/best).
 bool is_run_model(const std::string& name) { return name == "best" || name == "tasks"; }
@@ -93,7 +99,7 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
         return starts_with(e.path().filename().string(), "checkpoint-");
       });
       for (const auto& e : fs::directory_iterator(path))
-        if (!saved && is_run_file(e.path().filename().string())) cleared_.push_back(e.path().filename().string());
+        if (!saved && is_run_file_or_part(e.path().filename().string())) cleared_.push_back(e.path().filename().string());
       std::sort(cleared_.begin(), cleared_.end());
       for (const auto& name : cleared_) fs::remove_all(fs::path(path) / name);
       fs::remove(marker);
@@ -160,11 +166,10 @@ void OutputDirectory::set_aside_models() {
 }
 
 void OutputDirectory::drop_replaced() {
-  std::error_code ec;
-  fs::remove(fs::path(path_) / kStartingMarker, ec);
-  if (replaced_.empty()) return;  // best effort: a stash left behind goes back at the next start, never over this run's files
-  fs::remove_all(replaced_, ec);
+  std::error_code ec;  // best effort: a stash left behind goes back at the next start, never over this run's files
+  if (!replaced_.empty()) fs::remove_all(replaced_, ec);
   replaced_.clear();
+  fs::remove(fs::path(path_) / kStartingMarker, ec);  // last: while it is there, a kill leaves the stash to go back
 }
 
 void OutputDirectory::discard_start() {
