@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -26,27 +27,41 @@ constexpr const char* kReplacedPrefix = ".replaced.";
 // removes what that start wrote: nothing it holds can be resumed.
 constexpr const char* kStartingMarker = ".starting";
 
+bool is_checkpoint(const std::string& name) { return starts_with(name, "checkpoint-"); }
+
 // checkpoint-000042.tmp.123 and the like: a save or a removal that a kill interrupted. Under the
 // lock no other run is writing here, so they are stale.
 bool is_leftover(const std::string& name) {
-  return starts_with(name, "checkpoint-") &&
+  return is_checkpoint(name) &&
          (name.find(".tmp") != std::string::npos || name.find(".old.") != std::string::npos || name.find(".del.") != std::string::npos);
 }
 // What a run writes into its --out directory (and --overwrite replaces): checkpoints, metrics, a
 // vocabulary trained from the corpus ...
 bool is_run_file(const std::string& name) {
   static const char* const kFiles[] = {"metrics.jsonl", "vocab.txt", "vocab.json", "merges.txt", "spiece.model"};
-  return starts_with(name, "checkpoint-") || std::find(std::begin(kFiles), std::end(kFiles), name) != std::end(kFiles);
+  return is_checkpoint(name) || std::find(std::begin(kFiles), std::end(kFiles), name) != std::end(kFiles);
 }
+// ... and the best model and multi-task's per-task ones, set aside only once the task is built:
+// the new run may start from the earlier one's best (--model OUT/best).
+bool is_run_model(const std::string& name) { return name == "best" || name == "tasks"; }
 // A run file, or one half-written when a kill came (vocab.txt.tmp, merges.txt.tmp.PID,
 // spiece.model.training.model): what a start killed before its first step may have left.
 bool is_run_file_or_part(const std::string& name) {
   static const char* const kFiles[] = {"metrics.jsonl.", "vocab.txt.", "vocab.json.", "merges.txt.", "spiece.model."};
   return is_run_file(name) || std::any_of(std::begin(kFiles), std::end(kFiles), [&](const char* f) { return starts_with(name, f); });
 }
-// ... and the best model and multi-task's per-task ones, set aside only once the task is built:
-// the new run may start from the earlier one's best (--model OUT/best).
-bool is_run_model(const std::string& name) { return name == "best" || name == "tasks"; }
+// A start killed before its first step left its mark in `dir`: when no checkpoint is there, what it
+// wrote goes (returned, sorted); then the mark.
+std::vector<std::string> clear_killed_start(const fs::path& dir) {
+  std::vector<std::string> names, cleared;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  if (std::none_of(names.begin(), names.end(), is_checkpoint))
+    std::copy_if(names.begin(), names.end(), std::back_inserter(cleared), is_run_file_or_part);
+  std::sort(cleared.begin(), cleared.end());
+  for (const auto& name : cleared) fs::remove_all(dir / name);
+  fs::remove(dir / kStartingMarker);
+  return cleared;
+}
 
 // Moves what `stash` holds back into `dir`, replacing what is there when `replace`, else keeping
 // it; then removes the stash. Best effort (errors ignored): it runs on the way out of a failure.
@@ -94,16 +109,7 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
     }
     for (const auto& name : leftovers) fs::remove_all(fs::path(path) / name);
     const fs::path marker = fs::path(path) / kStartingMarker;
-    if (fs::exists(marker)) {
-      const bool saved = std::any_of(fs::directory_iterator(path), fs::directory_iterator(), [](const fs::directory_entry& e) {
-        return starts_with(e.path().filename().string(), "checkpoint-");
-      });
-      for (const auto& e : fs::directory_iterator(path))
-        if (!saved && is_run_file_or_part(e.path().filename().string())) cleared_.push_back(e.path().filename().string());
-      std::sort(cleared_.begin(), cleared_.end());
-      for (const auto& name : cleared_) fs::remove_all(fs::path(path) / name);
-      fs::remove(marker);
-    }
+    if (fs::exists(marker)) cleared_ = clear_killed_start(path);
     // an earlier run's files that an --overwrite start set aside and could not put back (killed
     // before its first step): back where they were
     for (const auto& name : stashes) put_back(fs::path(path) / name, path, /*replace=*/false);
@@ -117,8 +123,8 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
         std::string shown;
         for (size_t i = 0; i < held.size() && i < 3; ++i) shown += (i ? ", " : "") + held[i];
         if (held.size() > 3) shown += fmt::format(" and {} more", held.size() - 3);
-        const bool saved = std::any_of(held.begin(), held.end(), [](const std::string& n) { return starts_with(n, "checkpoint-"); });
-        if (!saved)  // a run stopped before its first save (Ctrl-C while it read the corpus) has nothing to resume
+        // a run killed after its first step but before its first save has nothing to resume
+        if (std::none_of(held.begin(), held.end(), is_checkpoint))
           throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}) but holds no checkpoint (a run stopped "
                                                "before its first save?): --overwrite replaces it, or choose another --out",
                                                path, shown));
