@@ -299,6 +299,14 @@ TEST_CASE("options: a data path is saved whole with its fingerprint, and on resu
     CHECK(restored(same, saved).corpus == first);
   }
 
+  // Changed where it is (a corpus edited, shards made again into the same folder): refused, not
+  // resumed at a position that means nothing in the new data
+  write_file(first, "one line\nAnother\n");
+  CHECK_THROWS_WITH(restored(Data{}, saved), Contains("--corpus " + first + " (state.json options.corpus) has changed since the "
+                                                      "checkpoint was written") && Contains("start a new run"));
+  write_file(first, "one line\nanother\n");  // put back as it was: resumes
+  CHECK(restored(Data{}, saved).corpus == first);
+
   // Moved: the saved place is gone and a resume has to be told the new one.
   fs::rename(first, dir / "moved.txt");
   CHECK_THROWS_WITH(restored(Data{}, saved), Contains("--corpus " + first + " (state.json options.corpus) no longer exists: "

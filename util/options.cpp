@@ -98,9 +98,20 @@ bool same_place(const std::string& a, const std::string& b) {
 }
 
 std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,
-                              const nlohmann::json& fingerprint, const std::string& where) {
+                              const nlohmann::json& fingerprint, const std::string& where, bool check_in_place) {
   if (!given || same_place(current, saved)) {
-    if (std::filesystem::exists(saved)) return saved;
+    if (std::filesystem::exists(saved)) {
+      // the same place may hold other data now (a corpus edited, shards made again into it)
+      if (check_in_place && !fingerprint.is_null()) {
+        const nlohmann::json now = data_fingerprint(saved);
+        if (now != fingerprint)
+          throw std::invalid_argument(fmt::format(
+              "[resume] {} {} ({}) has changed since the checkpoint was written: its fingerprint {} differs from the saved "
+              "{}; a resumed run goes on from its position in that data, which means nothing in other data: put the "
+              "data back as it was, or start a new run", flag, saved, where, now.dump(), fingerprint.dump()));
+      }
+      return saved;
+    }
     // The flag at its default may name the data's new place (the bundled corpus of a re-cloned
     // checkout): take it when it holds the same data.
     if (!given && !current.empty() && !fingerprint.is_null() && data_fingerprint(current) == fingerprint) return current;

@@ -30,7 +30,12 @@ enum class OnResume {
   // moved) when it holds the same data; other data is refused, since the run's position in the
   // data would mean nothing in it.
   DataPath,
+  // A file the task reads and checks on resume itself (multi-task's tasks.json: its check names the
+  // task and flags that changed): restored like DataPath, except that a change where it is is
+  // left to that check.
+  TaskFile,
 };
+inline bool is_data_path(OnResume r) { return r == OnResume::DataPath || r == OnResume::TaskFile; }
 
 // Allowed values of a number option, inclusive; NaN and infinities are always refused.
 struct Range {
@@ -67,10 +72,10 @@ std::string json_key(const std::string& flag);
 bool same_place(const std::string& a, const std::string& b);
 // The DataPath restore: `current` (this run's value) when it names another place than `saved`
 // and holds the same data per `fingerprint`, else `saved`; throws naming `flag`, both paths and
-// `where` when the data differ, when that cannot be told, or when the saved path is gone and no
-// new one is given.
+// `where` when the data differ (with `check_in_place`, also when the data at `saved` changed), when
+// that cannot be told, or when the saved path is gone and no new one is given.
 std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,
-                              const nlohmann::json& fingerprint, const std::string& where);
+                              const nlohmann::json& fingerprint, const std::string& where, bool check_in_place);
 // Whether `j` is a value of T: a string, a boolean, a number (floating T), or an integer within T's
 // range (integral T).
 template <class T>
@@ -306,7 +311,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
   };
   const std::string key = option_detail::json_key(flag), fingerprint_key = key + "_fingerprint";
   if constexpr (!std::is_same_v<T, std::string>) {
-    if (on_resume == OnResume::DataPath) throw std::logic_error(fmt::format("[options] {}: a DataPath option holds text", flag));
+    if (is_data_path(on_resume)) throw std::logic_error(fmt::format("[options] {}: a DataPath option holds text", flag));
   }
   e.reset = [=](Owner& o, const Owner& from) { o.*member = from.*member; };
   e.holds = [](const nlohmann::json& j) { return option_detail::holds<T>(j); };
@@ -314,7 +319,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
   e.save = [=](const Owner& o, nlohmann::json& j) {
     if constexpr (std::is_same_v<T, std::string>) {
       const std::string& path = o.*member;
-      if (on_resume == OnResume::DataPath && !path.empty()) {
+      if (is_data_path(on_resume) && !path.empty()) {
         j[key] = std::filesystem::absolute(path).lexically_normal().string();
         j[fingerprint_key] = data_fingerprint(path);
         return;
@@ -332,9 +337,9 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
     const T current = o.*member, fallback = Owner{}.*member;
     const bool given = current != fallback || option_detail::given_on_command_line(o, flag);
     if constexpr (std::is_same_v<T, std::string>) {
-      if (on_resume == OnResume::DataPath && !saved.empty()) {
-        o.*member = option_detail::restore_data_path(flag, current, given, saved,
-                                                     all.value(fingerprint_key, nlohmann::json()), where);
+      if (is_data_path(on_resume) && !saved.empty()) {
+        o.*member = option_detail::restore_data_path(flag, current, given, saved, all.value(fingerprint_key, nlohmann::json()),
+                                                     where, /*check_in_place=*/on_resume == OnResume::DataPath);
         return;
       }
     }
