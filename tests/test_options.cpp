@@ -299,8 +299,8 @@ TEST_CASE("options: a data path is saved whole with its fingerprint, and on resu
     CHECK(restored(same, saved).corpus == first);
   }
 
-  // Changed where it is (a corpus edited, shards made again into the same folder): refused, not
-  // resumed at a position that means nothing in the new data
+  // Changed where it is (a corpus edited): refused, not resumed at a position that means nothing in
+  // the new data
   write_file(first, "one line\nAnother\n");
   CHECK_THROWS_WITH(restored(Data{}, saved), Contains("--corpus " + first + " (state.json options.corpus) has changed since the "
                                                       "checkpoint was written") && Contains("start a new run"));
@@ -337,6 +337,15 @@ TEST_CASE("options: a data path is saved whole with its fingerprint, and on resu
   older.erase("corpus_fingerprint");
   CHECK_THROWS_WITH(restored(moved, older), Contains("saved without a fingerprint of its data"));
   CHECK_THROWS_WITH(restored(Data{}, older), Contains("resume from the one the run started in"));
+  // A folder (shards) is not checked in place: a note or another run's output in it changes its
+  // listing, not the data training reads (shards check their own checksums.json when read)
+  fs::create_directories(dir / "shards");
+  write_file(dir / "shards" / "shard_00000.bin", "abc");
+  Data folder;
+  folder.corpus = (dir / "shards").string();
+  const nlohmann::json folder_saved = Data::table().saved(folder);
+  write_file(dir / "shards" / "notes.txt", "mine");
+  CHECK(restored(Data{}, folder_saved).corpus == folder.corpus);
   fs::remove_all(dir);
 }
 

@@ -101,14 +101,17 @@ std::string restore_data_path(const std::string& flag, const std::string& curren
                               const nlohmann::json& fingerprint, const std::string& where, bool check_in_place) {
   if (!given || same_place(current, saved)) {
     if (std::filesystem::exists(saved)) {
-      // the same place may hold other data now (a corpus edited, shards made again into it)
-      if (check_in_place && !fingerprint.is_null()) {
+      // the same file may hold other data now (a corpus edited). A folder's fingerprint also counts
+      // files training never reads (notes, editor backups, another run's output), so a folder is
+      // not checked in place; shards are checked against their own checksums.json when read.
+      if (check_in_place && !fingerprint.is_null() && std::filesystem::is_regular_file(saved)) {
         const nlohmann::json now = data_fingerprint(saved);
         if (now != fingerprint)
           throw std::invalid_argument(fmt::format(
               "[resume] {} {} ({}) has changed since the checkpoint was written: its fingerprint {} differs from the saved "
-              "{}; a resumed run goes on from its position in that data, which means nothing in other data: put the "
-              "data back as it was, or start a new run", flag, saved, where, now.dump(), fingerprint.dump()));
+              "{}; a resumed run reads the data it started with (its position in the training data means nothing in "
+              "other data): put the file back as it was or pass {} with a copy of it, or start a new run",
+              flag, saved, where, now.dump(), fingerprint.dump(), flag));
       }
       return saved;
     }
