@@ -356,6 +356,14 @@ std::vector<Document> take_documents(std::vector<Document>& docs, const std::vec
   return taken;
 }
 
+std::vector<Instance> take_held_out_instances(std::vector<Document>& docs, const std::vector<size_t>& which,
+                                              PretrainingOptions opt, const MaskingVocab& vocab) {
+  if (which.empty()) return {};
+  opt.dupe_factor = 1;
+  opt.seed += 1;
+  return create_static_instances(take_documents(docs, which), opt, vocab);
+}
+
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,
                                               const MaskingVocab& vocab, const std::function<void(size_t, size_t)>& progress) {
   opt.validate();

@@ -113,6 +113,12 @@ size_t draw_ngram_length(Generator& rng, size_t max_n);
 std::vector<size_t> held_out_documents(size_t documents, size_t min_documents, bool at_end);
 // Moves the documents `which` (ascending) out of `docs`, the rest keeping their order, and returns them.
 std::vector<Document> take_documents(std::vector<Document>& docs, const std::vector<size_t>& which);
+// Moves the documents `which` out of `docs` (as take_documents) and returns their held-out
+// instances: one masking each (dupe_factor 1), drawn from seed + 1 so that they are not the
+// training draws. bert_pretrain's held-out set of a text corpus and create_pretraining_data's
+// held_out.bin are made so. None when `which` is empty.
+std::vector<Instance> take_held_out_instances(std::vector<Document>& docs, const std::vector<size_t>& which,
+                                              PretrainingOptions opt, const MaskingVocab& vocab);
 
 // Static mode: dupe_factor passes over the (shuffled) documents, masked, shuffled.
 std::vector<Instance> create_static_instances(std::vector<Document> docs, const PretrainingOptions& opt,

@@ -70,22 +70,16 @@ int main(int argc, char** argv) {
     xg::Progress read_progress("tokenizing", 0, "lines");
     auto docs = xg::text::load_documents(input, *tok, [&](size_t done, size_t) { read_progress.update(done); });
     read_progress.finish(fmt::format("{} documents", docs.size()));
-    // As bert_pretrain holds out documents of a text corpus: one masking of each, another seed
-    auto held_docs = xg::text::take_documents(
-        docs, xg::text::held_out_documents(docs.size(), eval_min_documents, eval_documents_at == "end"));
-    xg::text::PretrainingOptions held_opt = opt;
-    held_opt.dupe_factor = 1;
-    held_opt.seed = opt.seed + 1;
-    const size_t held_count = held_docs.size();
-    const auto held_out = held_docs.empty() ? std::vector<xg::text::Instance>()
-                                            : xg::text::create_static_instances(std::move(held_docs), held_opt,
-                                                                                 xg::text::MaskingVocab::from(*tok));
-    if (held_count > 0 && held_out.empty())  // no held_out.bin would read as shards that hold nothing out
+    const xg::text::MaskingVocab masking = xg::text::MaskingVocab::from(*tok);
+    // held out as bert_pretrain holds out documents of a text corpus
+    const auto held = xg::text::held_out_documents(docs.size(), eval_min_documents, eval_documents_at == "end");
+    const auto held_out = xg::text::take_held_out_instances(docs, held, opt, masking);
+    if (!held.empty() && held_out.empty())  // no held_out.bin would read as shards that hold nothing out
       throw std::runtime_error(fmt::format("the {} held-out document(s) of {} make no instance: hold more out "
-                                           "(--eval-min-documents) or none (--eval-min-documents 0)", held_count, input));
+                                           "(--eval-min-documents) or none (--eval-min-documents 0)", held.size(), input));
     xg::Progress make_progress("creating instances", opt.dupe_factor * docs.size(), "docs");
     const auto instances = xg::text::create_static_instances(
-        docs, opt, xg::text::MaskingVocab::from(*tok), [&](size_t done, size_t) { make_progress.update(done); });
+        docs, opt, masking, [&](size_t done, size_t) { make_progress.update(done); });
     make_progress.finish(fmt::format("{} instances", instances.size()));
     const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok->vocab_size(), held_out);
     fmt::print("wrote {} instances into {} shard(s) in {}", instances.size(), paths.size(), output);

@@ -590,13 +590,10 @@ class PretrainingTask : public Task {
       if (!ctx.quiet) p.update(done);
     });
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
-    if (std::vector<text::Document> eval_docs = text::take_documents(docs, held_out_documents(docs.size(), opt_)); !eval_docs.empty()) {
-      text::PretrainingOptions eopt = popt;
-      eopt.seed = ctx.seed + 1;
-      eval_ = text::create_static_instances(eval_docs, eopt, text::MaskingVocab::from(*tok_));
-      if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
-    }
-    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, text::MaskingVocab::from(*tok_));
+    const text::MaskingVocab masking = text::MaskingVocab::from(*tok_);
+    eval_ = text::take_held_out_instances(docs, held_out_documents(docs.size(), opt_), popt, masking);
+    if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
+    source_ = std::make_unique<DynamicSource>(std::move(docs), popt, masking);
   }
 
   const PretrainOptions opt_;
