@@ -34,24 +34,33 @@ inline fbatch load(const float* p) { return fbatch::load_unaligned(p); }
 
 // c[kRows x NC*W] += a[kRows x kdim] b[kdim x NC*W] (= without Accumulate: c's old values are
 // not read, so it needs no zeroing first); with TransA, a is stored transposed (element (r, kk)
-// at a[kk * lda + r]), which the broadcasts read as cheaply.
+// at a[kk * lda + r]), which the broadcasts read as cheaply. Every loop over the tile is unrolled:
+// with the loops rolled, GCC kept the accumulators in a stack array outside the kk loop (zeroed,
+// then copied there and back), and bench_attention at T = 128 ran 10-12% slower.
 template <size_t NC, bool TransA, bool Accumulate>
 void mm_tile(const float* a, size_t lda, const float* b, size_t ldb, float* c, size_t ldc, size_t kdim) {
   fbatch acc[kRows][NC];
+#pragma GCC unroll 4
   for (size_t r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
     for (size_t j = 0; j < NC; ++j) acc[r][j] = Accumulate ? load(c + r * ldc + j * W) : fbatch(0.f);
   for (size_t kk = 0; kk < kdim; ++kk) {
     fbatch bv[NC];
+#pragma GCC unroll 4
     for (size_t j = 0; j < NC; ++j) {
       bv[j] = load(b + kk * ldb + j * W);
       keep_in_register(bv[j]);
     }
+#pragma GCC unroll 4
     for (size_t r = 0; r < kRows; ++r) {
       const fbatch av(TransA ? a[kk * lda + r] : a[r * lda + kk]);
+#pragma GCC unroll 4
       for (size_t j = 0; j < NC; ++j) acc[r][j] = xsimd::fma(av, bv[j], acc[r][j]);
     }
   }
+#pragma GCC unroll 4
   for (size_t r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
     for (size_t j = 0; j < NC; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
 }
 
