@@ -13,7 +13,7 @@ struct GradCheckOptions {
   float eps = 1e-2f;      // central-difference step
   double atol = 2e-3;     // |numeric - analytic| <= atol + rtol * max(|numeric|, |analytic|)
   double rtol = 2e-2;
-  size_t max_checks = 48; // elements probed per input (spread over the whole tensor)
+  size_t max_checks = 48; // elements probed per input (drawn at random, a fixed seed, over the whole tensor)
 };
 
 // Checks the gradient of L = sum(w * f(inputs)), w a fixed random tensor, with respect to every
