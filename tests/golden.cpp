@@ -30,10 +30,10 @@ const Tensor& nn_golden(const std::string& name) {
   return it->second;
 }
 
-double max_scaled_error(const Tensor& a, const Tensor& b) {
+double max_scaled_error(const Tensor& a, const Tensor& b, double floor) {
   REQUIRE(a.shape() == b.shape());
   const std::vector<float> va = a.to_vector(), vb = b.to_vector();  // either may be a view
-  double err = 0, scale = 1;
+  double err = 0, scale = floor;
   for (size_t i = 0; i < va.size(); ++i) {
     err = std::max(err, std::fabs(double(va[i]) - vb[i]));
     scale = std::max(scale, std::fabs(double(vb[i])));
