@@ -261,7 +261,7 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/shard_99999.bin") << "a shard of an earlier run";
-  const auto paths = write_shards(inst, dir, 50, opt, tok().vocab_size());
+  const auto paths = write_shards(inst, dir, 50, opt, tok());
   REQUIRE(paths.size() == (inst.size() + 49) / 50);
   CHECK(!std::filesystem::exists(dir + "/shard_99999.bin"));  // not mixed into this run's
   CHECK(std::filesystem::exists(dir + "/checksums.json"));
@@ -278,6 +278,26 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
     }
   }
   CHECK(i == inst.size());
+  // shards.json says how they were made, and is listed with the shards
+  const auto recipe = read_shard_recipe(dir);
+  REQUIRE(recipe);
+  CHECK(recipe->pairing == "nsp");
+  CHECK(recipe->probe_text == kTokenizerProbe);
+  CHECK(recipe->probe_ids == probe_ids(tok(), kTokenizerProbe));
+  CHECK(recipe->probe_ids.size() > 5);
+  std::stringstream listing;
+  listing << std::ifstream(dir + "/checksums.json").rdbuf();
+  CHECK_THAT(listing.str(), Contains(kShardRecipeFile));
+  std::vector<Instance> eval;
+  CHECK(xg::training::ShardSource(dir, 4, eval).recipe()->probe_ids == recipe->probe_ids);
+  const std::string unreadable = tmp("recipe_unreadable");
+  std::filesystem::remove_all(unreadable);
+  std::filesystem::create_directories(unreadable);
+  std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "nsp-ish", "tokenizer_probe": {"text": "a", "ids": []}})";
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable), Contains(kShardRecipeFile) && Contains("nsp-ish"));
+  std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop"})";
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
+  CHECK(!read_shard_recipe(tmp("recipe_none_here")));  // shards made before it
   // the writer refuses an id the reader would refuse, naming it
   Instance outside = inst[0];
   outside.masked_labels[0] = int32_t(tok().vocab_size());
@@ -380,7 +400,7 @@ TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and ber
   const auto held_inst = create_static_instances(held, opt, MaskingVocab::from(tok()));
   const std::string dir = tmp("held_shards");
   std::filesystem::remove_all(dir);
-  write_shards(inst, dir, 100, opt, tok().vocab_size(), held_inst);
+  write_shards(inst, dir, 100, opt, tok(), held_inst);
   std::stringstream listing;
   listing << std::ifstream(dir + "/checksums.json").rdbuf();
   CHECK_THAT(listing.str(), Contains(kHeldOutShard));
@@ -397,7 +417,7 @@ TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and ber
 
   // made again without held-out documents (or before them): the earlier held_out.bin goes, and the
   // last records are held out
-  write_shards(inst, dir, 100, opt, tok().vocab_size());
+  write_shards(inst, dir, 100, opt, tok());
   CHECK(!std::filesystem::exists(std::filesystem::path(dir) / kHeldOutShard));
   std::vector<Instance> last;
   xg::training::ShardSource without(dir, 8, last);

@@ -5,6 +5,7 @@
 // Input: plain text, one sentence per line, a blank line between documents.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -186,11 +187,30 @@ class ShardReader {
 // The shard of held-out instances (from documents that no other shard draws on), beside the others.
 constexpr const char* kHeldOutShard = "held_out.bin";
 
+// How a directory's shards were made, in DIR/shards.json (listed in checksums.json): what the
+// records do not tell. Without it, shards of NSP pairs trained an MLM-only model, MLM-only shards
+// an NSP head (on labels all 0: "NSP accuracy 100%"), and a cased tokenizer's ids were read with an
+// uncased one's vocabulary.
+constexpr const char* kShardRecipeFile = "shards.json";
+// The text whose ids tell tokenizers apart: mixed case, accents, punctuation, digits.
+constexpr const char* kTokenizerProbe = "The Caf\u00e9's NA\u00cfVE r\u00e9sum\u00e9, 1984: Stra\u00dfe \u00fcber-ready!";
+struct ShardRecipe {
+  std::string pairing;              // pairing_name() of the instances' pairing
+  std::string probe_text;           // kTokenizerProbe when written
+  std::vector<int32_t> probe_ids;   // what the shards' tokenizer made of probe_text
+};
+// DIR/shards.json, or nothing for shards made before it was written. Throws naming the file and
+// field when it cannot be read.
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir);
+// The ids `tok` gives `text` (no special tokens).
+std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text);
+
 // Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., and
 // `held_out` (when there are any) into DIR/held_out.bin, after removing the shard_*.bin and
-// held_out.bin of an earlier run there; then DIR/checksums.json lists them.
+// held_out.bin of an earlier run there; then DIR/shards.json says how they were made (opt, and
+// `tok`'s ids of kTokenizerProbe) and DIR/checksums.json lists them all.
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
-                                      const PretrainingOptions& opt, size_t vocab_size,
+                                      const PretrainingOptions& opt, const Tokenizer& tok,
                                       const std::vector<Instance>& held_out = {});
 
 }  // namespace xg::text

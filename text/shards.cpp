@@ -3,10 +3,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "text/pretraining_data.hpp"
+#include "util/atomic_file.hpp"
 #include "util/checksums.hpp"
 
 namespace xg::text {
@@ -167,8 +170,48 @@ Instance ShardReader::get(size_t i) {
   return inst;
 }
 
+std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text) {
+  std::vector<int32_t> ids;
+  for (const Token& t : tok.tokenize(text, "the tokenizer probe")) ids.push_back(t.id);
+  return ids;
+}
+
+namespace {
+void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, const Tokenizer& tok) {
+  const nlohmann::json j = {{"pairing", pairing_name(opt.pairing)},
+                            {"max_seq_length", opt.max_seq_length},
+                            {"max_predictions_per_seq", opt.max_predictions_per_seq},
+                            {"masked_lm_prob", std::stod(fmt::format("{}", opt.masked_lm_prob))},  // 0.15, not 0.15000000596
+                            {"whole_word_mask", opt.whole_word_mask},
+                            {"dupe_factor", opt.dupe_factor},
+                            {"seed", opt.seed},
+                            {"vocab_size", tok.vocab_size()},
+                            {"tokenizer_class", tok.tokenizer_class()},
+                            {"tokenizer_probe", {{"text", kTokenizerProbe}, {"ids", probe_ids(tok, kTokenizerProbe)}}}};
+  write_text_atomically((std::filesystem::path(dir) / kShardRecipeFile).string(), j.dump(2) + "\n");
+}
+}  // namespace
+
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kShardRecipeFile).string();
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  try {
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ShardRecipe r;
+    r.pairing = j.at("pairing").get<std::string>();
+    parse_pairing(r.pairing);  // one this build knows
+    r.probe_text = j.at("tokenizer_probe").at("text").get<std::string>();
+    r.probe_ids = j.at("tokenizer_probe").at("ids").get<std::vector<int32_t>>();
+    return r;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[shard] {}: cannot be read ({})", path, e.what()));
+  }
+}
+
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
-                                      const PretrainingOptions& opt, size_t vocab_size, const std::vector<Instance>& held_out) {
+                                      const PretrainingOptions& opt, const Tokenizer& tok, const std::vector<Instance>& held_out) {
+  const size_t vocab_size = tok.vocab_size();
   if (per_shard == 0) throw std::invalid_argument("[shard] instances per shard must be positive");
   std::filesystem::create_directories(dir);
   // Shards of an earlier run into this folder would be mixed into this one's.
@@ -187,6 +230,7 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
     write(paths.back(), instances, start, std::min(instances.size(), start + per_shard));
   }
   if (!held_out.empty()) write((std::filesystem::path(dir) / kHeldOutShard).string(), held_out, 0, held_out.size());
+  write_shard_recipe(dir, opt, tok);
   write_checksums(dir);  // the shards of this run, each with its CRC32C: readers check both
   return paths;
 }

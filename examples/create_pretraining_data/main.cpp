@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     const auto instances = xg::text::create_static_instances(
         docs, opt, masking, [&](size_t done, size_t) { make_progress.update(done); });
     make_progress.finish(fmt::format("{} instances", instances.size()));
-    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, tok->vocab_size(), held_out);
+    const auto paths = xg::text::write_shards(instances, output, per_shard, opt, *tok, held_out);
     fmt::print("wrote {} instances into {} shard(s) in {}", instances.size(), paths.size(), output);
     if (!held_out.empty()) fmt::print(", and {} held-out instances into {}", held_out.size(), xg::text::kHeldOutShard);
     fmt::print("\n");

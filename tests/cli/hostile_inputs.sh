@@ -309,6 +309,17 @@ shards)
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_new_shards"
   corpus=$S vocab=$SRC/data/bert-base-uncased-vocab.txt small
   expect 1 "made with a vocabulary of 400 tokens; the tokenizer has 30522" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  # shards.json: shards of another pairing or tokenizer are refused (they trained silently: an NSP
+  # head on MLM-only shards reported 100% NSP accuracy); shards made before it train, with a note
+  expect 0 "wrote" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/sdoc" --pairing doc-sentences --max-seq-length 32 --max-predictions 5 --dupe-factor 1
+  corpus=$W/sdoc small
+  expect 1 "made with --pairing doc-sentences (shards.json); this run trains --pairing nsp" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  expect 0 "done: step 2" "$P" "${SMALL[@]}" --pairing doc-sentences --steps 2 --out "$W/from_doc_shards"
+  corpus=$S small
+  expect 1 "made with another tokenizer" "$P" "${SMALL[@]}" --cased --steps 2 --out "$W/o"
+  cp -r "$S" "$W/before_recipe" && rm "$W/before_recipe/shards.json" "$W/before_recipe/checksums.json"
+  corpus=$W/before_recipe small
+  expect 0 "has no shards.json" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_old_shards"
   ;;
 
 infer)

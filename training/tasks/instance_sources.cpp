@@ -24,6 +24,7 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
   held_out_documents_ = fs::is_regular_file(held_out_shard);
   if (held_out_documents_) paths.push_back(held_out_shard.string());  // checked with the others, read last
   verify_checksums(dir);  // a flipped token id or label would train silently
+  recipe_ = text::read_shard_recipe(dir);
   const fs::path listing = fs::path(dir) / kChecksumsFile;
   if (fs::exists(listing)) {  // shards of an earlier run into the same folder are not listed
     std::ifstream in(listing);

@@ -2,6 +2,7 @@
 // Pre-training instances in a fixed order, addressed by (epoch, index): made on the fly from
 // documents (dynamic masking, a new draw each epoch) or read from static shards in order.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,12 +41,15 @@ class ShardSource : public InstanceSource {
   text::Instance get(uint64_t, size_t i) override { return read(i); }
   size_t max_seq_length() const { return readers_.front()->max_seq_length(); }
   size_t vocab_size() const { return readers_.front()->vocab_size(); }
+  // How the shards were made (DIR/shards.json), or nothing for shards made before it was written.
+  const std::optional<text::ShardRecipe>& recipe() const { return recipe_; }
 
  private:
   text::Instance read(size_t k) { return readers_[index_[k].first]->get(index_[k].second); }
   std::vector<std::unique_ptr<text::ShardReader>> readers_;
   std::vector<std::pair<size_t, size_t>> index_;  // (shard, record)
   bool held_out_documents_ = false;
+  std::optional<text::ShardRecipe> recipe_;
 };
 
 // Where the next instance comes from; saved with checkpoints.

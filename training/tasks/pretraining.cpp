@@ -182,6 +182,29 @@ text::Pairing checkpoint_pairing(const std::string& pairing, const std::string& 
   return text::Pairing::FullSentences;
 }
 
+// The shards' pairing and tokenizer (DIR/shards.json) against this run's. Shards made before
+// shards.json are taken on trust, with a note.
+void check_shard_recipe(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, text::Pairing pairing,
+                        const text::Tokenizer& tok, bool quiet) {
+  const std::string run_pairing = text::pairing_name(pairing);
+  if (!recipe) {
+    if (!quiet)
+      fmt::print("note: {} has no {} (shards made before it was written): that they were made with --pairing {} and this "
+                 "run's tokenizer is not checked\n", dir, text::kShardRecipeFile, run_pairing);
+    return;
+  }
+  if (recipe->pairing != run_pairing)
+    throw std::invalid_argument(fmt::format(
+        "[pretraining] the shards in {} were made with --pairing {} ({}); this run trains --pairing {}: pass --pairing {}, "
+        "or make shards with --pairing {}", dir, recipe->pairing, text::kShardRecipeFile, run_pairing, recipe->pairing,
+        run_pairing));
+  if (const auto ids = text::probe_ids(tok, recipe->probe_text); ids != recipe->probe_ids)
+    throw std::invalid_argument(fmt::format(
+        "[pretraining] the shards in {} were made with another tokenizer: it made ids [{}] of \"{}\", this run's tokenizer "
+        "makes [{}] (--tokenizer, or --cased if the shards were made with it)", dir, fmt::join(recipe->probe_ids, ", "),
+        recipe->probe_text, fmt::join(ids, ", ")));
+}
+
 // The family's head model for `pairing`'s sentence task.
 std::string architecture_for(const std::string& model_type, text::Pairing pairing) {
   const models::SentenceTask wanted = sentence_task_of(pairing);
@@ -582,6 +605,7 @@ class PretrainingTask : public Task {
       if (s->vocab_size() != tok_->vocab_size())
         throw std::invalid_argument(fmt::format("[pretraining] the shards in {} were made with a vocabulary of {} tokens; the "
                                                 "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
+      check_shard_recipe(opt_.corpus, s->recipe(), pairing_, *tok_, ctx.quiet);
       source_ = std::move(s);
       return;
     }
