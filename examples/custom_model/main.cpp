@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unistd.h>
 
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
@@ -30,6 +32,7 @@ struct Options {
   size_t min_word_count = 2;
   float test_fraction = 0.2f;
   uint64_t seed = 0;
+  std::string save;  // "": a temporary file, removed after the reload check
 };
 
 struct Example {
@@ -137,6 +140,8 @@ int main(int argc, char** argv) try {
   xg::cli::add_number(app, "--batch", opt.batch, "sentences per step")->check(xg::cli::positive());
   xg::cli::add_number(app, "--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)")->check(xg::cli::positive());
   xg::cli::add_number(app, "--seed", opt.seed, "seed for the split, weights and order");
+  app.add_option("--save", opt.save, "where the trained weights go (safetensors), reloaded into a fresh model to check "
+                                     "them (default: a temporary file, removed afterwards)")->type_name("FILE");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
 
   // ---- data: source \t label \t text, shuffled and split ----
@@ -218,6 +223,19 @@ int main(int argc, char** argv) try {
                opt.epochs, loss_sum / double(steps_per_epoch), 100 * evaluate(model, train, 256),
                100 * evaluate(model, test, 256), secs);
   }
+
+  // ---- checkpoint: save, then load into a fresh model (strict: every name and shape must match) ----
+  const bool temporary = opt.save.empty();
+  const std::string path =
+      temporary ? (std::filesystem::temp_directory_path() / fmt::format("custom_model_{}.safetensors", ::getpid())).string() : opt.save;
+  nn::safetensors::save(model, path);
+  SentimentTransformer reloaded(vocab.ids.size(), opt.max_len, topt, /*layers=*/2);
+  nn::safetensors::load(reloaded, path);
+  if (temporary) std::filesystem::remove(path);
+  const double before = evaluate(model, test, 256), after = evaluate(reloaded, test, 256);
+  if (after != before)
+    throw std::runtime_error(fmt::format("the model reloaded from {} scores {:.1f}%, not {:.1f}%", path, 100 * after, 100 * before));
+  fmt::print("saved to {} and reloaded: test accuracy {:.1f}%, the same\n", temporary ? "a temporary file" : path, 100 * after);
   return 0;
 } catch (const std::exception& e) {  // every error ends here, named, with exit status 1
   fmt::print(stderr, "custom_model: {}\n", e.what());
