@@ -126,9 +126,10 @@ TEST_CASE("byte-level BPE parity on 1,000 corpus lines, batch-encoded on all cor
   EncodeOptions pad;
   pad.pad_to_longest = true;
   const auto enc = roberta().encode_batch(lines, pad, 0);
-  size_t mismatches = 0;
+  REQUIRE(ids_in.good());
+  size_t mismatches = 0, compared = 0;
   std::string expected;
-  for (size_t i = 0; i < lines.size() && std::getline(ids_in, expected); ++i) {
+  for (size_t i = 0; i < lines.size() && std::getline(ids_in, expected); ++i, ++compared) {
     std::istringstream s(expected);
     std::vector<int32_t> ids;
     for (int32_t v; s >> v;) ids.push_back(v);
@@ -141,6 +142,7 @@ TEST_CASE("byte-level BPE parity on 1,000 corpus lines, batch-encoded on all cor
       CHECK(got == ids);
     }
   }
+  CHECK(compared == lines.size());  // a missing or short golden compares nothing
   CHECK(mismatches == 0);
 }
 
