@@ -60,6 +60,11 @@ TEST_CASE("grad: scalar operators", "[grad][elementwise]") {
   check_gradients([](const V& v) { return (2.f - v[0] * 3.f) / 4.f + 1.f; }, {x});
   check_gradients([](const V& v) { return 2.f / v[0]; }, {x});
   check_gradients([](const V& v) { return -v[0]; }, {x});
+  // each of the twelve operator overloads on its own (above, some only inside one expression)
+  check_gradients([](const V& v) { return v[0] - 2.5f; }, {x});
+  check_gradients([](const V& v) { return 2.5f + v[0]; }, {x});
+  check_gradients([](const V& v) { return -1.5f * v[0]; }, {x});
+  check_gradients([](const V& v) { return 1.5f - v[0]; }, {x});
 }
 
 TEST_CASE("grad: a tensor used twice accumulates", "[grad][engine]") {

@@ -94,6 +94,10 @@ TEST_CASE("grad: cross_entropy with ignore_index, every reduction", "[grad][loss
   // 3-D logits: rows are the leading axes flattened
   check_gradients([](const V& v) { return cross_entropy(v[0], {0, 2, 1, 2, 2, 0}); },
                   {randn({2, 3, 3}, 71)});
+  // targets as an int64 tensor (the models' labels), every reduction
+  const Tensor targets = Tensor::from_ints(t, {6});
+  for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None})
+    check_gradients([&](const V& v) { return cross_entropy(v[0], targets, -100, r); }, {logits});
 }
 
 TEST_CASE("grad: mse and bce_with_logits", "[grad][loss]") {
@@ -105,6 +109,9 @@ TEST_CASE("grad: mse and bce_with_logits", "[grad][loss]") {
   check_gradients([](const V& v) { return bce_with_logits(v[0], v[1]); }, {randn({3, 4}, 75, 3.f), targets});
   check_gradients([](const V& v) { return bce_with_logits(v[0], v[1], Reduction::None); },
                   {randn({3, 4}, 76, 3.f), targets});
+  check_gradients([](const V& v) { return mse_loss(v[0], v[1], Reduction::None); }, {a, b});
+  check_gradients([](const V& v) { return bce_with_logits(v[0], v[1], Reduction::Sum); },
+                  {randn({3, 4}, 77, 3.f), targets});
 }
 
 TEST_CASE("grad: masked multi-head attention composed from ops", "[grad][nn]") {
@@ -134,6 +141,8 @@ TEST_CASE("grad: cross_entropy with label smoothing", "[grad][loss]") {
   const Tensor logits = randn({5, 4}, 91, 2.f);
   const std::vector<int64_t> t = {1, 3, -100, 0, 2};
   check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::Mean, 0.1f); }, {logits});
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::Sum, 0.1f); }, {logits});
+  check_gradients([t](const V& v) { return cross_entropy(v[0], t, -100, Reduction::None, 0.1f); }, {logits});
 }
 
 TEST_CASE("cross_entropy with label smoothing: each row's loss is PyTorch's formula, on wide rows", "[loss]") {

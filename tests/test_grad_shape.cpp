@@ -35,6 +35,8 @@ TEST_CASE("grad: index_select and embedding scatter-add", "[grad][shape]") {
   check_gradients([](const V& v) { return index_select(v[0], 1, {2, 2, 1}); }, {x});
   const Tensor w = randn({6, 4}, 35);
   check_gradients([](const V& v) { return embedding(v[0], {1, 3, 3, 5, 0, 1}, {2, 3}); }, {w});
+  const Tensor ids = Tensor::from_ints({1, 3, 3, 5, 0, 1}, {2, 3});  // ids as an int64 tensor (the models' inputs)
+  check_gradients([&](const V& v) { return embedding(v[0], ids); }, {w});
 
   // padding_idx: its row gets no gradient even though it is looked up.
   Tensor w2 = randn({6, 4}, 36);
