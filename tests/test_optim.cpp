@@ -43,6 +43,9 @@ std::unique_ptr<Optimizer> make(const std::string& name, Tiny& m) {
   if (name == "adam") return std::make_unique<Adam>(groups, 0.1f);
   if (name == "sgd_momentum") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, false});
   if (name == "sgd_nesterov") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, true});
+  if (name == "sgd") return std::make_unique<Sgd>(groups, 0.1f);
+  if (name == "sgd_dampening") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.5f, false});
+  if (name == "lamb_no_bias_correction") return std::make_unique<Lamb>(groups, 0.1f, LambOptions{0.9f, 0.999f, 1e-6f, false});
   return std::make_unique<Lamb>(groups, 0.1f);
 }
 
@@ -50,7 +53,8 @@ std::unique_ptr<Optimizer> make(const std::string& name, Tiny& m) {
 
 TEST_CASE("optimizer trajectories match PyTorch over 10 scheduled steps", "[optim][parity]") {
   const LrSchedule sched = LrSchedule::linear(0.1f, 3, 10);
-  for (const std::string name : {"adamw", "adam", "sgd_momentum", "sgd_nesterov", "lamb"}) {
+  for (const std::string name :
+       {"adamw", "adam", "sgd_momentum", "sgd_nesterov", "sgd", "sgd_dampening", "lamb", "lamb_no_bias_correction"}) {
     Tiny m;
     load_init(m);
     auto opt = make(name, m);

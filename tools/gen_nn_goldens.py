@@ -185,8 +185,8 @@ def groups(model, wd):
     return [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def lamb_step(params, state, lr, b1=0.9, b2=0.999, eps=1e-6):
-    """Straightforward LAMB (You et al. 2019) with bias correction; params are (p, weight_decay).
+def lamb_step(params, state, lr, b1=0.9, b2=0.999, eps=1e-6, bias_correction=True):
+    """Straightforward LAMB (You et al. 2019), with bias correction unless told; params are (p, weight_decay).
     The no-decay parameters (biases, LayerNorm) take no trust ratio, as ALBERT's LAMB excludes
     them from layer adaptation (exclude_from_layer_adaptation defaults to the decay exclusions)."""
     for p, wd in params:
@@ -195,8 +195,8 @@ def lamb_step(params, state, lr, b1=0.9, b2=0.999, eps=1e-6):
         st["t"] += 1
         st["m"].mul_(b1).add_(g, alpha=1 - b1)
         st["v"].mul_(b2).addcmul_(g, g, value=1 - b2)
-        mhat = st["m"] / (1 - b1 ** st["t"])
-        vhat = st["v"] / (1 - b2 ** st["t"])
+        mhat = st["m"] / (1 - b1 ** st["t"]) if bias_correction else st["m"]
+        vhat = st["v"] / (1 - b2 ** st["t"]) if bias_correction else st["v"]
         r = mhat / (vhat.sqrt() + eps) + wd * p
         wn, rn = p.norm(), r.norm()
         trust = (wn / rn) if (wd != 0 and wn > 0 and rn > 0) else torch.tensor(1.0)
@@ -208,11 +208,14 @@ torch_optimizers = {
     "adam": lambda m: torch.optim.Adam(groups(m, 0.01), lr=0.1),
     "sgd_momentum": lambda m: torch.optim.SGD(groups(m, 0.01), lr=0.1, momentum=0.9),
     "sgd_nesterov": lambda m: torch.optim.SGD(groups(m, 0.01), lr=0.1, momentum=0.9, nesterov=True),
+    "sgd": lambda m: torch.optim.SGD(groups(m, 0.01), lr=0.1),
+    "sgd_dampening": lambda m: torch.optim.SGD(groups(m, 0.01), lr=0.1, momentum=0.9, dampening=0.5),
 }
-for name in list(torch_optimizers) + ["lamb"]:
+for name in list(torch_optimizers) + ["lamb", "lamb_no_bias_correction"]:
+    lamb = name.startswith("lamb")
     model = Tiny()
     model.load_state_dict(init.state_dict())
-    if name != "lamb":
+    if not lamb:
         opt = torch_optimizers[name](model)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lin_lambda)
     lamb_state = {}
@@ -220,12 +223,13 @@ for name in list(torch_optimizers) + ["lamb"]:
     for step in range(STEPS):
         model.zero_grad()
         F.mse_loss(model(opt_x), opt_y).backward()
-        if name != "lamb":
+        if not lamb:
             opt.step()
             sched.step()
         else:
             with torch.no_grad():
-                lamb_step([(p, wd_of[n]) for n, p in model.named_parameters()], lamb_state, 0.1 * lin_lambda(step))
+                lamb_step([(p, wd_of[n]) for n, p in model.named_parameters()], lamb_state, 0.1 * lin_lambda(step),
+                          bias_correction=name == "lamb")
         for n, p in model.named_parameters():
             put(f"optim.{name}.step{step + 1}.{n}", p)
 
