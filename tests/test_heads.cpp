@@ -83,6 +83,11 @@ TEST_CASE("BertForSequenceClassification matches transformers: single-label, reg
   check_parity("seq_multi", "BertForSequenceClassification", {"labels"}, {"logits"});
 }
 
+TEST_CASE("masked-LM alone (BertForMaskedLM, AlbertForMaskedLM) matches transformers: logits, loss, gradients", "[heads][parity]") {
+  check_parity("mlm", "BertForMaskedLM", {"labels"}, {"logits"});  // the tied decoder's gradient in the word embeddings'
+  check_parity("albert_mlm", "AlbertForMaskedLM", {"labels"}, {"logits"});
+}
+
 TEST_CASE("BertForTokenClassification matches transformers, -100 labels ignored", "[heads][parity]") {
   check_parity("token", "BertForTokenClassification", {"labels"}, {"logits"});
 }

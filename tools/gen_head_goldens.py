@@ -4,15 +4,18 @@ config.json + model.safetensors), with a padded batch, their labels, outputs, lo
 parameter gradient, for tests/test_heads.cpp; and what from_pretrained reports when the BERT
 pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
 
-Run: /work/venv-hf/bin/python tools/gen_head_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
+Run: /work/venv-hf/bin/python tools/gen_head_goldens.py [--only CASE,...]   (transformers 4.45.2 on Debian's
+torch 1.13; --only writes those cases alone: mlm and albert_mlm were added that way in stop 42)
 Writes tests/data/heads/<case>/{config.json, model.safetensors, goldens.safetensors} and
 tests/data/heads/loading_info.json."""
 import json
 import os
+import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import (AlbertConfig, AlbertForMultipleChoice, AlbertForQuestionAnswering, BertForMultipleChoice,
+from transformers import (AlbertConfig, AlbertForMaskedLM, AlbertForMultipleChoice, AlbertForQuestionAnswering,
+                          BertForMaskedLM, BertForMultipleChoice,
                           RobertaForMultipleChoice, AlbertForSequenceClassification,
                           AlbertForTokenClassification, BertConfig, BertForQuestionAnswering, BertForSequenceClassification,
                           BertForTokenClassification, RobertaConfig, RobertaForQuestionAnswering,
@@ -63,7 +66,16 @@ CASES = {
                                                         [-100, 0, 0, 1, 1, 2, -100]])}),
     "albert_qa": (AlbertForQuestionAnswering, dict(),
                   lambda g: {"start_positions": torch.tensor([3, 0, 2]), "end_positions": torch.tensor([4, 0, 6])}),
+    # masked-LM alone (bert_pretrain --pairing doc-sentences|full-sentences): labels at masked positions only
+    "mlm": (BertForMaskedLM, dict(),
+            lambda g: {"labels": torch.tensor([[-100, 5, -100, 17, -100, -100, -100], [-100, -100, 2, -100, 29, 11, -100],
+                                                [8, -100, -100, -100, -100, 3, -100]])}),
+    "albert_mlm": (AlbertForMaskedLM, dict(),
+                   lambda g: {"labels": torch.tensor([[-100, -100, 9, 4, -100, -100, -100], [-100, 1, -100, -100, 22, -100, -100],
+                                                       [-100, -100, -100, 14, -100, 27, -100]])}),
 }
+# --only NAME,...: write those cases alone (regenerated elsewhere, the others move by float rounding)
+ONLY = set(sys.argv[sys.argv.index("--only") + 1].split(",")) if "--only" in sys.argv else None
 
 torch.manual_seed(44)
 ids = torch.randint(1, BASE["vocab_size"], (B, T))
@@ -82,6 +94,8 @@ roberta_ids[:, 0] = 0
 roberta_ids[mask == 0] = 1
 
 for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
+    if ONLY is not None and name not in ONLY:
+        continue
     torch.manual_seed(100 + seed)
     roberta = name.startswith("roberta")
     if roberta:
@@ -117,6 +131,9 @@ for seed, (name, (cls, extra, make_labels)) in enumerate(CASES.items()):
     save_file({k: v.detach().contiguous() for k, v in g.items()}, os.path.join(d, "goldens.safetensors"),
               {"generator": "tools/gen_head_goldens.py"})
     print("wrote", os.path.normpath(d), sum(p.numel() for p in model.parameters()), "parameters")
+
+if ONLY is not None:
+    sys.exit(0)
 
 # Multiple choice: (B, C, T) inputs, one score per choice, the right choice's id as the label.
 C = 3
