@@ -105,6 +105,13 @@ TEST_CASE("flash attention: finite differences, with and without dropout", "[fla
         return multi_head_attention(x[0], x[1], x[2], mask, 2, 0.3f, true, gen);
       },
       {q, k, v}, opt);
+  // the unfused composition it is compared with, its dropout path included
+  test::check_gradients(
+      [&](const std::vector<Tensor>& x) {
+        Generator gen(98);
+        return unfused_multi_head_attention(x[0], x[1], x[2], mask, 2, 0.3f, true, gen);
+      },
+      {q, k, v}, opt);
 }
 
 TEST_CASE("flash attention: dropout drops each weight with probability p and scales the rest", "[flash]") {
