@@ -13,4 +13,11 @@ scripts/asan_build.sh xgrad_asan_tests fuzz_targets
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/bin/xgrad_asan_tests
 fuzz/run.sh build-asan "${XGRAD_FUZZ_SECONDS:-10}"
 
+# The data-parallel tests are registered only in a build that found MPI (install_deps.sh installs
+# it): a build that lost it would pass without them.
+if ! ctest --test-dir build -N | grep -q "data_parallel_"; then
+  echo "test.sh: build/ was configured without MPI, so it has no data-parallel tests: install libopenmpi-dev" \
+       "(scripts/install_deps.sh) and rebuild" >&2
+  exit 1
+fi
 ctest --test-dir build --output-on-failure -j "$(nproc)"
