@@ -19,9 +19,11 @@ const Tensor& nn_golden(const std::string& name);
 // Largest |a - b| over all elements, divided by max(floor, largest |b|); fails on a shape mismatch.
 double max_scaled_error(const Tensor& a, const Tensor& b, double floor = 1.0);
 // The floor for a parameter gradient against its golden: relative to the gradient's own size down
-// to 1e-4. With a floor of 1, a gradient below 1e-3 (query biases, some ALBERT and RoBERTa weights)
-// passed a 1e-3 check whatever it held; key biases, zero up to rounding, need a floor.
-constexpr double kGradientFloor = 1e-4;
+// to 1e-3. With a floor of 1, a gradient below 1e-3 (query biases, some ALBERT and RoBERTa weights)
+// passed a 1e-3 check whatever it held. Key biases, zero up to rounding (goldens of 3e-8 to 6e-8,
+// differences of 6e-8 that depend on the kernels' order), need a floor: at 1e-4 they used two
+// thirds of a 1e-3 check.
+constexpr double kGradientFloor = 1e-3;
 // The same over the real positions only: a and b are (B, T, ...), attention_mask (B, T) 0/1 or
 // undefined (all real). The fused inference path leaves padded positions zero, which no head reads.
 double max_scaled_error_real(const Tensor& a, const Tensor& b, const Tensor& attention_mask);

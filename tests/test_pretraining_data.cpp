@@ -279,8 +279,9 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   }
   CHECK(i == inst.size());
   // shards.json says how they were made, and is listed with the shards
-  const auto recipe = read_shard_recipe(dir);
+  const auto recipe = read_shard_recipe(dir, paths);
   REQUIRE(recipe);
+  CHECK(recipe->files.size() == paths.size());
   CHECK(recipe->pairing == "nsp");
   CHECK(recipe->probe_text == kTokenizerProbe);
   CHECK(recipe->probe_ids == probe_ids(tok(), kTokenizerProbe));
@@ -294,10 +295,28 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   std::filesystem::remove_all(unreadable);
   std::filesystem::create_directories(unreadable);
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "nsp-ish", "tokenizer_probe": {"text": "a", "ids": []}})";
-  CHECK_THROWS_WITH(read_shard_recipe(unreadable), Contains(kShardRecipeFile) && Contains("nsp-ish"));
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}), Contains(kShardRecipeFile) && Contains("nsp-ish"));
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop"})";
-  CHECK_THROWS_WITH(read_shard_recipe(unreadable), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
-  CHECK(!read_shard_recipe(tmp("recipe_none_here")));  // shards made before it
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
+  CHECK(!read_shard_recipe(tmp("recipe_none_here"), {}));  // shards made before it
+  {  // an earlier build remade the shards in this folder (SOP pairs), kept shards.json and listed it
+    const std::string stale = tmp("recipe_stale");
+    std::filesystem::remove_all(stale);
+    std::filesystem::copy(dir, stale);
+    PretrainingOptions sop = opt;
+    sop.pairing = Pairing::SentenceOrder;
+    const std::string kept = tmp("recipe_kept.json");
+    std::filesystem::copy_file(stale + "/" + kShardRecipeFile, kept, std::filesystem::copy_options::overwrite_existing);
+    const auto remade = write_shards(create_static_instances(docs(), sop, MaskingVocab::from(tok())), stale, 50, sop, tok());
+    std::filesystem::copy_file(kept, stale + "/" + kShardRecipeFile, std::filesystem::copy_options::overwrite_existing);
+    xg::write_checksums(stale);
+    CHECK_THROWS_WITH(read_shard_recipe(stale, remade), Contains("describes other shards") && Contains(stale));
+    std::vector<Instance> none;
+    CHECK_THROWS_WITH(xg::training::ShardSource(stale, 4, none), Contains("describes other shards"));
+    std::filesystem::remove(stale + "/" + kShardRecipeFile);  // without it: trusted, as shards made before it
+    xg::write_checksums(stale);
+    CHECK(!read_shard_recipe(stale, remade));
+  }
   // the writer refuses an id the reader would refuse, naming it
   Instance outside = inst[0];
   outside.masked_labels[0] = int32_t(tok().vocab_size());
@@ -445,6 +464,9 @@ TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and ber
                   tok().vocab_size());
     w.close();
   }
+  xg::write_checksums(dir);  // of these settings, but not among the files shards.json describes
+  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains("describes other shards") && Contains("16 files, here 17"));
+  std::filesystem::remove(std::filesystem::path(dir) / kShardRecipeFile);  // without it, the held-out shard's own check
   xg::write_checksums(dir);
   CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("holds no instances"));
   std::filesystem::remove_all(dir);

@@ -5,6 +5,7 @@
 // Input: plain text, one sentence per line, a blank line between documents.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -198,17 +199,21 @@ struct ShardRecipe {
   std::string pairing;              // pairing_name() of the instances' pairing
   std::string probe_text;           // kTokenizerProbe when written
   std::vector<int32_t> probe_ids;   // what the shards' tokenizer made of probe_text
+  // The shard files it describes (held_out.bin included), as checksums.json lists them: an
+  // earlier build writing into the folder replaced the shards and left this file.
+  std::map<std::string, std::pair<uint64_t, std::string>> files;  // name -> (size, crc32c)
 };
 // DIR/shards.json, or nothing for shards made before it was written. Throws naming the file and
-// field when it cannot be read.
-std::optional<ShardRecipe> read_shard_recipe(const std::string& dir);
+// field when it cannot be read, or when it describes other files than `shard_paths` (with their
+// sizes, and their CRC32C where DIR/checksums.json lists them).
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths);
 // The ids `tok` gives `text` (no special tokens).
 std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text);
 
 // Writes instances into shards of at most `per_shard` records: DIR/shard_00000.bin, ..., and
-// `held_out` (when there are any) into DIR/held_out.bin, after removing the shard_*.bin and
-// held_out.bin of an earlier run there; then DIR/shards.json says how they were made (opt, and
-// `tok`'s ids of kTokenizerProbe) and DIR/checksums.json lists them all.
+// `held_out` (when there are any) into DIR/held_out.bin, after removing the shard_*.bin,
+// held_out.bin and shards.json of an earlier run there; then DIR/shards.json says how they were
+// made (opt, `tok`'s ids of kTokenizerProbe, the files) and DIR/checksums.json lists them all.
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
                                       const PretrainingOptions& opt, const Tokenizer& tok,
                                       const std::vector<Instance>& held_out = {});

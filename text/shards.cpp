@@ -177,8 +177,12 @@ std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text) {
 }
 
 namespace {
-void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, const Tokenizer& tok) {
+void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, const Tokenizer& tok,
+                        const std::vector<std::string>& files) {
+  nlohmann::json listed = nlohmann::json::object();
+  for (const auto& f : files) listed[std::filesystem::path(f).filename().string()] = file_checksum(f);
   const nlohmann::json j = {{"pairing", pairing_name(opt.pairing)},
+                            {"files", listed},
                             {"max_seq_length", opt.max_seq_length},
                             {"max_predictions_per_seq", opt.max_predictions_per_seq},
                             {"masked_lm_prob", std::stod(fmt::format("{}", opt.masked_lm_prob))},  // 0.15, not 0.15000000596
@@ -192,21 +196,47 @@ void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, c
 }
 }  // namespace
 
-std::optional<ShardRecipe> read_shard_recipe(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / kShardRecipeFile).string();
-  if (!std::filesystem::exists(path)) return std::nullopt;
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths) {
+  namespace fs = std::filesystem;
+  const std::string path = (fs::path(dir) / kShardRecipeFile).string();
+  if (!fs::exists(path)) return std::nullopt;
+  ShardRecipe r;
   try {
     std::ifstream in(path);
     const nlohmann::json j = nlohmann::json::parse(in);
-    ShardRecipe r;
     r.pairing = j.at("pairing").get<std::string>();
     parse_pairing(r.pairing);  // one this build knows
     r.probe_text = j.at("tokenizer_probe").at("text").get<std::string>();
     r.probe_ids = j.at("tokenizer_probe").at("ids").get<std::vector<int32_t>>();
-    return r;
+    for (const auto& [name, f] : j.at("files").items())
+      r.files[name] = {f.at("size").get<uint64_t>(), f.at("crc32c").get<std::string>()};
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("[shard] {}: cannot be read ({})", path, e.what()));
   }
+  // The files it describes must be these (checksums.json, when there is one, was checked against
+  // them already, so its CRCs stand for theirs).
+  nlohmann::json listed = nlohmann::json::object();
+  if (const fs::path checksums = fs::path(dir) / kChecksumsFile; fs::exists(checksums)) {
+    std::ifstream in(checksums);
+    listed = nlohmann::json::parse(in).at("files");
+  }
+  const auto other = [&](const std::string& why) {
+    return std::runtime_error(fmt::format("[shard] {} describes other shards than {} holds ({}): left by an earlier run "
+                                          "into this folder? Make the shards again, into a new folder", path, dir, why));
+  };
+  if (r.files.size() != shard_paths.size())
+    throw other(fmt::format("{} files, here {}", r.files.size(), shard_paths.size()));
+  for (const auto& p : shard_paths) {
+    const std::string name = fs::path(p).filename().string();
+    const auto it = r.files.find(name);
+    if (it == r.files.end()) throw other(fmt::format("{} is not among its files", name));
+    if (it->second.first != fs::file_size(p))
+      throw other(fmt::format("{}: {} bytes there, {} here", name, it->second.first, fs::file_size(p)));
+    if (listed.contains(name) && listed[name].value("crc32c", "") != it->second.second)
+      throw other(fmt::format("{}: CRC32C {} there, {} in {}", name, it->second.second, listed[name].value("crc32c", ""),
+                              kChecksumsFile));
+  }
+  return r;
 }
 
 std::vector<std::string> write_shards(const std::vector<Instance>& instances, const std::string& dir, size_t per_shard,
@@ -217,7 +247,8 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
   // Shards of an earlier run into this folder would be mixed into this one's.
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if ((name.rfind("shard_", 0) == 0 && e.path().extension() == ".bin") || name == kHeldOutShard) std::filesystem::remove(e.path());
+    if ((name.rfind("shard_", 0) == 0 && e.path().extension() == ".bin") || name == kHeldOutShard || name == kShardRecipeFile)
+      std::filesystem::remove(e.path());
   }
   auto write = [&](const std::string& path, const std::vector<Instance>& from, size_t begin, size_t end) {
     ShardWriter w(path, opt.max_seq_length, opt.max_predictions_per_seq, vocab_size);
@@ -229,8 +260,12 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
     paths.push_back((std::filesystem::path(dir) / fmt::format("shard_{:05d}.bin", paths.size())).string());
     write(paths.back(), instances, start, std::min(instances.size(), start + per_shard));
   }
-  if (!held_out.empty()) write((std::filesystem::path(dir) / kHeldOutShard).string(), held_out, 0, held_out.size());
-  write_shard_recipe(dir, opt, tok);
+  std::vector<std::string> files = paths;
+  if (!held_out.empty()) {
+    files.push_back((std::filesystem::path(dir) / kHeldOutShard).string());
+    write(files.back(), held_out, 0, held_out.size());
+  }
+  write_shard_recipe(dir, opt, tok, files);
   write_checksums(dir);  // the shards of this run, each with its CRC32C: readers check both
   return paths;
 }

@@ -8,6 +8,9 @@ namespace xg {
 
 inline constexpr const char* kChecksumsFile = "checksums.json";
 
+// A file's entry as checksums.json lists it: {"size": bytes, "crc32c": "8 hex digits"}.
+nlohmann::json file_checksum(const std::string& path);
+
 // Writes DIR/checksums.json (atomically) for every regular file under DIR but itself.
 void write_checksums(const std::string& dir);
 

@@ -315,6 +315,9 @@ shards)
   corpus=$W/sdoc small
   expect 1 "made with --pairing doc-sentences (shards.json); this run trains --pairing nsp" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --pairing doc-sentences --steps 2 --out "$W/from_doc_shards"
+  expect 0 "done: step 2" "$P" "${SMALL[@]}" --pairing full-sentences --steps 2 --out "$W/from_doc_shards_full"  # MLM alone either way
+  corpus=$S model=albert-tiny small  # ALBERT has no NSP head: only new shards can help
+  expect 1 "this run trains --pairing sop: make shards with create_pretraining_data --pairing sop" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   corpus=$S small
   expect 1 "made with another tokenizer" "$P" "${SMALL[@]}" --cased --steps 2 --out "$W/o"
   cp -r "$S" "$W/before_recipe" && rm "$W/before_recipe/shards.json" "$W/before_recipe/checksums.json"

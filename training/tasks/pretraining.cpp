@@ -182,30 +182,15 @@ text::Pairing checkpoint_pairing(const std::string& pairing, const std::string& 
   return text::Pairing::FullSentences;
 }
 
-// The shards' pairing and tokenizer (DIR/shards.json) against this run's. Shards made before
-// shards.json are taken on trust, with a note.
+// The shards' pairing and tokenizer (DIR/shards.json) against this run's: `model_type` says which
+// --pairing values could train on them, `tokenizer_from` is the checkpoint the run's tokenizer
+// comes from ("" when the flags chose it). Shards made before shards.json are taken on trust, with
+// a note.
 void check_shard_recipe(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, text::Pairing pairing,
-                        const text::Tokenizer& tok, bool quiet) {
-  const std::string run_pairing = text::pairing_name(pairing);
-  if (!recipe) {
-    if (!quiet)
-      fmt::print("note: {} has no {} (shards made before it was written): that they were made with --pairing {} and this "
-                 "run's tokenizer is not checked\n", dir, text::kShardRecipeFile, run_pairing);
-    return;
-  }
-  if (recipe->pairing != run_pairing)
-    throw std::invalid_argument(fmt::format(
-        "[pretraining] the shards in {} were made with --pairing {} ({}); this run trains --pairing {}: pass --pairing {}, "
-        "or make shards with --pairing {}", dir, recipe->pairing, text::kShardRecipeFile, run_pairing, recipe->pairing,
-        run_pairing));
-  if (const auto ids = text::probe_ids(tok, recipe->probe_text); ids != recipe->probe_ids)
-    throw std::invalid_argument(fmt::format(
-        "[pretraining] the shards in {} were made with another tokenizer: it made ids [{}] of \"{}\", this run's tokenizer "
-        "makes [{}] (--tokenizer, or --cased if the shards were made with it)", dir, fmt::join(recipe->probe_ids, ", "),
-        recipe->probe_text, fmt::join(ids, ", ")));
-}
+                        const std::string& model_type, const text::Tokenizer& tok, const std::string& tokenizer_from,
+                        bool quiet);
 
-// The family's head model for `pairing`'s sentence task.
+// The family's head model for `pairing`'s sentence task.// The family's head model for `pairing`'s sentence task.
 std::string architecture_for(const std::string& model_type, text::Pairing pairing) {
   const models::SentenceTask wanted = sentence_task_of(pairing);
   std::vector<std::string> offered;
@@ -216,6 +201,40 @@ std::string architecture_for(const std::string& model_type, text::Pairing pairin
   throw std::invalid_argument(fmt::format("[pretraining] --pairing {}: model_type '{}' has no pre-training head for {} "
                                           "(it has: {})", text::pairing_name(pairing), model_type,
                                           models::sentence_task_name(wanted), fmt::join(offered, ", ")));
+}
+
+void check_shard_recipe(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, text::Pairing pairing,
+                        const std::string& model_type, const text::Tokenizer& tok, const std::string& tokenizer_from,
+                        bool quiet) {
+  const std::string run_pairing = text::pairing_name(pairing);
+  if (!recipe) {
+    if (!quiet)
+      fmt::print("note: {} has no {} (shards made before it was written): that they were made with --pairing {} and this "
+                 "run's tokenizer is not checked\n", dir, text::kShardRecipeFile, run_pairing);
+    return;
+  }
+  // The records carry the sentence task's labels; full-sentences and doc-sentences differ only in
+  // how the text was packed, and either trains MLM alone.
+  const text::Pairing made = text::parse_pairing(recipe->pairing);
+  if (sentence_task_of(made) != sentence_task_of(pairing)) {
+    bool family_can = true;
+    try {
+      architecture_for(model_type, made);
+    } catch (const std::invalid_argument&) {
+      family_can = false;
+    }
+    throw std::invalid_argument(fmt::format(
+        "[pretraining] the shards in {} were made with --pairing {} ({}); this run trains --pairing {}: {}make shards with "
+        "create_pretraining_data --pairing {}", dir, recipe->pairing, text::kShardRecipeFile, run_pairing,
+        family_can ? fmt::format("pass --pairing {}, or ", recipe->pairing) : "", run_pairing));
+  }
+  if (const auto ids = text::probe_ids(tok, recipe->probe_text); ids != recipe->probe_ids)
+    throw std::invalid_argument(fmt::format(
+        "[pretraining] the shards in {} were made with another tokenizer: it made ids [{}] of \"{}\", this run's tokenizer "
+        "makes [{}] ({})", dir, fmt::join(recipe->probe_ids, ", "), recipe->probe_text, fmt::join(ids, ", "),
+        tokenizer_from.empty() ? "--tokenizer, or --cased if the shards were made with it"
+                               : fmt::format("the tokenizer of {}: make the shards with create_pretraining_data --tokenizer {}",
+                                             tokenizer_from, tokenizer_from)));
 }
 
 }  // namespace
@@ -605,7 +624,8 @@ class PretrainingTask : public Task {
       if (s->vocab_size() != tok_->vocab_size())
         throw std::invalid_argument(fmt::format("[pretraining] the shards in {} were made with a vocabulary of {} tokens; the "
                                                 "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
-      check_shard_recipe(opt_.corpus, s->recipe(), pairing_, *tok_, ctx.quiet);
+      check_shard_recipe(opt_.corpus, s->recipe(), pairing_, model_->model_type(), *tok_,
+                         !ctx.checkpoint.empty() ? ctx.checkpoint : opt_.init_from, ctx.quiet);
       source_ = std::move(s);
       return;
     }
