@@ -37,24 +37,30 @@ void load_init(Tiny& m) {
 
 Tensor loss_of(Tiny& m) { return mse_loss(m.forward(golden("optim.in.x")), golden("optim.in.y")); }
 
+// The optimizers with a PyTorch trajectory in nn_goldens.safetensors (tools/gen_nn_goldens.py).
+const char* const kOptimizers[] = {"adamw", "adam", "sgd_momentum", "sgd_nesterov", "sgd", "sgd_dampening",
+                                   "lamb", "lamb_no_bias_correction"};
+
+std::unique_ptr<Optimizer> make(const std::string& name, std::vector<ParamGroup> groups, float lr = 0.1f) {
+  if (name == "adamw") return std::make_unique<AdamW>(groups, lr);
+  if (name == "adam") return std::make_unique<Adam>(groups, lr);
+  if (name == "sgd_momentum") return std::make_unique<Sgd>(groups, lr, SgdOptions{0.9f, 0.f, false});
+  if (name == "sgd_nesterov") return std::make_unique<Sgd>(groups, lr, SgdOptions{0.9f, 0.f, true});
+  if (name == "sgd") return std::make_unique<Sgd>(groups, lr);
+  if (name == "sgd_dampening") return std::make_unique<Sgd>(groups, lr, SgdOptions{0.9f, 0.5f, false});
+  if (name == "lamb_no_bias_correction") return std::make_unique<Lamb>(groups, lr, LambOptions{0.9f, 0.999f, 1e-6f, false});
+  REQUIRE(name == "lamb");
+  return std::make_unique<Lamb>(groups, lr);
+}
 std::unique_ptr<Optimizer> make(const std::string& name, Tiny& m) {
-  auto groups = bert_param_groups(m.named_parameters(), 0.01f);
-  if (name == "adamw") return std::make_unique<AdamW>(groups, 0.1f);
-  if (name == "adam") return std::make_unique<Adam>(groups, 0.1f);
-  if (name == "sgd_momentum") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, false});
-  if (name == "sgd_nesterov") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, true});
-  if (name == "sgd") return std::make_unique<Sgd>(groups, 0.1f);
-  if (name == "sgd_dampening") return std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.5f, false});
-  if (name == "lamb_no_bias_correction") return std::make_unique<Lamb>(groups, 0.1f, LambOptions{0.9f, 0.999f, 1e-6f, false});
-  return std::make_unique<Lamb>(groups, 0.1f);
+  return make(name, bert_param_groups(m.named_parameters(), 0.01f));
 }
 
 }  // namespace
 
 TEST_CASE("optimizer trajectories match PyTorch over 10 scheduled steps", "[optim][parity]") {
   const LrSchedule sched = LrSchedule::linear(0.1f, 3, 10);
-  for (const std::string name :
-       {"adamw", "adam", "sgd_momentum", "sgd_nesterov", "sgd", "sgd_dampening", "lamb", "lamb_no_bias_correction"}) {
+  for (const std::string name : kOptimizers) {
     Tiny m;
     load_init(m);
     auto opt = make(name, m);
@@ -194,21 +200,15 @@ TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]")
 
 TEST_CASE("a group's lr_scale trains it as the rate lr * lr_scale would", "[optim]") {
   // Layer-wise decay rests on this: every optimizer, scaled groups against a smaller rate.
-  for (const std::string name : {"adamw", "adam", "sgd_momentum", "lamb"}) {
+  for (const std::string name : kOptimizers) {
     INFO(name);
     Tiny scaled, reference;
     load_init(scaled);
     load_init(reference);
     auto groups = bert_param_groups(scaled.named_parameters(), 0.01f);
     for (auto& g : groups) g.lr_scale = 0.25f;
-    std::unique_ptr<Optimizer> a, b;
-    const auto ref_groups = bert_param_groups(reference.named_parameters(), 0.01f);
-    if (name == "adamw") a = std::make_unique<AdamW>(groups, 0.1f), b = std::make_unique<AdamW>(ref_groups, 0.025f);
-    if (name == "adam") a = std::make_unique<Adam>(groups, 0.1f), b = std::make_unique<Adam>(ref_groups, 0.025f);
-    if (name == "sgd_momentum")
-      a = std::make_unique<Sgd>(groups, 0.1f, SgdOptions{0.9f, 0.f, false}),
-      b = std::make_unique<Sgd>(ref_groups, 0.025f, SgdOptions{0.9f, 0.f, false});
-    if (name == "lamb") a = std::make_unique<Lamb>(groups, 0.1f), b = std::make_unique<Lamb>(ref_groups, 0.025f);
+    const std::unique_ptr<Optimizer> a = make(name, groups, 0.1f),
+                                     b = make(name, bert_param_groups(reference.named_parameters(), 0.01f), 0.025f);
     for (int step = 0; step < 5; ++step)
       for (auto [m, opt] : {std::pair<Tiny*, Optimizer*>{&scaled, a.get()}, {&reference, b.get()}}) {
         opt->zero_grad();
