@@ -13,11 +13,12 @@ scripts/asan_build.sh xgrad_asan_tests fuzz_targets
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 build-asan/bin/xgrad_asan_tests
 fuzz/run.sh build-asan "${XGRAD_FUZZ_SECONDS:-10}"
 
-# The data-parallel tests are registered only in a build that found MPI (install_deps.sh installs
-# it): a build that lost it would pass without them.
-if ! ctest --test-dir build -N | grep -q "data_parallel_"; then
-  echo "test.sh: build/ was configured without MPI, so it has no data-parallel tests: install libopenmpi-dev" \
-       "(scripts/install_deps.sh) and rebuild" >&2
+# The data-parallel tests are registered only in a build that found MPI and its launcher
+# (install_deps.sh installs both): a build that lost them would pass without those tests.
+listing=$(ctest --test-dir build -N)  # whole, then searched: grep -q closing the pipe early kills ctest (pipefail)
+if [[ $listing != *data_parallel_* ]]; then
+  echo "test.sh: build/ has no data-parallel tests: its configuration found no MPI library (libopenmpi-dev) or no" \
+       "mpiexec (openmpi-bin), or has -DXGRAD_MPI=OFF; scripts/install_deps.sh installs both, then rebuild" >&2
   exit 1
 fi
 ctest --test-dir build --output-on-failure -j "$(nproc)"

@@ -299,6 +299,12 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop"})";
   CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
   CHECK(!read_shard_recipe(tmp("recipe_none_here"), {}));  // shards made before it
+  // the first build that wrote shards.json listed no files: its pairing and probe still count
+  std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop", "tokenizer_probe": {"text": "a", "ids": [7]}})";
+  const auto first = read_shard_recipe(unreadable, {unreadable + "/shard_00000.bin"});
+  REQUIRE(first);
+  CHECK(first->pairing == "sop");
+  CHECK(first->files.empty());
   {  // an earlier build remade the shards in this folder (SOP pairs), kept shards.json and listed it
     const std::string stale = tmp("recipe_stale");
     std::filesystem::remove_all(stale);
@@ -310,7 +316,11 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
     const auto remade = write_shards(create_static_instances(docs(), sop, MaskingVocab::from(tok())), stale, 50, sop, tok());
     std::filesystem::copy_file(kept, stale + "/" + kShardRecipeFile, std::filesystem::copy_options::overwrite_existing);
     xg::write_checksums(stale);
-    CHECK_THROWS_WITH(read_shard_recipe(stale, remade), Contains("describes other shards") && Contains(stale));
+    CHECK_THROWS_WITH(read_shard_recipe(stale, remade), Contains("describes other shards") && Contains(stale) &&
+                                                            Contains("remove shards.json to train on them unchecked"));
+    std::vector<std::string> one_less = paths;  // a shard removed by hand is named
+    one_less.pop_back();
+    CHECK_THROWS_WITH(read_shard_recipe(dir, one_less), Contains(fmt::format("its shard_{:05d}.bin is not there", paths.size() - 1)));
     std::vector<Instance> none;
     CHECK_THROWS_WITH(xg::training::ShardSource(stale, 4, none), Contains("describes other shards"));
     std::filesystem::remove(stale + "/" + kShardRecipeFile);  // without it: trusted, as shards made before it
@@ -465,7 +475,7 @@ TEST_CASE("shards: held_out.bin holds the held-out documents' instances, and ber
     w.close();
   }
   xg::write_checksums(dir);  // of these settings, but not among the files shards.json describes
-  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains("describes other shards") && Contains("16 files, here 17"));
+  CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains("describes other shards") && Contains("held_out.bin is not among its files"));
   std::filesystem::remove(std::filesystem::path(dir) / kShardRecipeFile);  // without it, the held-out shard's own check
   xg::write_checksums(dir);
   CHECK_THROWS_WITH(xg::training::ShardSource(dir, 8, refused), Contains(kHeldOutShard) && Contains("holds no instances"));

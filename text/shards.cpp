@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -177,10 +178,9 @@ std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text) {
 }
 
 namespace {
+// `listed`: the shard files' checksums.json entries (name -> size and CRC32C).
 void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, const Tokenizer& tok,
-                        const std::vector<std::string>& files) {
-  nlohmann::json listed = nlohmann::json::object();
-  for (const auto& f : files) listed[std::filesystem::path(f).filename().string()] = file_checksum(f);
+                        const nlohmann::json& listed) {
   const nlohmann::json j = {{"pairing", pairing_name(opt.pairing)},
                             {"files", listed},
                             {"max_seq_length", opt.max_seq_length},
@@ -208,10 +208,12 @@ std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::
     parse_pairing(r.pairing);  // one this build knows
     r.probe_text = j.at("tokenizer_probe").at("text").get<std::string>();
     r.probe_ids = j.at("tokenizer_probe").at("ids").get<std::vector<int32_t>>();
+    if (!j.contains("files")) return r;  // written by the first build that wrote shards.json
     for (const auto& [name, f] : j.at("files").items())
       r.files[name] = {f.at("size").get<uint64_t>(), f.at("crc32c").get<std::string>()};
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("[shard] {}: cannot be read ({})", path, e.what()));
+    throw std::runtime_error(fmt::format("[shard] {}: cannot be read ({}); remove it to train on the shards unchecked",
+                                         path, e.what()));
   }
   // The files it describes must be these (checksums.json, when there is one, was checked against
   // them already, so its CRCs stand for theirs).
@@ -221,11 +223,15 @@ std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::
     listed = nlohmann::json::parse(in).at("files");
   }
   const auto other = [&](const std::string& why) {
-    return std::runtime_error(fmt::format("[shard] {} describes other shards than {} holds ({}): left by an earlier run "
-                                          "into this folder? Make the shards again, into a new folder", path, dir, why));
+    return std::runtime_error(fmt::format("[shard] {} describes other shards than {} holds ({}): a shard removed, "
+                                          "added, or the shards remade there by an older build? Make the shards again "
+                                          "into a new folder, or remove {} to train on them unchecked",
+                                          path, dir, why, kShardRecipeFile));
   };
-  if (r.files.size() != shard_paths.size())
-    throw other(fmt::format("{} files, here {}", r.files.size(), shard_paths.size()));
+  std::set<std::string> here;
+  for (const auto& p : shard_paths) here.insert(fs::path(p).filename().string());
+  for (const auto& [name, _] : r.files)
+    if (!here.count(name)) throw other(fmt::format("its {} is not there", name));
   for (const auto& p : shard_paths) {
     const std::string name = fs::path(p).filename().string();
     const auto it = r.files.find(name);
@@ -265,8 +271,10 @@ std::vector<std::string> write_shards(const std::vector<Instance>& instances, co
     files.push_back((std::filesystem::path(dir) / kHeldOutShard).string());
     write(files.back(), held_out, 0, held_out.size());
   }
-  write_shard_recipe(dir, opt, tok, files);
-  write_checksums(dir);  // the shards of this run, each with its CRC32C: readers check both
+  nlohmann::json sums = nlohmann::json::object();  // each shard read once, for both lists
+  for (const auto& f : files) sums[std::filesystem::path(f).filename().string()] = file_checksum(f);
+  write_shard_recipe(dir, opt, tok, sums);
+  write_checksums(dir, sums);  // the shards of this run, each with its CRC32C: readers check both
   return paths;
 }
 

@@ -3,13 +3,19 @@
 (forward output, input and parameter gradients) and optimizer trajectories (test_nn_parity.cpp,
 test_optim.cpp).
 
-Run with Debian's python3 and python3-torch:  /usr/bin/python3 tools/gen_nn_goldens.py
+Run with Debian's python3 and python3-torch:  /usr/bin/python3 tools/gen_nn_goldens.py [--add-missing]
+--add-missing keeps every tensor the file holds, byte for byte, and adds the ones it lacks (the
+optimizer options added in stop 42 were added so: regenerated on another CPU, the others move in
+their last bits)
 The layers are written here in plain PyTorch with Hugging Face's BERT module names, so the
 parameter names are those of HF checkpoints. Tensor names: "<case>.<param name>" for weights,
 "<case>.in.*" inputs, "<case>.out" output, "<case>.grad.*" gradients.
 """
+import json
 import math
 import os
+import struct
+import sys
 
 import torch
 import torch.nn as nn
@@ -244,5 +250,15 @@ for n, p in model.named_parameters():
 
 meta = {"generator": "tools/gen_nn_goldens.py", "torch": torch.__version__}
 path = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "nn_goldens.safetensors")
+if "--add-missing" in sys.argv and os.path.exists(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    size = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + size])
+    meta = header.pop("__metadata__", meta)
+    for name, e in header.items():  # every stored tensor is F32 (write_safetensors' default)
+        begin, end = e["data_offsets"]
+        data = bytearray(blob[8 + size + begin:8 + size + end])
+        out[name] = torch.frombuffer(data, dtype=torch.float32).reshape(e["shape"]).clone()
 write_safetensors(path, out, meta)
 print("wrote", os.path.normpath(path), len(out), "tensors")

@@ -48,12 +48,12 @@ nlohmann::json file_checksum(const std::string& path) {
   return {{"size", s.size}, {"crc32c", fmt::format("{:08x}", s.crc)}};
 }
 
-void write_checksums(const std::string& dir) {
+void write_checksums(const std::string& dir, const nlohmann::json& known) {
   nlohmann::json files = nlohmann::json::object();
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const std::string name = fs::relative(e.path(), dir).generic_string();
     if (!e.is_regular_file() || name == kChecksumsFile) continue;
-    files[name] = file_checksum(e.path().string());
+    files[name] = known.contains(name) ? known.at(name) : file_checksum(e.path().string());
   }
   const nlohmann::json j = {{"format", kFormat}, {"files", files}};
   write_text_atomically((fs::path(dir) / kChecksumsFile).string(), j.dump(1) + "\n");

@@ -11,8 +11,9 @@ inline constexpr const char* kChecksumsFile = "checksums.json";
 // A file's entry as checksums.json lists it: {"size": bytes, "crc32c": "8 hex digits"}.
 nlohmann::json file_checksum(const std::string& path);
 
-// Writes DIR/checksums.json (atomically) for every regular file under DIR but itself.
-void write_checksums(const std::string& dir);
+// Writes DIR/checksums.json (atomically) for every regular file under DIR but itself; `known`
+// (relative name -> file_checksum entry) spares reading the files it names again.
+void write_checksums(const std::string& dir, const nlohmann::json& known = nlohmann::json::object());
 
 // Checks DIR's files against DIR/checksums.json. A directory without one passes (written before
 // checksums existed); files not listed are not checked. Throws naming the file and what differs.

@@ -182,15 +182,7 @@ text::Pairing checkpoint_pairing(const std::string& pairing, const std::string& 
   return text::Pairing::FullSentences;
 }
 
-// The shards' pairing and tokenizer (DIR/shards.json) against this run's: `model_type` says which
-// --pairing values could train on them, `tokenizer_from` is the checkpoint the run's tokenizer
-// comes from ("" when the flags chose it). Shards made before shards.json are taken on trust, with
-// a note.
-void check_shard_recipe(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, text::Pairing pairing,
-                        const std::string& model_type, const text::Tokenizer& tok, const std::string& tokenizer_from,
-                        bool quiet);
-
-// The family's head model for `pairing`'s sentence task.// The family's head model for `pairing`'s sentence task.
+// The family's head model for `pairing`'s sentence task.
 std::string architecture_for(const std::string& model_type, text::Pairing pairing) {
   const models::SentenceTask wanted = sentence_task_of(pairing);
   std::vector<std::string> offered;
@@ -203,9 +195,13 @@ std::string architecture_for(const std::string& model_type, text::Pairing pairin
                                           models::sentence_task_name(wanted), fmt::join(offered, ", ")));
 }
 
+// The shards' pairing and tokenizer (DIR/shards.json) against this run's: `model_type` says which
+// --pairing values could train on them, `checkpoint` is the one the run resumes or starts from
+// ("" for a fresh model), whose tokenizer the run uses and, on --resume, whose --pairing it keeps.
+// Shards made before shards.json are taken on trust, with a note.
 void check_shard_recipe(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, text::Pairing pairing,
-                        const std::string& model_type, const text::Tokenizer& tok, const std::string& tokenizer_from,
-                        bool quiet) {
+                        const std::string& model_type, const text::Tokenizer& tok, const std::string& checkpoint,
+                        bool resuming, bool quiet) {
   const std::string run_pairing = text::pairing_name(pairing);
   if (!recipe) {
     if (!quiet)
@@ -217,7 +213,7 @@ void check_shard_recipe(const std::string& dir, const std::optional<text::ShardR
   // how the text was packed, and either trains MLM alone.
   const text::Pairing made = text::parse_pairing(recipe->pairing);
   if (sentence_task_of(made) != sentence_task_of(pairing)) {
-    bool family_can = true;
+    bool family_can = !resuming;  // a resumed run keeps its checkpoint's --pairing
     try {
       architecture_for(model_type, made);
     } catch (const std::invalid_argument&) {
@@ -232,9 +228,9 @@ void check_shard_recipe(const std::string& dir, const std::optional<text::ShardR
     throw std::invalid_argument(fmt::format(
         "[pretraining] the shards in {} were made with another tokenizer: it made ids [{}] of \"{}\", this run's tokenizer "
         "makes [{}] ({})", dir, fmt::join(recipe->probe_ids, ", "), recipe->probe_text, fmt::join(ids, ", "),
-        tokenizer_from.empty() ? "--tokenizer, or --cased if the shards were made with it"
-                               : fmt::format("the tokenizer of {}: make the shards with create_pretraining_data --tokenizer {}",
-                                             tokenizer_from, tokenizer_from)));
+        checkpoint.empty() ? "--tokenizer, or --cased if the shards were made with it"
+                           : fmt::format("the tokenizer of {}: make the shards with create_pretraining_data --tokenizer {}",
+                                         checkpoint, checkpoint)));
 }
 
 }  // namespace
@@ -625,7 +621,7 @@ class PretrainingTask : public Task {
         throw std::invalid_argument(fmt::format("[pretraining] the shards in {} were made with a vocabulary of {} tokens; the "
                                                 "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
       check_shard_recipe(opt_.corpus, s->recipe(), pairing_, model_->model_type(), *tok_,
-                         !ctx.checkpoint.empty() ? ctx.checkpoint : opt_.init_from, ctx.quiet);
+                         !ctx.checkpoint.empty() ? ctx.checkpoint : opt_.init_from, !ctx.checkpoint.empty(), ctx.quiet);
       source_ = std::move(s);
       return;
     }
