@@ -199,6 +199,8 @@ struct ShardRecipe {
   std::string pairing;              // pairing_name() of the instances' pairing
   std::string probe_text;           // kTokenizerProbe when written
   std::vector<int32_t> probe_ids;   // what the shards' tokenizer made of probe_text
+  std::optional<float> masked_lm_prob;   // the masking the records were made with, when recorded
+  std::optional<bool> whole_word_mask;
   // The shard files it describes (held_out.bin included), as checksums.json lists them: an
   // earlier build writing into the folder replaced the shards and left this file.
   std::map<std::string, std::pair<uint64_t, std::string>> files;  // name -> (size, crc32c)

@@ -208,6 +208,8 @@ std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::
     parse_pairing(r.pairing);  // one this build knows
     r.probe_text = j.at("tokenizer_probe").at("text").get<std::string>();
     r.probe_ids = j.at("tokenizer_probe").at("ids").get<std::vector<int32_t>>();
+    if (j.contains("masked_lm_prob")) r.masked_lm_prob = j.at("masked_lm_prob").get<float>();
+    if (j.contains("whole_word_mask")) r.whole_word_mask = j.at("whole_word_mask").get<bool>();
     if (!j.contains("files")) return r;  // written by the first build that wrote shards.json
     for (const auto& [name, f] : j.at("files").items())
       r.files[name] = {f.at("size").get<uint64_t>(), f.at("crc32c").get<std::string>()};

@@ -316,6 +316,11 @@ shards)
   expect 1 "made with --pairing doc-sentences (shards.json); this run trains --pairing nsp" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --pairing doc-sentences --steps 2 --out "$W/from_doc_shards"
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --pairing full-sentences --steps 2 --out "$W/from_doc_shards_full"  # MLM alone either way
+  # masks are fixed in shards: a masking flag that differs from shards.json's is refused, --max-ngram noted
+  corpus=$S small
+  expect 1 "the shards in $S were masked at 0.15 when they were made" "$P" "${SMALL[@]}" --masked-lm-prob 0.3 --steps 2 --out "$W/o"
+  expect 1 "make them again with create_pretraining_data --whole-word-mask" "$P" "${SMALL[@]}" --whole-word-mask --steps 2 --out "$W/o"
+  expect 0 "note: --max-ngram cannot change the masks" "$P" "${SMALL[@]}" --masked-lm-prob 0.15 --max-ngram 2 --steps 2 --out "$W/ngram"
   corpus=$S model=albert-tiny small  # ALBERT has no NSP head: only new shards can help
   expect 1 "this run trains --pairing sop: make shards with create_pretraining_data --pairing sop" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   corpus=$S small

@@ -233,6 +233,33 @@ void check_shard_recipe(const std::string& dir, const std::optional<text::ShardR
                                          checkpoint, checkpoint)));
 }
 
+// Shards hold masks drawn when they were made: a masking flag given for a run on them cannot
+// change them. One that differs from what shards.json recorded is refused; without a record, a
+// note says the flags do nothing.
+void check_shard_masking(const std::string& dir, const std::optional<text::ShardRecipe>& recipe, const PretrainOptions& o,
+                         bool quiet) {
+  const auto given = [&](const char* flag) { return o.flags_given.count(flag) > 0; };
+  const auto refuse = [&](const std::string& run, const std::string& made, const std::string& remake) {
+    return std::invalid_argument(fmt::format("[pretraining] {}: the shards in {} were masked {} when they were made ({}), "
+                                             "and shards keep their masks: make them again with create_pretraining_data {}",
+                                             run, dir, made, text::kShardRecipeFile, remake));
+  };
+  if (recipe && recipe->masked_lm_prob && given("--masked-lm-prob") && *recipe->masked_lm_prob != o.masked_lm_prob)
+    throw refuse(fmt::format("--masked-lm-prob {}", o.masked_lm_prob), fmt::format("at {}", *recipe->masked_lm_prob),
+                 fmt::format("--masked-lm-prob {}", o.masked_lm_prob));
+  if (recipe && recipe->whole_word_mask && given("--whole-word-mask") && *recipe->whole_word_mask != o.whole_word_mask)
+    throw refuse(fmt::format("--whole-word-mask {}", o.whole_word_mask ? "on" : "off"),
+                 *recipe->whole_word_mask ? "whole words at a time" : "piece by piece",
+                 o.whole_word_mask ? "--whole-word-mask" : "without --whole-word-mask");
+  std::vector<std::string> unchecked;
+  if (given("--max-ngram")) unchecked.push_back("--max-ngram");  // not recorded
+  for (const char* flag : {"--masked-lm-prob", "--whole-word-mask"})
+    if (given(flag) && !(recipe && (recipe->masked_lm_prob || recipe->whole_word_mask))) unchecked.push_back(flag);
+  if (!unchecked.empty() && !quiet)
+    fmt::print("note: {} cannot change the masks of the shards in {}, drawn when they were made\n",
+               fmt::join(unchecked, ", "), dir);
+}
+
 }  // namespace
 
 OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type) { return recipe_of(model_type).optimizer; }
@@ -622,6 +649,7 @@ class PretrainingTask : public Task {
                                                 "tokenizer has {}", opt_.corpus, s->vocab_size(), tok_->vocab_size()));
       check_shard_recipe(opt_.corpus, s->recipe(), pairing_, model_->model_type(), *tok_,
                          !ctx.checkpoint.empty() ? ctx.checkpoint : opt_.init_from, !ctx.checkpoint.empty(), ctx.quiet);
+      check_shard_masking(opt_.corpus, s->recipe(), opt_, ctx.quiet);
       source_ = std::move(s);
       return;
     }
