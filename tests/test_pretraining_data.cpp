@@ -279,7 +279,7 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   }
   CHECK(i == inst.size());
   // shards.json says how they were made, and is listed with the shards
-  const auto recipe = read_shard_recipe(dir, paths);
+  const auto recipe = read_shard_recipe(dir, paths, xg::verify_checksums(dir));
   REQUIRE(recipe);
   CHECK(recipe->files.size() == paths.size());
   CHECK(recipe->pairing == "nsp");
@@ -295,13 +295,13 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
   std::filesystem::remove_all(unreadable);
   std::filesystem::create_directories(unreadable);
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "nsp-ish", "tokenizer_probe": {"text": "a", "ids": []}})";
-  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}), Contains(kShardRecipeFile) && Contains("nsp-ish"));
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}, std::nullopt), Contains(kShardRecipeFile) && Contains("nsp-ish"));
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop"})";
-  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
-  CHECK(!read_shard_recipe(tmp("recipe_none_here"), {}));  // shards made before it
+  CHECK_THROWS_WITH(read_shard_recipe(unreadable, {}, std::nullopt), Contains(kShardRecipeFile) && Contains("tokenizer_probe"));
+  CHECK(!read_shard_recipe(tmp("recipe_none_here"), {}, std::nullopt));  // shards made before it
   // the first build that wrote shards.json listed no files: its pairing and probe still count
   std::ofstream(unreadable + "/" + kShardRecipeFile) << R"({"pairing": "sop", "tokenizer_probe": {"text": "a", "ids": [7]}})";
-  const auto first = read_shard_recipe(unreadable, {unreadable + "/shard_00000.bin"});
+  const auto first = read_shard_recipe(unreadable, {unreadable + "/shard_00000.bin"}, std::nullopt);
   REQUIRE(first);
   CHECK(first->pairing == "sop");
   CHECK(first->files.empty());
@@ -316,16 +316,16 @@ TEST_CASE("shards round-trip exactly and reject corrupt files", "[pretraining][e
     const auto remade = write_shards(create_static_instances(docs(), sop, MaskingVocab::from(tok())), stale, 50, sop, tok());
     std::filesystem::copy_file(kept, stale + "/" + kShardRecipeFile, std::filesystem::copy_options::overwrite_existing);
     xg::write_checksums(stale);
-    CHECK_THROWS_WITH(read_shard_recipe(stale, remade), Contains("describes other shards") && Contains(stale) &&
+    CHECK_THROWS_WITH(read_shard_recipe(stale, remade, xg::verify_checksums(stale)), Contains("describes other shards") && Contains(stale) &&
                                                             Contains("remove shards.json to train on them unchecked"));
     std::vector<std::string> one_less = paths;  // a shard removed by hand is named
     one_less.pop_back();
-    CHECK_THROWS_WITH(read_shard_recipe(dir, one_less), Contains(fmt::format("its shard_{:05d}.bin is not there", paths.size() - 1)));
+    CHECK_THROWS_WITH(read_shard_recipe(dir, one_less, xg::verify_checksums(dir)), Contains(fmt::format("its shard_{:05d}.bin is not there", paths.size() - 1)));
     std::vector<Instance> none;
     CHECK_THROWS_WITH(xg::training::ShardSource(stale, 4, none), Contains("describes other shards"));
     std::filesystem::remove(stale + "/" + kShardRecipeFile);  // without it: trusted, as shards made before it
     xg::write_checksums(stale);
-    CHECK(!read_shard_recipe(stale, remade));
+    CHECK(!read_shard_recipe(stale, remade, xg::verify_checksums(stale)));
   }
   // the writer refuses an id the reader would refuse, naming it
   Instance outside = inst[0];

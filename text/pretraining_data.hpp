@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -207,8 +208,10 @@ struct ShardRecipe {
 };
 // DIR/shards.json, or nothing for shards made before it was written. Throws naming the file and
 // field when it cannot be read, or when it describes other files than `shard_paths` (with their
-// sizes, and their CRC32C where DIR/checksums.json lists them).
-std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths);
+// sizes, and their CRC32C where `listed`, the DIR/checksums.json verify_checksums checked them
+// against, has them).
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths,
+                                             const std::optional<nlohmann::json>& listed);
 // The ids `tok` gives `text` (no special tokens).
 std::vector<int32_t> probe_ids(const Tokenizer& tok, const std::string& text);
 

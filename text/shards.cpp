@@ -196,7 +196,8 @@ void write_shard_recipe(const std::string& dir, const PretrainingOptions& opt, c
 }
 }  // namespace
 
-std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths) {
+std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::vector<std::string>& shard_paths,
+                                             const std::optional<nlohmann::json>& listed) {
   namespace fs = std::filesystem;
   const std::string path = (fs::path(dir) / kShardRecipeFile).string();
   if (!fs::exists(path)) return std::nullopt;
@@ -217,13 +218,8 @@ std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::
     throw std::runtime_error(fmt::format("[shard] {}: cannot be read ({}); remove it to train on the shards unchecked",
                                          path, e.what()));
   }
-  // The files it describes must be these (checksums.json, when there is one, was checked against
-  // them already, so its CRCs stand for theirs).
-  nlohmann::json listed = nlohmann::json::object();
-  if (const fs::path checksums = fs::path(dir) / kChecksumsFile; fs::exists(checksums)) {
-    std::ifstream in(checksums);
-    listed = nlohmann::json::parse(in).at("files");
-  }
+  // The files it describes must be these (the files were checked against `listed` already, so its
+  // CRCs stand for theirs).
   const auto other = [&](const std::string& why) {
     return std::runtime_error(fmt::format("[shard] {} describes other shards than {} holds ({}): a shard removed, "
                                           "added, or the shards remade there by an older build? Make the shards again "
@@ -240,8 +236,8 @@ std::optional<ShardRecipe> read_shard_recipe(const std::string& dir, const std::
     if (it == r.files.end()) throw other(fmt::format("{} is not among its files", name));
     if (it->second.first != fs::file_size(p))
       throw other(fmt::format("{}: {} bytes there, {} here", name, it->second.first, fs::file_size(p)));
-    if (listed.contains(name) && listed[name].value("crc32c", "") != it->second.second)
-      throw other(fmt::format("{}: CRC32C {} there, {} in {}", name, it->second.second, listed[name].value("crc32c", ""),
+    if (listed && listed->contains(name) && listed->at(name).value("crc32c", "") != it->second.second)
+      throw other(fmt::format("{}: CRC32C {} there, {} in {}", name, it->second.second, listed->at(name).value("crc32c", ""),
                               kChecksumsFile));
   }
   return r;

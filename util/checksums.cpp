@@ -59,9 +59,9 @@ void write_checksums(const std::string& dir, const nlohmann::json& known) {
   write_text_atomically((fs::path(dir) / kChecksumsFile).string(), j.dump(1) + "\n");
 }
 
-void verify_checksums(const std::string& dir) {
+std::optional<nlohmann::json> verify_checksums(const std::string& dir) {
   const fs::path list = fs::path(dir) / kChecksumsFile;
-  if (!fs::exists(list)) return;
+  if (!fs::exists(list)) return std::nullopt;
   nlohmann::json files;
   try {
     std::ifstream in(list);
@@ -95,6 +95,7 @@ void verify_checksums(const std::string& dir) {
                                            "{} to skip the check)",
                                            path.string(), got.crc, list.string(), want_crc, kChecksumsFile));
   }
+  return files;
 }
 
 nlohmann::json data_fingerprint(const std::string& path) {

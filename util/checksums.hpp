@@ -2,6 +2,7 @@
 // A directory's files with their sizes and CRC32C in DIR/checksums.json, so that a damaged copy
 // (flipped bits, a truncated file) is told from a good one before it is loaded.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace xg {
@@ -17,7 +18,8 @@ void write_checksums(const std::string& dir, const nlohmann::json& known = nlohm
 
 // Checks DIR's files against DIR/checksums.json. A directory without one passes (written before
 // checksums existed); files not listed are not checked. Throws naming the file and what differs.
-void verify_checksums(const std::string& dir);
+// Returns the listing it checked (relative name -> file_checksum entry), or nothing without one.
+std::optional<nlohmann::json> verify_checksums(const std::string& dir);
 
 // A cheap identity of a data file or directory, to tell whether two paths hold the same data: a
 // file's size and CRC32C; a directory's file count, total size and the CRC32C of its listing

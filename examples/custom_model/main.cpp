@@ -129,19 +129,9 @@ std::vector<float> all_logits(SentimentTransformer& model, const std::vector<Exa
 }
 
 double evaluate(SentimentTransformer& model, const std::vector<Example>& data, size_t batch) {
-  NoGradGuard no_grad;
-  model.eval();
+  const std::vector<float> logits = all_logits(model, data, batch);
   size_t correct = 0;
-  std::vector<int64_t> ids, labels;
-  Tensor mask;
-  for (size_t b = 0; b < data.size(); b += batch) {
-    const size_t e = std::min(data.size(), b + batch);
-    make_batch(data, b, e, ids, mask, labels);
-    const Tensor logits = model.forward(ids, mask);
-    for (size_t i = 0; i < labels.size(); ++i)
-      correct += int64_t(logits.data()[2 * i + 1] > logits.data()[2 * i]) == labels[i];
-  }
-  model.train();
+  for (size_t i = 0; i < data.size(); ++i) correct += int64_t(logits[2 * i + 1] > logits[2 * i]) == data[i].label;
   return double(correct) / double(data.size());
 }
 

@@ -23,16 +23,12 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
   const fs::path held_out_shard = fs::path(dir) / text::kHeldOutShard;
   held_out_documents_ = fs::is_regular_file(held_out_shard);
   if (held_out_documents_) paths.push_back(held_out_shard.string());  // checked with the others, read last
-  verify_checksums(dir);  // a flipped token id or label would train silently
-  const fs::path listing = fs::path(dir) / kChecksumsFile;
-  if (fs::exists(listing)) {  // shards of an earlier run into the same folder are not listed
-    std::ifstream in(listing);
-    const auto listed = nlohmann::json::parse(in).at("files");
+  const auto listed = verify_checksums(dir);  // a flipped token id or label would train silently
+  if (listed)  // shards of an earlier run into the same folder are not listed
     for (const auto& p : paths)
-      if (!listed.contains(fs::path(p).filename().string()))
+      if (!listed->contains(fs::path(p).filename().string()))
         throw std::runtime_error(fmt::format("[pretraining] {}: not among the shards listed in {} (left from an earlier run?)", p,
-                                             listing.string()));
-  }
+                                             (fs::path(dir) / kChecksumsFile).string()));
   for (const auto& p : paths) {
     readers_.push_back(std::make_unique<text::ShardReader>(p));
     const auto& first = *readers_.front();
@@ -44,7 +40,7 @@ ShardSource::ShardSource(const std::string& dir, size_t held_out, std::vector<te
           r.max_seq_length(), r.max_predictions(), r.vocab_size(), paths.front(), first.max_seq_length(), first.max_predictions(),
           first.vocab_size()));
   }
-  recipe_ = text::read_shard_recipe(dir, paths);  // after the files' own checks, which name what is wrong with one
+  recipe_ = text::read_shard_recipe(dir, paths, listed);  // after the files' own checks, which name what is wrong with one
   const size_t training_shards = readers_.size() - held_out_documents_;
   for (size_t r = 0; r < training_shards; ++r)
     for (size_t i = 0; i < readers_[r]->size(); ++i) index_.emplace_back(r, i);

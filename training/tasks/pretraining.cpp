@@ -244,17 +244,19 @@ void check_shard_masking(const std::string& dir, const std::optional<text::Shard
                                              "and shards keep their masks: make them again with create_pretraining_data {}",
                                              run, dir, made, text::kShardRecipeFile, remake));
   };
-  if (recipe && recipe->masked_lm_prob && given("--masked-lm-prob") && *recipe->masked_lm_prob != o.masked_lm_prob)
-    throw refuse(fmt::format("--masked-lm-prob {}", o.masked_lm_prob), fmt::format("at {}", *recipe->masked_lm_prob),
+  const std::optional<float> made_prob = recipe ? recipe->masked_lm_prob : std::nullopt;
+  const std::optional<bool> made_whole = recipe ? recipe->whole_word_mask : std::nullopt;
+  if (made_prob && given("--masked-lm-prob") && *made_prob != o.masked_lm_prob)
+    throw refuse(fmt::format("--masked-lm-prob {}", o.masked_lm_prob), fmt::format("at {}", *made_prob),
                  fmt::format("--masked-lm-prob {}", o.masked_lm_prob));
-  if (recipe && recipe->whole_word_mask && given("--whole-word-mask") && *recipe->whole_word_mask != o.whole_word_mask)
+  if (made_whole && given("--whole-word-mask") && *made_whole != o.whole_word_mask)
     throw refuse(fmt::format("--whole-word-mask {}", o.whole_word_mask ? "on" : "off"),
-                 *recipe->whole_word_mask ? "whole words at a time" : "piece by piece",
+                 *made_whole ? "whole words at a time" : "piece by piece",
                  o.whole_word_mask ? "--whole-word-mask" : "without --whole-word-mask");
-  std::vector<std::string> unchecked;
-  if (given("--max-ngram")) unchecked.push_back("--max-ngram");  // not recorded
-  for (const char* flag : {"--masked-lm-prob", "--whole-word-mask"})
-    if (given(flag) && !(recipe && (recipe->masked_lm_prob || recipe->whole_word_mask))) unchecked.push_back(flag);
+  std::vector<std::string> unchecked;  // given, with nothing recorded to hold them against
+  if (given("--masked-lm-prob") && !made_prob) unchecked.push_back("--masked-lm-prob");
+  if (given("--whole-word-mask") && !made_whole) unchecked.push_back("--whole-word-mask");
+  if (given("--max-ngram")) unchecked.push_back("--max-ngram");  // never recorded
   if (!unchecked.empty() && !quiet)
     fmt::print("note: {} cannot change the masks of the shards in {}, drawn when they were made\n",
                fmt::join(unchecked, ", "), dir);
