@@ -119,7 +119,7 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 // The composition multi_head_attention replaces, op by op on the tape: head permutes, matmul,
 // attention_softmax, dropout() of the weights, matmul. Stores the (B, heads, T, T) weights; the
 // reference the op is tested and benchmarked against, and nn::SelfAttention's path when the op
-// is switched off.
+// is switched off. q may be (B, Tq, H) for queries at Tq of the T positions only (mask (B, T)).
 Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                     size_t num_heads, float dropout_p, bool training,
                                     Generator& gen = default_generator());

@@ -13,7 +13,15 @@ AlbertAttention::AlbertAttention(const nn::TransformerOptions& opt) : nn::SelfAt
 }
 
 Tensor AlbertAttention::forward(const Tensor& x, const nn::AttentionMask& mask) {
-  const Tensor context = nn::SelfAttention::forward(x, mask);
+  return project(x, nn::SelfAttention::forward(x, mask));
+}
+
+Tensor AlbertAttention::forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows) {
+  const Tensor xs = rows.select(x);
+  return project(xs, forward_queries(xs, x, mask));
+}
+
+Tensor AlbertAttention::project(const Tensor& x, const Tensor& context) {
   return layer_norm->forward(add(x, dropout(dense->forward(context), output_dropout, is_training())));
 }
 
@@ -24,9 +32,14 @@ AlbertLayer::AlbertLayer(const nn::TransformerOptions& opt) : act(opt.activation
   ffn_output = register_module("ffn_output", std::make_shared<nn::Linear>(opt.intermediate_size, opt.hidden_size));
 }
 
-Tensor AlbertLayer::forward(const Tensor& x, const nn::AttentionMask& mask) {
-  const Tensor a = attention->forward(x, mask);
-  // transformers applies no dropout to the feed-forward output here.
+Tensor AlbertLayer::forward(const Tensor& x, const nn::AttentionMask& mask) { return feed_forward(attention->forward(x, mask)); }
+
+Tensor AlbertLayer::forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows) {
+  return feed_forward(attention->forward_rows(x, mask, rows));
+}
+
+// transformers applies no dropout to the feed-forward output here.
+Tensor AlbertLayer::feed_forward(const Tensor& a) {
   return full_layer_layer_norm->forward(add(ffn_output->forward(nn::activate(ffn->forward(a), act)), a));
 }
 
@@ -39,6 +52,14 @@ Tensor AlbertLayerGroup::forward(const Tensor& x, const nn::AttentionMask& mask)
   Tensor h = x;
   for (auto& layer : *albert_layers) h = layer->forward(h, mask);
   return h;
+}
+
+Tensor AlbertLayerGroup::forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows) {
+  if (albert_layers->size() == 0) return rows.select(x);
+  Tensor h = x;
+  const nn::AttentionMask m(mask);
+  for (size_t i = 0; i + 1 < albert_layers->size(); ++i) h = (*albert_layers)[i].forward(h, m);
+  return (*albert_layers)[albert_layers->size() - 1].forward_rows(h, mask, rows);
 }
 
 AlbertTransformer::AlbertTransformer(const AlbertConfig& c) : num_hidden_layers(c.num_hidden_layers) {
@@ -77,14 +98,31 @@ Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
     Tensor x = in;
     for (size_t i = 0; i < num_hidden_layers; ++i) {
       AlbertLayerGroup* group = &(*albert_layer_groups)[group_of_layer(i)];
-      if (checkpoint_activations && is_training() && grad_enabled())
-        x = checkpoint([group, m](const std::vector<Tensor>& v) { return group->forward(v[0], m); }, {x},
-                       group->parameters());
-      else
-        x = group->forward(x, m);
+      x = run_group(*group, x, [group, m](const Tensor& v) { return group->forward(v, m); });
     }
     return x;
   });
+}
+
+Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mask, const nn::OutputRows& rows) {
+  if (!nn::sparse_last_layer_enabled() || num_hidden_layers == 0 || nn::use_fused_inference(*this, mask) ||
+      nn::use_packed_rows(mask))
+    return rows.select(forward(embedded, mask));
+  Tensor x = embedding_hidden_mapping_in->forward(embedded);
+  const nn::AttentionMask m(mask);
+  for (size_t i = 0; i + 1 < num_hidden_layers; ++i) {
+    AlbertLayerGroup* group = &(*albert_layer_groups)[group_of_layer(i)];
+    x = run_group(*group, x, [group, m](const Tensor& v) { return group->forward(v, m); });
+  }
+  AlbertLayerGroup* last = &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)];
+  return run_group(*last, x, [last, mask, rows](const Tensor& v) { return last->forward_rows(v, mask, rows); });
+}
+
+// group_forward is kept for the recomputation: what it captures, it holds by value.
+Tensor AlbertTransformer::run_group(AlbertLayerGroup& g, const Tensor& h,
+                                    const std::function<Tensor(const Tensor&)>& group_forward) {
+  if (!(checkpoint_activations && is_training() && grad_enabled())) return group_forward(h);
+  return checkpoint([group_forward](const std::vector<Tensor>& v) { return group_forward(v[0]); }, {h}, g.parameters());
 }
 
 AlbertPreTrainedModel::AlbertPreTrainedModel(const AlbertConfig& c, std::string base_prefix)
@@ -125,11 +163,16 @@ AlbertModel::AlbertModel(const AlbertConfig& c, bool add_pooling_layer) : Albert
 
 void AlbertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_and_encoder<AlbertModel>(other); }
 
-AlbertModel::Output AlbertModel::forward(const ModelInputs& in) {
+AlbertModel::Output AlbertModel::forward(const ModelInputs& in) { return run(in, nullptr); }
+AlbertModel::Output AlbertModel::forward(const ModelInputs& in, const nn::OutputRows& rows) { return run(in, &rows); }
+
+AlbertModel::Output AlbertModel::run(const ModelInputs& in, const nn::OutputRows* rows) {
   in.validate(config.input_limits());
+  if (rows && pooler) rows->require_first_positions(in.seq_len(), kArchitecture);  // the pooler's rows
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
+  const Tensor embedded = embeddings->forward(in);
   Output out;
-  out.last_hidden_state = encoder->forward(embeddings->forward(in), mask);
+  out.last_hidden_state = rows ? encoder->forward_rows(embedded, mask, *rows) : encoder->forward(embedded, mask);
   if (pooler) {
     const Tensor& h = out.last_hidden_state;
     out.pooler_output = tanh(pooler->forward(reshape(slice(h, 1, 0, 1), {long(h.size(0)), long(h.size(2))})));
@@ -188,9 +231,10 @@ NamedOutputs AlbertForPreTraining::forward_named(const ModelInputs& in, const La
 
 PretrainingOutput AlbertForPreTraining::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::SentenceOrder, kArchitecture);
-  const AlbertModel::Output base = albert->forward(in);
+  const PretrainingRows rows = pretraining_rows(in, t);
+  const AlbertModel::Output base = albert->forward(in, rows.rows);
   PretrainingOutput out;
-  masked_lm_loss(base.last_hidden_state, t, [&](const Tensor& h) { return predictions->forward(h); }, out);
+  masked_lm_loss(base.last_hidden_state, rows.masked, t, [&](const Tensor& h) { return predictions->forward(h); }, out);
   add_sentence_loss(sop_classifier->forward(base.pooler_output), t, out);
   return out;
 }
@@ -210,8 +254,10 @@ NamedOutputs AlbertForMaskedLM::forward_named(const ModelInputs& in, const Label
 
 PretrainingOutput AlbertForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  const PretrainingRows rows = pretraining_rows(in, t);
   PretrainingOutput out;
-  masked_lm_loss(albert->forward(in).last_hidden_state, t, [&](const Tensor& h) { return predictions->forward(h); }, out);
+  masked_lm_loss(albert->forward(in, rows.rows).last_hidden_state, rows.masked, t,
+                 [&](const Tensor& h) { return predictions->forward(h); }, out);
   return out;
 }
 

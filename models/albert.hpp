@@ -64,9 +64,14 @@ class AlbertAttention : public nn::SelfAttention {
  public:
   explicit AlbertAttention(const nn::TransformerOptions& opt);
   Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
+  // forward(x, mask) at `rows` only (nn::OutputRows); mask additive (B, T) or undefined.
+  Tensor forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows);
   std::shared_ptr<nn::Linear> dense;
   std::shared_ptr<nn::LayerNorm> layer_norm;  // "LayerNorm"
   float output_dropout;
+
+ private:
+  Tensor project(const Tensor& x, const Tensor& context);  // LayerNorm(x + dropout(dense(context)))
 };
 
 class AlbertLayer : public nn::Module {
@@ -74,16 +79,22 @@ class AlbertLayer : public nn::Module {
   explicit AlbertLayer(const nn::TransformerOptions& opt);
   // full_layer_layer_norm(ffn_output(act(ffn(a))) + a), a = attention(x)
   Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
+  Tensor forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows);
   std::shared_ptr<nn::LayerNorm> full_layer_layer_norm;
   std::shared_ptr<AlbertAttention> attention;
   std::shared_ptr<nn::Linear> ffn, ffn_output;
   nn::Activation act;
+
+ private:
+  Tensor feed_forward(const Tensor& a);
 };
 
 class AlbertLayerGroup : public nn::Module {
  public:
   AlbertLayerGroup(const nn::TransformerOptions& opt, size_t inner_group_num);
   Tensor forward(const Tensor& x, const nn::AttentionMask& mask);
+  // The group's last layer at `rows` only.
+  Tensor forward_rows(const Tensor& x, const Tensor& mask, const nn::OutputRows& rows);
   std::shared_ptr<nn::ModuleList<AlbertLayer>> albert_layers;
 };
 
@@ -92,6 +103,8 @@ class AlbertTransformer : public nn::Module {
  public:
   explicit AlbertTransformer(const AlbertConfig& c);
   Tensor forward(const Tensor& embedded, const Tensor& mask);
+  // forward at `rows` only, the last layer computed there alone (as nn::Encoder::forward_rows).
+  Tensor forward_rows(const Tensor& embedded, const Tensor& mask, const nn::OutputRows& rows);
   // transformers' group index of layer i: int(i / (num_hidden_layers / num_hidden_groups)).
   size_t group_of_layer(size_t i) const;
   std::shared_ptr<nn::Linear> embedding_hidden_mapping_in;
@@ -99,6 +112,10 @@ class AlbertTransformer : public nn::Module {
   size_t num_hidden_layers;
   // Training keeps only each layer's input and recomputes the layer in the backward pass.
   bool checkpoint_activations = false;
+
+ private:
+  // group_forward(h) for group g, recomputed in the backward under checkpoint_activations.
+  Tensor run_group(AlbertLayerGroup& g, const Tensor& h, const std::function<Tensor(const Tensor&)>& group_forward);
 };
 
 // What every ALBERT model shares: the config, the initialisation and the name map. Heads hold
@@ -127,11 +144,16 @@ class AlbertModel : public AlbertPreTrainedModel {
     Tensor pooler_output;      // (B, H); undefined without a pooling layer
   };
   Output forward(const ModelInputs& in);
+  // last_hidden_state at `rows` only, as BertModel's.
+  Output forward(const ModelInputs& in, const nn::OutputRows& rows);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;  // BERT's, at the embedding width
   std::shared_ptr<AlbertTransformer> encoder;
   std::shared_ptr<nn::Linear> pooler;  // tanh(pooler(h[CLS])); null without a pooling layer
+
+ private:
+  Output run(const ModelInputs& in, const nn::OutputRows* rows);  // rows null: every position
 };
 
 // dense (hidden -> embedding width) + activation + LayerNorm, then the tied decoder and its bias.

@@ -40,13 +40,18 @@ BertModel::BertModel(const BertConfig& c, bool add_pooling_layer, std::shared_pt
 
 void BertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_and_encoder<BertModel>(other); }
 
-BertModel::Output BertModel::forward(const ModelInputs& in) {
+BertModel::Output BertModel::forward(const ModelInputs& in) { return run(in, nullptr); }
+BertModel::Output BertModel::forward(const ModelInputs& in, const nn::OutputRows& rows) { return run(in, &rows); }
+
+BertModel::Output BertModel::run(const ModelInputs& in, const nn::OutputRows* rows) {
   InputLimits limits = config.input_limits();
   limits.first_position = embeddings->first_position();
   in.validate(limits);
+  if (rows && pooler) rows->require_first_positions(in.seq_len(), kArchitecture);  // the pooler's rows
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
+  const Tensor embedded = embeddings->forward(in);
   Output out;
-  out.last_hidden_state = encoder->forward(embeddings->forward(in), mask);
+  out.last_hidden_state = rows ? encoder->forward_rows(embedded, mask, *rows) : encoder->forward(embedded, mask);
   if (pooler) out.pooler_output = pooler->forward(out.last_hidden_state);
   return out;
 }
@@ -66,9 +71,10 @@ BertForPreTraining::BertForPreTraining(const BertConfig& c) : BertPreTrainedMode
 
 PretrainingOutput BertForPreTraining::forward(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::NextSentence, "bert");
-  const auto base = bert->forward(in);
+  const PretrainingRows rows = pretraining_rows(in, t);
+  const auto base = bert->forward(in, rows.rows);
   PretrainingOutput out;
-  masked_lm_loss(base.last_hidden_state, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
+  masked_lm_loss(base.last_hidden_state, rows.masked, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
   add_sentence_loss(cls->seq_relationship->forward(base.pooler_output), t, out);
   return out;
 }
@@ -104,8 +110,10 @@ BertForMaskedLM::BertForMaskedLM(const BertConfig& c) : BertPreTrainedModel(c, "
 
 PretrainingOutput BertForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  const PretrainingRows rows = pretraining_rows(in, t);
   PretrainingOutput out;
-  masked_lm_loss(bert->forward(in).last_hidden_state, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
+  masked_lm_loss(bert->forward(in, rows.rows).last_hidden_state, rows.masked, t,
+                 [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
   return out;
 }
 

@@ -94,11 +94,17 @@ class BertModel : public BertPreTrainedModel {
     Tensor pooler_output;      // (B, H); undefined without a pooling layer
   };
   Output forward(const ModelInputs& in);
+  // last_hidden_state at `rows` only, (B, rows.per_sequence, H) (nn::Encoder::forward_rows). The
+  // pooler reads each sequence's first row, which must then be its position 0.
+  Output forward(const ModelInputs& in, const nn::OutputRows& rows);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;
   std::shared_ptr<nn::Encoder> encoder;
   std::shared_ptr<BertPooler> pooler;  // null without a pooling layer
+
+ private:
+  Output run(const ModelInputs& in, const nn::OutputRows* rows);  // rows null: every position
 };
 
 class BertForPreTraining : public BertPreTrainedModel, public PretrainingHeads {

@@ -70,10 +70,31 @@ void check_pretraining_targets(const ModelInputs& in, const PretrainingTargets& 
     if (p < 0 || size_t(p) >= n) throw std::out_of_range(fmt::format("[{}] masked position {} outside the {} tokens", who, p, n));
 }
 
-void masked_lm_loss(const Tensor& hidden, const PretrainingTargets& t, const std::function<Tensor(const Tensor&)>& head,
-                    PretrainingOutput& out) {
-  const long n = long(hidden.size(0) * hidden.size(1)), m = long(t.masked_positions.numel());
-  const Tensor rows = index_select(reshape(hidden, {n, -1}), 0, t.masked_positions.to_ints());
+PretrainingRows pretraining_rows(const ModelInputs& in, const PretrainingTargets& t) {
+  const size_t B = in.batch(), T = in.seq_len();
+  const std::vector<int64_t> positions = t.masked_positions.to_ints();  // checked: in [0, B * T)
+  std::vector<std::vector<int64_t>> per_sequence(B);
+  for (size_t b = 0; b < B; ++b) per_sequence[b].push_back(int64_t(b * T));
+  std::vector<std::pair<size_t, size_t>> slot(positions.size());  // (sequence, index in it)
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const size_t b = size_t(positions[i]) / T;
+    slot[i] = {b, per_sequence[b].size()};
+    per_sequence[b].push_back(positions[i]);
+  }
+  PretrainingRows r;
+  for (const auto& s : per_sequence) r.rows.per_sequence = std::max(r.rows.per_sequence, s.size());
+  for (size_t b = 0; b < B; ++b) {
+    r.rows.rows.insert(r.rows.rows.end(), per_sequence[b].begin(), per_sequence[b].end());
+    r.rows.rows.insert(r.rows.rows.end(), r.rows.per_sequence - per_sequence[b].size(), int64_t(b * T));
+  }
+  for (const auto& [b, i] : slot) r.masked.push_back(int64_t(b * r.rows.per_sequence + i));
+  return r;
+}
+
+void masked_lm_loss(const Tensor& hidden, const std::vector<int64_t>& masked_rows, const PretrainingTargets& t,
+                    const std::function<Tensor(const Tensor&)>& head, PretrainingOutput& out) {
+  const long n = long(hidden.size(0) * hidden.size(1)), m = long(masked_rows.size());
+  const Tensor rows = index_select(reshape(hidden, {n, -1}), 0, masked_rows);
   out.mlm_logits = reshape(head(reshape(rows, {1, m, -1})), {m, -1});
   out.mlm_loss = cross_entropy(out.mlm_logits, t.masked_labels);
   out.mlm_correct = count_correct(out.mlm_logits, t.masked_labels);

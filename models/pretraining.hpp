@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/model_inputs.hpp"
+#include "nn/transformer.hpp"
 
 namespace xg::models {
 
@@ -53,10 +54,21 @@ class PretrainingHeads {
 void check_pretraining_targets(const ModelInputs& in, const PretrainingTargets& t, SentenceTask sentence_task,
                                const std::string& who);
 
-// The MLM part every family shares: the rows of `hidden` (B, T, H) at the masked positions go
-// through `head` as one (1, M, H) sequence; sets out.mlm_logits, mlm_loss, mlm_correct and loss.
-void masked_lm_loss(const Tensor& hidden, const PretrainingTargets& t, const std::function<Tensor(const Tensor&)>& head,
-                    PretrainingOutput& out);
+// The encoder rows a pre-training step reads: each sequence's first position (the pooler's, for
+// the sentence task) then its masked positions, padded with the first position to the longest.
+// The encoder computes its last layer there only (nn::Encoder::forward_rows). `masked` maps
+// t.masked_positions to rows of that (B, rows.per_sequence, H) output.
+struct PretrainingRows {
+  nn::OutputRows rows;
+  std::vector<int64_t> masked;
+};
+PretrainingRows pretraining_rows(const ModelInputs& in, const PretrainingTargets& t);
+
+// The MLM part every family shares: the rows of `hidden` (B, T', H) at `rows` (flat indices
+// b * T' + t, PretrainingRows::masked) go through `head` as one (1, M, H) sequence; sets
+// out.mlm_logits, mlm_loss, mlm_correct and loss.
+void masked_lm_loss(const Tensor& hidden, const std::vector<int64_t>& rows, const PretrainingTargets& t,
+                    const std::function<Tensor(const Tensor&)>& head, PretrainingOutput& out);
 // Adds the sentence task's logits (B, 2): sets sentence_logits, sentence_loss, sentence_correct,
 // and loss = mlm_loss + sentence_loss.
 void add_sentence_loss(const Tensor& logits, const PretrainingTargets& t, PretrainingOutput& out);

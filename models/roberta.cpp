@@ -76,8 +76,10 @@ Tensor RobertaForMaskedLM::forward(const ModelInputs& in) { return lm_head->forw
 
 PretrainingOutput RobertaForMaskedLM::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
+  const PretrainingRows rows = pretraining_rows(in, t);
   PretrainingOutput out;
-  masked_lm_loss(roberta->forward(in).last_hidden_state, t, [&](const Tensor& h) { return lm_head->forward(h); }, out);
+  masked_lm_loss(roberta->forward(in, rows.rows).last_hidden_state, rows.masked, t,
+                 [&](const Tensor& h) { return lm_head->forward(h); }, out);
   return out;
 }
 

@@ -58,7 +58,24 @@ AttentionMask::AttentionMask(const Tensor& mask) : additive(mask) { refuse_zero_
 namespace {
 EnvSwitch g_flash_attention{"XGRAD_FLASH_ATTENTION", true};
 EnvSwitch g_padding_free{"XGRAD_PADDING_FREE", false};
+EnvSwitch g_sparse_last_layer{"XGRAD_SPARSE_LAST_LAYER", true};
 }  // namespace
+
+bool sparse_last_layer_enabled() { return g_sparse_last_layer.get(); }
+void set_sparse_last_layer(bool on) { g_sparse_last_layer.set(on); }
+
+Tensor OutputRows::select(const Tensor& x) const {
+  if (x.dim() != 3 || per_sequence == 0 || rows.size() != x.size(0) * per_sequence)
+    throw std::invalid_argument(fmt::format("[OutputRows] {} rows of {} per sequence do not fit a batch of {}", rows.size(),
+                                            per_sequence, shape_str(x.shape())));
+  const size_t T = x.size(1);
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] < 0 || size_t(rows[r]) / T != r / per_sequence)
+      throw std::out_of_range(fmt::format("[OutputRows] row {} is position {}, not in sequence {} of {}", r, rows[r],
+                                          r / per_sequence, shape_str(x.shape())));
+  const long B = long(x.size(0)), H = long(x.size(2));
+  return reshape(index_select(reshape(x, {B * long(T), H}), 0, rows), {B, long(per_sequence), H});
+}
 
 bool flash_attention_enabled() { return g_flash_attention.get(); }
 void set_flash_attention(bool on) { g_flash_attention.set(on); }
@@ -110,6 +127,23 @@ Tensor SelfAttention::forward(const Tensor& x, const AttentionMask& attention_ma
   return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
 }
 
+Tensor SelfAttention::forward_queries(const Tensor& xq, const Tensor& x, const Tensor& mask) {
+  if (x.dim() != 3 || x.size(2) != query->weight.size(1) || xq.dim() != 3 || xq.size(0) != x.size(0) ||
+      xq.size(2) != x.size(2))
+    throw std::invalid_argument(fmt::format("[SelfAttention] queries {} and input {} must be (B, Tq, {}) and (B, T, {})",
+                                            shape_str(xq.shape()), shape_str(x.shape()), query->weight.size(1),
+                                            query->weight.size(1)));
+  return unfused_multi_head_attention(query->forward(xq), key->forward(x), value->forward(x), mask, num_heads,
+                                      attention_dropout, is_training());
+}
+
+void OutputRows::require_first_positions(size_t seq_len, const char* who) const {
+  for (size_t r = 0; per_sequence > 0 && r < rows.size(); r += per_sequence)
+    if (rows[r] != int64_t(r / per_sequence * seq_len))
+      throw std::invalid_argument(fmt::format("[{}] the output rows of sequence {} start at position {}, not at its first "
+                                              "token (the pooler's)", who, r / per_sequence, rows[r]));
+}
+
 ProjectResidual::ProjectResidual(size_t in, size_t out, const TransformerOptions& opt)
     : dropout_p(opt.hidden_dropout), pre_layer_norm(opt.pre_layer_norm) {
   dense = register_module("dense", std::make_shared<Linear>(in, out));
@@ -149,6 +183,18 @@ Tensor EncoderLayer::forward(const Tensor& x, const AttentionMask& mask) {
   return output->forward(intermediate->forward(x1), x1);
 }
 
+Tensor EncoderLayer::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
+  const Tensor xs = rows.select(x);
+  if (pre_layer_norm) {
+    const Tensor h = attention->output->layer_norm->forward(x);
+    const Tensor x1 = attention->output->forward(attention->self->forward_queries(rows.select(h), h, mask), xs);
+    const Tensor h2 = output->layer_norm->forward(x1);
+    return output->forward(intermediate->forward(h2), x1);
+  }
+  const Tensor x1 = attention->output->forward(attention->self->forward_queries(xs, x, mask), xs);
+  return output->forward(intermediate->forward(x1), x1);
+}
+
 Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
   opt.validate();
   layer = register_module("layer", std::make_shared<ModuleList<EncoderLayer>>());
@@ -162,16 +208,27 @@ Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
   if (use_fused_inference(*this, mask)) return fused_encoder_forward(*this, x, mask);
   return forward_without_padding(x, mask, [this](const Tensor& in, const AttentionMask& m) {
     Tensor h = in;
-    for (auto& l : *layer) {
-      if (checkpoint_activations && is_training() && grad_enabled()) {
-        EncoderLayer* lp = l.get();
-        h = checkpoint([lp, m](const std::vector<Tensor>& v) { return lp->forward(v[0], m); }, {h}, lp->parameters());
-      } else {
-        h = l->forward(h, m);
-      }
-    }
+    for (auto& l : *layer) h = run_layer(*l, h, [m, lp = l.get()](const Tensor& v) { return lp->forward(v, m); });
     return final_layer_norm ? final_layer_norm->forward(h) : h;
   });
+}
+
+Tensor Encoder::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
+  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_fused_inference(*this, mask) || use_packed_rows(mask))
+    return rows.select(forward(x, mask));
+  Tensor h = x;
+  const AttentionMask m(mask);
+  for (size_t i = 0; i + 1 < layer->size(); ++i)
+    h = run_layer((*layer)[i], h, [m, lp = &(*layer)[i]](const Tensor& v) { return lp->forward(v, m); });
+  EncoderLayer* last = &(*layer)[layer->size() - 1];
+  h = run_layer(*last, h, [mask, rows, last](const Tensor& v) { return last->forward_rows(v, mask, rows); });
+  return final_layer_norm ? final_layer_norm->forward(h) : h;
+}
+
+// layer_forward is kept for the recomputation: what it captures, it holds by value.
+Tensor Encoder::run_layer(Module& l, const Tensor& h, const std::function<Tensor(const Tensor&)>& layer_forward) {
+  if (!(checkpoint_activations && is_training() && grad_enabled())) return layer_forward(h);
+  return checkpoint([layer_forward](const std::vector<Tensor>& v) { return layer_forward(v[0]); }, {h}, l.parameters());
 }
 
 PackedBatch PackedBatch::from_mask(const Tensor& mask_in) {

@@ -84,6 +84,26 @@ bool use_packed_rows(const Tensor& mask);
 Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
                                const std::function<Tensor(const Tensor&, const AttentionMask&)>& layers);
 
+// Positions of a padded (B, T, H) batch at which an encoder's output is wanted: `per_sequence`
+// of each sequence, as flat indices b * T + t, sequence b's at rows[b * per_sequence, ...). A
+// pre-training loss reads few (the masked positions and the first token): the last layer then
+// runs only there, its keys and values excepted (see Encoder::forward_rows).
+struct OutputRows {
+  size_t per_sequence = 0;
+  std::vector<int64_t> rows;
+  // x's rows (B, T, H) -> (B, per_sequence, H); throws naming the shapes when they do not fit.
+  Tensor select(const Tensor& x) const;
+  // Throws naming `who` unless each sequence's first row is its position 0 (a pooler's input).
+  void require_first_positions(size_t seq_len, const char* who) const;
+};
+
+// Encoder::forward_rows computes its last layer at the wanted rows only (mathematically the same
+// rows as the whole output's, in fewer flops) unless XGRAD_SPARSE_LAST_LAYER=0
+// or set_sparse_last_layer(false): then it runs every row and selects them.
+bool sparse_last_layer_enabled();
+void set_sparse_last_layer(bool on);
+using SparseLastLayerGuard = SwitchGuard<sparse_last_layer_enabled, set_sparse_last_layer>;
+
 // Scaled dot-product self-attention over num_heads heads: the "self" module of BERT.
 class SelfAttention : public Module {
  public:
@@ -91,6 +111,10 @@ class SelfAttention : public Module {
   // x (B, T, H) with mask.additive undefined or (B, T); or x (N, H) with mask.packed. Returns the
   // context, shaped as x.
   Tensor forward(const Tensor& x, const AttentionMask& mask);
+  // The context at some rows only: queries from xq (B, Tq, H), rows of x; keys and values from
+  // every row of x (B, T, H) under the additive (B, T) mask (or none). Unfused: the weights are
+  // (B, heads, Tq, T), small when Tq is.
+  Tensor forward_queries(const Tensor& xq, const Tensor& x, const Tensor& mask);
   std::shared_ptr<Linear> query, key, value;
   size_t num_heads;
   float attention_dropout;
@@ -132,6 +156,9 @@ class EncoderLayer : public Module {
   explicit EncoderLayer(const TransformerOptions& opt);
   // x (B, T, H) or packed (N, H); see AttentionMask.
   Tensor forward(const Tensor& x, const AttentionMask& mask);
+  // forward(x, mask)'s rows `rows` (B, per_sequence, H), computed there only: x (B, T, H), mask
+  // additive (B, T) or undefined.
+  Tensor forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows);
   std::shared_ptr<Attention> attention;
   std::shared_ptr<Intermediate> intermediate;
   std::shared_ptr<ProjectResidual> output;
@@ -149,11 +176,19 @@ class Encoder : public Module {
   // positions are zero (transformers computes values there, which the default training path and
   // nn::FusedInferenceGuard(false) give).
   Tensor forward(const Tensor& x, const Tensor& mask);
+  // forward(x, mask) at `rows` only, (B, per_sequence, H): every layer but the last runs as in
+  // forward, the last at those rows (see sparse_last_layer_enabled). Where forward would drop the
+  // padding or take the fused inference path, it does, and the rows are selected from its output.
+  Tensor forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows);
   std::shared_ptr<ModuleList<EncoderLayer>> layer;
   std::shared_ptr<LayerNorm> final_layer_norm;  // pre-LN only
   // Gradient checkpointing: in training, each layer keeps only its input and is recomputed in
   // the backward pass (one more forward per layer, activations of one layer at a time).
   bool checkpoint_activations = false;
+
+ private:
+  // layer_forward(h) for layer l, recomputed in the backward under checkpoint_activations.
+  Tensor run_layer(Module& l, const Tensor& h, const std::function<Tensor(const Tensor&)>& layer_forward);
 };
 
 }  // namespace xg::nn

@@ -18,19 +18,13 @@
 #include "models/model_inputs.hpp"
 #include "nn/init.hpp"
 #include "nn/transformer.hpp"
+#include "padding_mask.hpp"
 
 using namespace xg;
+using xg::test::padding_mask;
 using xg::test::randn;
 
 namespace {
-
-// Additive padding mask: sequence b attends to its first lengths[b] keys.
-Tensor padding_mask(const std::vector<size_t>& lengths, size_t T) {
-  std::vector<float> attended(lengths.size() * T, 0.f);
-  for (size_t b = 0; b < lengths.size(); ++b)
-    for (size_t j = 0; j < lengths[b]; ++j) attended[b * T + j] = 1.f;
-  return nn::additive_attention_mask(Tensor::from_vector(attended, {lengths.size(), T}));
-}
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   const Tensor x = a.contiguous(), y = b.contiguous();

@@ -282,7 +282,9 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
 
   // That run drew its attention dropout masks with dropout() on the (B, heads, T, T) weights;
   // multi_head_attention draws other (equally random) masks, so it follows the run only unfused.
+  // It drew them at every row of the last layer too, which the sparse last layer does not compute.
   nn::FlashAttentionGuard unfused(false);
+  nn::SparseLastLayerGuard dense(false);
   Run resumed;  // defaults everywhere: the checkpoint decides
   resumed.trainer.out = out.string();
   resumed.trainer.resume = out.string();

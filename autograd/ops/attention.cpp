@@ -75,17 +75,22 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 
 Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                     size_t num_heads, float dropout_p, bool training, Generator& gen) {
-  check_common(q, k, v, 3, "(B, T, H)", num_heads, dropout_p, "unfused_multi_head_attention");
-  if (mask.defined() && mask.shape() != Shape{q.size(0), q.size(1)})
-    throw std::invalid_argument(fmt::format("[unfused_multi_head_attention] mask has shape {}, expected [{}, {}]",
-                                            shape_str(mask.shape()), q.size(0), q.size(1)));
-  const long B = long(q.size(0)), T = long(q.size(1)), H = long(q.size(2));
+  constexpr const char* op = "unfused_multi_head_attention";
+  // q may hold other rows than k and v (queries at some positions only): one batch, one width.
+  if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2))
+    throw std::invalid_argument(fmt::format("[{}] q (B, Tq, H) and k, v (B, T, H) must share B and H, got {}, {}, {}", op,
+                                            shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape())));
+  check_common(k, k, v, 3, "(B, T, H)", num_heads, dropout_p, op);
+  if (mask.defined() && mask.shape() != Shape{k.size(0), k.size(1)})
+    throw std::invalid_argument(fmt::format("[{}] mask has shape {}, expected [{}, {}]", op, shape_str(mask.shape()),
+                                            k.size(0), k.size(1)));
+  const long B = long(q.size(0)), H = long(q.size(2));
   const long nh = long(num_heads), hd = H / nh;
   // (B, T, H) -> (B, heads, T, head_dim)
-  auto split_heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, nh, hd}), {0, 2, 1, 3}); };
+  auto split_heads = [&](const Tensor& t) { return permute(reshape(t, {B, long(t.size(1)), nh, hd}), {0, 2, 1, 3}); };
   Tensor probs = attention_softmax(matmul(split_heads(q), split_heads(k), false, true), mask, 1.f / std::sqrt(float(hd)));
   probs = dropout(probs, dropout_p, training, gen);
-  return reshape(permute(matmul(probs, split_heads(v)), {0, 2, 1, 3}), {B, T, H});
+  return reshape(permute(matmul(probs, split_heads(v)), {0, 2, 1, 3}), {B, long(q.size(1)), H});
 }
 
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<size_t>& cu_seqlens,

@@ -1,0 +1,194 @@
+// The sparse last layer (nn::Encoder::forward_rows): a pre-training step computes its encoder's
+// last layer only at the rows its losses read. Checked against the dense run (every row, then the
+// rows selected): the attention with fewer queries than keys, the encoder layer post- and pre-LN,
+// under padding and activation checkpointing, and the five pre-training models end to end (losses,
+// logits and every parameter gradient). The goldens of test_bert, test_albert and test_heads hold
+// the sparse path against transformers too.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "golden.hpp"
+#include "gradcheck.hpp"
+#include "models/model_inputs.hpp"
+#include "models/pretraining.hpp"
+#include "models/registry.hpp"
+#include "nn/transformer.hpp"
+#include "padding_mask.hpp"
+
+using namespace xg;
+using namespace xg::models;
+using Catch::Matchers::Contains;
+using xg::test::max_scaled_error;
+using xg::test::padding_mask;
+using xg::test::randn;
+
+namespace {
+
+// Rows (B, per, H) of a (B, T, H) tensor at positions[b][i] of sequence b.
+nn::OutputRows rows_at(const std::vector<std::vector<int64_t>>& positions, size_t T) {
+  nn::OutputRows r;
+  r.per_sequence = positions.front().size();
+  for (size_t b = 0; b < positions.size(); ++b)
+    for (int64_t t : positions[b]) r.rows.push_back(int64_t(b * T) + t);
+  return r;
+}
+
+// Each parameter's gradient, by name, after `loss` of a fresh backward.
+std::map<std::string, Tensor> gradients_of(nn::Module& m, const std::function<Tensor()>& loss) {
+  m.zero_grad();
+  loss().backward();
+  std::map<std::string, Tensor> g;
+  for (auto& [n, p] : m.named_parameters())
+    if (p.grad().defined()) g[n] = p.grad().clone();
+  return g;
+}
+
+void check_same_gradients(const std::map<std::string, Tensor>& sparse, const std::map<std::string, Tensor>& dense) {
+  CHECK(sparse.size() == dense.size());
+  for (const auto& [n, g] : dense) {
+    INFO(n);
+    REQUIRE(sparse.count(n));
+    const bool key_bias = n.size() >= 8 && n.compare(n.size() - 8, 8, "key.bias") == 0;
+    if (key_bias)  // zero up to rounding both ways: a shift of all of a query's scores leaves its softmax as it is
+      CHECK(max_scaled_error(sparse.at(n), g, 1.0) < 1e-6);
+    else
+      CHECK(max_scaled_error(sparse.at(n), g, test::kGradientFloor) < 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention with fewer queries than keys: the rows of full attention, finite differences", "[attention][sparse]") {
+  const size_t B = 2, T = 7, H = 8, heads = 2;
+  const Tensor mask = padding_mask({7, 4}, T);
+  const Tensor q = randn({B, T, H}, 1), k = randn({B, T, H}, 2), v = randn({B, T, H}, 3);
+  const nn::OutputRows rows = rows_at({{0, 3, 6}, {0, 2, 2}}, T);  // a row twice, padding's row 6 too
+  const Tensor full = unfused_multi_head_attention(q, k, v, mask, heads, 0.f, false);
+  const Tensor some = unfused_multi_head_attention(rows.select(q), k, v, mask, heads, 0.f, false);
+  CHECK(some.shape() == Shape{B, 3, H});
+  CHECK(max_scaled_error(some, rows.select(full)) < 1e-6);
+  test::check_gradients(
+      [&](const std::vector<Tensor>& x) { return unfused_multi_head_attention(x[0], x[1], x[2], mask, heads, 0.f, false); },
+      {randn({B, 3, H}, 4), randn({B, T, H}, 5), randn({B, T, H}, 6)});
+  CHECK_THROWS_WITH(unfused_multi_head_attention(randn({B, 3, 6}, 7), k, v, mask, heads, 0.f, false),
+                    Contains("[unfused_multi_head_attention] q (B, Tq, H) and k, v (B, T, H) must share B and H"));
+  CHECK_THROWS_WITH(unfused_multi_head_attention(rows.select(q), k, randn({B, 5, H}, 8), mask, heads, 0.f, false),
+                    Contains("must share B and H"));
+  CHECK_THROWS_WITH(unfused_multi_head_attention(rows.select(q), k, v, padding_mask({3, 3}, 3), heads, 0.f, false),
+                    Contains("mask has shape [2, 3], expected [2, 7]"));
+}
+
+TEST_CASE("Encoder::forward_rows equals forward's rows: post- and pre-LN, padding, checkpointing", "[nn][sparse]") {
+  const size_t B = 3, T = 9, H = 16;
+  const Tensor mask = padding_mask({9, 5, 7}, T);
+  const nn::OutputRows rows = rows_at({{0, 4, 8, 2}, {0, 1, 3, 0}, {0, 6, 5, 0}}, T);
+  for (const bool pre_ln : {false, true})
+    for (const bool checkpointed : {false, true}) {
+      INFO("pre-LN " << pre_ln << ", checkpointed " << checkpointed);
+      nn::TransformerOptions opt;
+      opt.hidden_size = H;
+      opt.num_heads = 2;
+      opt.intermediate_size = 24;
+      opt.hidden_dropout = opt.attention_dropout = 0.f;  // training mode, the same numbers both ways
+      opt.pre_layer_norm = pre_ln;
+      nn::Encoder encoder(opt, 3);
+      encoder.train();
+      encoder.checkpoint_activations = checkpointed;
+      const Tensor x = randn({B, T, H}, 12);
+      const Tensor weights = randn({B, rows.per_sequence, H}, 13).detach();
+      Tensor sparse_out, dense_out;
+      auto run = [&](bool sparse, Tensor& out) {
+        nn::SparseLastLayerGuard guard(sparse);
+        Tensor xi = x;
+        xi.zero_grad();
+        return gradients_of(encoder, [&] {
+          out = encoder.forward_rows(x, mask, rows);
+          return sum(mul(out, weights));
+        });
+      };
+      const auto sparse_grads = run(true, sparse_out);
+      const Tensor sparse_dx = x.grad().clone();
+      const auto dense_grads = run(false, dense_out);
+      const Tensor dense_dx = x.grad().clone();
+      CHECK(sparse_out.shape() == Shape{B, rows.per_sequence, H});
+      CHECK(max_scaled_error(sparse_out, dense_out) < 1e-5);
+      CHECK(max_scaled_error(sparse_dx, dense_dx, test::kGradientFloor) < 1e-4);
+      CHECK(sparse_grads.size() == encoder.parameters().size());
+      check_same_gradients(sparse_grads, dense_grads);
+    }
+}
+
+TEST_CASE("output rows: rows outside their sequence and a pooler's rows not at position 0 are refused", "[nn][sparse][errors]") {
+  const Tensor x = randn({2, 4, 8}, 1);
+  nn::OutputRows wrong = rows_at({{0, 1}, {0, 3}}, 4);
+  wrong.rows[3] = 2;  // sequence 1's second row at position 2 of sequence 0
+  CHECK_THROWS_WITH(wrong.select(x), Contains("[OutputRows] row 3 is position 2, not in sequence 1 of [2, 4, 8]"));
+  CHECK_THROWS_WITH(rows_at({{0, 1}, {0, 3}}, 4).select(randn({3, 4, 8}, 2)),
+                    Contains("[OutputRows] 4 rows of 2 per sequence do not fit a batch of [3, 4, 8]"));
+  CHECK_THROWS_WITH(rows_at({{0, 1}, {2, 3}}, 4).require_first_positions(4, "BertModel"),
+                    Contains("[BertModel] the output rows of sequence 1 start at position 6, not at its first token"));
+}
+
+TEST_CASE("pretraining_rows: each sequence's first position then its masked ones, padded with the first", "[pretrain][sparse]") {
+  const ModelInputs in = pad_sequences({{{2, 5, 7, 9, 3}, {}}, {{2, 11, 3}, {}}, {{2, 4, 3}, {}}}, /*pad_id=*/0);
+  // masked positions in no particular order; sequence 2 has none
+  const PretrainingTargets t = make_pretraining_targets({3, 6, 1, 2}, {9, 11, 5, 7}, {0, 1, 0});
+  const PretrainingRows r = pretraining_rows(in, t);
+  CHECK(r.rows.per_sequence == 4);
+  CHECK(r.rows.rows == std::vector<int64_t>{0, 3, 1, 2, 5, 6, 5, 5, 10, 10, 10, 10});
+  CHECK(r.masked == std::vector<int64_t>{1, 5, 2, 3});
+}
+
+TEST_CASE("pre-training models: the sparse last layer gives the dense run's losses, logits and gradients", "[pretrain][sparse]") {
+  // Two sequences of 8 and 5 real tokens, masked positions in both, a padded tail in the second.
+  // (RoBERTa has one token type.)
+  const ModelInputs pair = pad_sequences({{{2, 5, 7, 9, 3, 12, 14, 3}, {0, 0, 0, 0, 0, 1, 1, 1}}, {{2, 11, 13, 6, 3}, {}}}, 1);
+  const ModelInputs single = pad_sequences({{{2, 5, 7, 9, 3, 12, 14, 3}, {}}, {{2, 11, 13, 6, 3}, {}}}, 1);
+  const PretrainingTargets t = make_pretraining_targets({2, 6, 9, 11, 1}, {7, 14, 11, 6, 5}, {1, 0});
+  for (const std::string arch : {"BertForPreTraining", "BertForMaskedLM", "RobertaForMaskedLM", "AlbertForPreTraining",
+                                 "AlbertForMaskedLM"}) {
+    INFO(arch);
+    const std::string family = arch.substr(0, arch.find("For"));
+    const ModelInputs& in = family == "Roberta" ? single : pair;
+    nlohmann::json j = preset_config(family == "Bert" ? "bert" : family == "Roberta" ? "roberta" : "albert", "tiny");
+    j["architectures"] = {arch};
+    j["vocab_size"] = 20;
+    j["hidden_size"] = 16;
+    j["num_hidden_layers"] = 3;
+    j["num_attention_heads"] = 2;
+    j["intermediate_size"] = 24;
+    j["max_position_embeddings"] = 16;
+    j["hidden_dropout_prob"] = j["attention_probs_dropout_prob"] = 0.0;
+    if (family == "Albert") {
+      j["embedding_size"] = 8;
+      j["inner_group_num"] = 2;  // the last group's second layer is the sparse one
+      j["classifier_dropout_prob"] = 0.0;
+    }
+    for (const bool checkpointed : {false, true}) {
+      INFO("checkpointed " << checkpointed);
+      auto model = build_model(j, "test", arch);
+      Generator gen(5);
+      model->init_weights(gen);
+      model->train();
+      auto& heads = dynamic_cast<PretrainingHeads&>(*model);
+      heads.set_checkpoint_activations(checkpointed);
+      PretrainingOutput sparse, dense;
+      auto run = [&](bool on, PretrainingOutput& out) {
+        nn::SparseLastLayerGuard guard(on);
+        return gradients_of(*model, [&] {
+          out = heads.forward_pretraining(in, t);
+          return out.loss;
+        });
+      };
+      const auto sparse_grads = run(true, sparse);
+      const auto dense_grads = run(false, dense);
+      CHECK(sparse.loss.item() == Approx(dense.loss.item()).epsilon(1e-6));
+      CHECK(sparse.mlm_correct == dense.mlm_correct);
+      CHECK(max_scaled_error(sparse.mlm_logits, dense.mlm_logits) < 1e-5);
+      if (dense.sentence_logits.defined()) CHECK(max_scaled_error(sparse.sentence_logits, dense.sentence_logits) < 1e-5);
+      CHECK(sparse_grads.size() == model->parameters().size());
+      check_same_gradients(sparse_grads, dense_grads);
+    }
+  }
+}
