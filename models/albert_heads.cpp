@@ -21,7 +21,8 @@ AlbertForSequenceClassification::AlbertForSequenceClassification(const AlbertCon
 }
 
 Tensor AlbertForSequenceClassification::forward(const ModelInputs& in) {
-  return classifier.forward(albert->forward(in).pooler_output, is_training());
+  return classifier.forward(albert->forward(in, nn::OutputRows::first_tokens(in.batch(), in.seq_len())).pooler_output,
+                            is_training());
 }
 
 NamedOutputs AlbertForSequenceClassification::forward_named(const ModelInputs& in, const Labels& labels) {
@@ -58,9 +59,9 @@ AlbertForMultipleChoice::AlbertForMultipleChoice(const AlbertConfig& c, HeadConf
 }
 
 NamedOutputs AlbertForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
-  const auto [rows, choices] = flatten_choices(in);
-  return multiple_choice_outputs(classifier.forward(albert->forward(rows).pooler_output, is_training()), choices, labels,
-                                 kArchitecture);
+  const auto [flat, choices] = flatten_choices(in);
+  const Tensor pooled = albert->forward(flat, nn::OutputRows::first_tokens(flat.batch(), flat.seq_len())).pooler_output;
+  return multiple_choice_outputs(classifier.forward(pooled, is_training()), choices, labels, kArchitecture);
 }
 
 }  // namespace xg::models

@@ -144,6 +144,13 @@ void OutputRows::require_first_positions(size_t seq_len, const char* who) const 
                                               "token (the pooler's)", who, r / per_sequence, rows[r]));
 }
 
+OutputRows OutputRows::first_tokens(size_t batch, size_t seq_len) {
+  OutputRows r;
+  r.per_sequence = 1;
+  for (size_t b = 0; b < batch; ++b) r.rows.push_back(int64_t(b * seq_len));
+  return r;
+}
+
 ProjectResidual::ProjectResidual(size_t in, size_t out, const TransformerOptions& opt)
     : dropout_p(opt.hidden_dropout), pre_layer_norm(opt.pre_layer_norm) {
   dense = register_module("dense", std::make_shared<Linear>(in, out));

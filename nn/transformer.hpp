@@ -86,8 +86,8 @@ Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
 
 // Positions of a padded (B, T, H) batch at which an encoder's output is wanted: `per_sequence`
 // of each sequence, as flat indices b * T + t, sequence b's at rows[b * per_sequence, ...). A
-// pre-training loss reads few (the masked positions and the first token): the last layer then
-// runs only there, its keys and values excepted (see Encoder::forward_rows).
+// pre-training loss reads few (the masked positions and the first token), a sentence classifier
+// one: the last layer then runs only there, its keys and values excepted (Encoder::forward_rows).
 struct OutputRows {
   size_t per_sequence = 0;
   std::vector<int64_t> rows;
@@ -95,6 +95,8 @@ struct OutputRows {
   Tensor select(const Tensor& x) const;
   // Throws naming `who` unless each sequence's first row is its position 0 (a pooler's input).
   void require_first_positions(size_t seq_len, const char* who) const;
+  // Position 0 of each of `batch` sequences: what a sentence classifier reads.
+  static OutputRows first_tokens(size_t batch, size_t seq_len);
 };
 
 // Encoder::forward_rows computes its last layer at the wanted rows only (mathematically the same

@@ -1,8 +1,9 @@
 // The sparse last layer (nn::Encoder::forward_rows): a pre-training step computes its encoder's
 // last layer only at the rows its losses read. Checked against the dense run (every row, then the
 // rows selected): the attention with fewer queries than keys, the encoder layer post- and pre-LN,
-// under padding and activation checkpointing, and the five pre-training models end to end (losses,
-// logits and every parameter gradient). The goldens of test_bert, test_albert and test_heads hold
+// under padding and activation checkpointing, the five pre-training models and the sentence heads
+// (sequence classification, multiple choice: one row each) end to end (losses, logits and every
+// parameter gradient). The goldens of test_bert, test_albert and test_heads hold
 // the sparse path against transformers too.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -140,37 +141,87 @@ TEST_CASE("pretraining_rows: each sequence's first position then its masked ones
   CHECK(r.masked == std::vector<int64_t>{1, 5, 2, 3});
 }
 
+namespace {
+// A 3-layer model of `architecture` (family "bert", "roberta" or "albert"), no dropout, in
+// training mode.
+std::unique_ptr<PretrainedModel> small_model(const std::string& family, const std::string& architecture) {
+  nlohmann::json j = preset_config(family, "tiny");
+  j["architectures"] = {architecture};
+  j["vocab_size"] = 20;
+  j["hidden_size"] = 16;
+  j["num_hidden_layers"] = 3;
+  j["num_attention_heads"] = 2;
+  j["intermediate_size"] = 24;
+  j["max_position_embeddings"] = 16;
+  j["hidden_dropout_prob"] = j["attention_probs_dropout_prob"] = 0.0;
+  if (family == "albert") {
+    j["embedding_size"] = 8;
+    j["inner_group_num"] = 2;  // the last group's second layer is the sparse one
+    j["classifier_dropout_prob"] = 0.0;
+  }
+  auto model = build_model(j, "test", architecture);
+  Generator gen(5);
+  model->init_weights(gen);
+  model->train();
+  return model;
+}
+
+std::string family_of(const std::string& architecture) {
+  return architecture.rfind("Bert", 0) == 0 ? "bert" : architecture.rfind("Roberta", 0) == 0 ? "roberta" : "albert";
+}
+
+// Two sequences of 8 and 5 real tokens, a padded tail in the second; `pair`: two token types
+// (RoBERTa has one).
+ModelInputs two_sequences(bool pair) {
+  return pad_sequences({{{2, 5, 7, 9, 3, 12, 14, 3}, pair ? std::vector<int64_t>{0, 0, 0, 0, 0, 1, 1, 1} : std::vector<int64_t>{}},
+                        {{2, 11, 13, 6, 3}, {}}},
+                       /*pad_id=*/1);
+}
+}  // namespace
+
+TEST_CASE("sentence heads read one row of the last layer: logits, loss and gradients as the dense run", "[heads][sparse]") {
+  for (const std::string arch : {"BertForSequenceClassification", "RobertaForSequenceClassification",
+                                 "AlbertForSequenceClassification", "BertForMultipleChoice", "RobertaForMultipleChoice",
+                                 "AlbertForMultipleChoice"}) {
+    INFO(arch);
+    const std::string family = family_of(arch);
+    auto model = small_model(family, arch);
+    const bool choices = arch.find("MultipleChoice") != std::string::npos;
+    ModelInputs in = two_sequences(family != "roberta");
+    Labels labels{{"labels", Tensor::from_ints({1, 0}, {2})}};
+    if (choices) {  // the two sequences as two choices of one example
+      const long T = long(in.seq_len());
+      for (Tensor* t : {&in.input_ids, &in.token_type_ids, &in.attention_mask})
+        if (t->defined()) *t = reshape(*t, {1, 2, T});
+      labels = {{"labels", Tensor::from_ints({1}, {1})}};
+    }
+    NamedOutputs sparse, dense;
+    auto run = [&](bool on, NamedOutputs& out) {
+      nn::SparseLastLayerGuard guard(on);
+      return gradients_of(*model, [&] {
+        out = model->forward_named(in, labels);
+        return out.at("loss");
+      });
+    };
+    const auto sparse_grads = run(true, sparse);
+    const auto dense_grads = run(false, dense);
+    CHECK(sparse.at("loss").item() == Approx(dense.at("loss").item()).epsilon(1e-6));
+    CHECK(max_scaled_error(sparse.at("logits"), dense.at("logits")) < 1e-5);
+    CHECK(sparse_grads.size() == model->parameters().size());
+    check_same_gradients(sparse_grads, dense_grads);
+  }
+}
+
 TEST_CASE("pre-training models: the sparse last layer gives the dense run's losses, logits and gradients", "[pretrain][sparse]") {
-  // Two sequences of 8 and 5 real tokens, masked positions in both, a padded tail in the second.
-  // (RoBERTa has one token type.)
-  const ModelInputs pair = pad_sequences({{{2, 5, 7, 9, 3, 12, 14, 3}, {0, 0, 0, 0, 0, 1, 1, 1}}, {{2, 11, 13, 6, 3}, {}}}, 1);
-  const ModelInputs single = pad_sequences({{{2, 5, 7, 9, 3, 12, 14, 3}, {}}, {{2, 11, 13, 6, 3}, {}}}, 1);
-  const PretrainingTargets t = make_pretraining_targets({2, 6, 9, 11, 1}, {7, 14, 11, 6, 5}, {1, 0});
+  const PretrainingTargets t = make_pretraining_targets({2, 6, 9, 11, 1}, {7, 14, 11, 6, 5}, {1, 0});  // in both sequences
   for (const std::string arch : {"BertForPreTraining", "BertForMaskedLM", "RobertaForMaskedLM", "AlbertForPreTraining",
                                  "AlbertForMaskedLM"}) {
     INFO(arch);
-    const std::string family = arch.substr(0, arch.find("For"));
-    const ModelInputs& in = family == "Roberta" ? single : pair;
-    nlohmann::json j = preset_config(family == "Bert" ? "bert" : family == "Roberta" ? "roberta" : "albert", "tiny");
-    j["architectures"] = {arch};
-    j["vocab_size"] = 20;
-    j["hidden_size"] = 16;
-    j["num_hidden_layers"] = 3;
-    j["num_attention_heads"] = 2;
-    j["intermediate_size"] = 24;
-    j["max_position_embeddings"] = 16;
-    j["hidden_dropout_prob"] = j["attention_probs_dropout_prob"] = 0.0;
-    if (family == "Albert") {
-      j["embedding_size"] = 8;
-      j["inner_group_num"] = 2;  // the last group's second layer is the sparse one
-      j["classifier_dropout_prob"] = 0.0;
-    }
+    const std::string family = family_of(arch);
+    const ModelInputs in = two_sequences(family != "roberta");
     for (const bool checkpointed : {false, true}) {
       INFO("checkpointed " << checkpointed);
-      auto model = build_model(j, "test", arch);
-      Generator gen(5);
-      model->init_weights(gen);
-      model->train();
+      auto model = small_model(family, arch);
       auto& heads = dynamic_cast<PretrainingHeads&>(*model);
       heads.set_checkpoint_activations(checkpointed);
       PretrainingOutput sparse, dense;
