@@ -125,7 +125,7 @@ void set_fused_inference(bool on) { g_fused.set(on); }
 
 bool is_padding_mask(const Tensor& mask) {
   if (!mask.defined()) return true;
-  if (mask.dim() != 2) return false;
+  if (mask.dim() != 2 || mask.dtype() != Dtype::Float32) return false;  // the recorded path's checks name it
   const Tensor m = mask.contiguous();
   const float* p = m.data();
   for (size_t i = 0; i < m.numel(); ++i)

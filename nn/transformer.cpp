@@ -69,6 +69,9 @@ Tensor OutputRows::select(const Tensor& x) const {
     throw std::invalid_argument(fmt::format("[OutputRows] {} rows of {} per sequence do not fit a batch of {}", rows.size(),
                                             per_sequence, shape_str(x.shape())));
   const size_t T = x.size(1);
+  if (T == 0 && !rows.empty())
+    throw std::out_of_range(fmt::format("[OutputRows] {} rows wanted from sequences of no positions, {}", rows.size(),
+                                        shape_str(x.shape())));
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] < 0 || size_t(rows[r]) / T != r / per_sequence)
       throw std::out_of_range(fmt::format("[OutputRows] row {} is position {}, not in sequence {} of {}", r, rows[r],
@@ -133,6 +136,7 @@ Tensor SelfAttention::forward_queries(const Tensor& xq, const Tensor& x, const T
     throw std::invalid_argument(fmt::format("[SelfAttention] queries {} and input {} must be (B, Tq, {}) and (B, T, {})",
                                             shape_str(xq.shape()), shape_str(x.shape()), query->weight.size(1),
                                             query->weight.size(1)));
+  refuse_zero_one_mask(mask);
   return unfused_multi_head_attention(query->forward(xq), key->forward(x), value->forward(x), mask, num_heads,
                                       attention_dropout, is_training());
 }

@@ -1,5 +1,6 @@
 // Errors users can cause name the op and the offending shapes or values.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "autograd/xgrad.hpp"
 
@@ -20,6 +21,18 @@ TEST_CASE("shape mismatches name the op and the shapes", "[errors]") {
   CHECK_THROWS_WITH(masked_fill(a, Tensor::zeros({3, 2, 3}), 0.f), Contains("[masked_fill]"));
   CHECK_THROWS_WITH(Tensor::from_vector({1, 2, 3}, {2, 2}), Contains("[from_vector]") && Contains("[2, 2]"));
   CHECK_THROWS_WITH(cross_entropy(a, {0}), Contains("[cross_entropy]") && Contains("1 targets"));
+  // a tensor of targets: flat, or the logits' shape without the class axis (six targets in (3, 2)
+  // would pair with the wrong rows of (2, 3, 5))
+  const Tensor logits = Tensor::zeros({2, 3, 5});
+  CHECK_THROWS_WITH(cross_entropy(logits, Tensor::from_ints({0, 1, 2, 3, 4, 0}, {3, 2})),
+                    Contains("[cross_entropy] targets [3, 2] for logits [2, 3, 5]"));
+  CHECK(cross_entropy(logits, Tensor::from_ints({0, 1, 2, 3, 4, 0}, {2, 3})).item() == Approx(std::log(5.f)));
+  CHECK(cross_entropy(logits, Tensor::from_ints({0, 1, 2, 3, 4, 0}, {6})).item() == Approx(std::log(5.f)));
+  // no classes: rows are still counted from the leading shape
+  CHECK_THROWS_WITH(cross_entropy(Tensor::zeros({3, 0}), {0, -100, -100}), Contains("target 0 at row 0 is not a class in [0, 0)"));
+  CHECK(std::isnan(cross_entropy(Tensor::zeros({3, 0}), {-100, -100, -100}).item()));  // none kept, as PyTorch
+  CHECK(cross_entropy(Tensor::zeros({3, 0}), {-100, -100, -100}, -100, Reduction::None).to_vector() ==
+        std::vector<float>(3, 0.f));
 }
 
 TEST_CASE("out-of-range indices and axes name the op and the value", "[errors]") {

@@ -53,6 +53,9 @@ TEST_CASE("grad: unary maps", "[grad][elementwise]") {
   sum(pow(zeros, 1.f)).backward();
   CHECK(zeros.grad().to_vector() == std::vector<float>(20, 1.f));
   CHECK(pow(Tensor::zeros({20}), 0.f).to_vector() == std::vector<float>(20, 1.f));
+  const Tensor at_zero = Tensor::zeros({20}, true);  // x^0 is constant: a zero gradient, not 0 * 0^-1 = NaN
+  sum(pow(at_zero, 0.f)).backward();
+  CHECK(at_zero.grad().to_vector() == std::vector<float>(20, 0.f));
 }
 
 TEST_CASE("grad: scalar operators", "[grad][elementwise]") {

@@ -170,6 +170,12 @@ TEST_CASE("options and layers validate their settings", "[nn][errors]") {
   enc.eval();
   NoGradGuard no_grad;
   CHECK_THROWS_WITH(fused_encoder_forward(enc, Tensor::zeros({1, 3, 8}), mask01), Contains("only 0s and 1s"));
+  // an int64 0/1 mask (Hugging Face's dtype) on the fused path: the same message, not a dtype error
+  CHECK_THROWS_WITH(enc.forward(Tensor::zeros({1, 3, 8}), Tensor::from_ints({1, 1, 0}, {1, 3})), Contains("only 0s and 1s"));
+  // and the sparse last layer's entry points (queries at some rows only)
+  CHECK_THROWS_WITH(att.forward_queries(Tensor::zeros({1, 1, 8}), Tensor::zeros({1, 3, 8}), mask01), Contains("only 0s and 1s"));
+  CHECK_THROWS_WITH((*enc.layer)[0].forward_rows(Tensor::zeros({1, 3, 8}), mask01, OutputRows::first_tokens(1, 3)),
+                    Contains("only 0s and 1s"));
 }
 
 TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "[nn][checkpoint]") {

@@ -127,6 +127,8 @@ TEST_CASE("output rows: rows outside their sequence and a pooler's rows not at p
   CHECK_THROWS_WITH(wrong.select(x), Contains("[OutputRows] row 3 is position 2, not in sequence 1 of [2, 4, 8]"));
   CHECK_THROWS_WITH(rows_at({{0, 1}, {0, 3}}, 4).select(randn({3, 4, 8}, 2)),
                     Contains("[OutputRows] 4 rows of 2 per sequence do not fit a batch of [3, 4, 8]"));
+  CHECK_THROWS_WITH(nn::OutputRows::first_tokens(2, 0).select(randn({2, 0, 8}, 3)),  // not a division by zero
+                    Contains("[OutputRows] 2 rows wanted from sequences of no positions, [2, 0, 8]"));
   CHECK_THROWS_WITH(rows_at({{0, 1}, {2, 3}}, 4).require_first_positions(4, "BertModel"),
                     Contains("[BertModel] the output rows of sequence 1 start at position 6, not at its first token"));
 }

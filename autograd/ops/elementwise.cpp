@@ -129,6 +129,7 @@ Tensor pow(const Tensor& x_in, float exponent) {
   vec::pow_scalar(x.data(), exponent, out.data(), x.numel());
   const Tensor dx = x.detach();
   return record("pow", out, {x_in}, {dx}, [dx, exponent](const Tensor& g) -> std::vector<Tensor> {
+    if (exponent == 0.f) return {Tensor::zeros(dx.shape())};  // x^0 is constant; 0 * 0^-1 would be NaN at 0
     Tensor d = Tensor::empty(dx.shape());  // exponent * x^(exponent-1)
     vec::pow_scalar(dx.data(), exponent - 1.f, d.data(), dx.numel());
     vec::scale(d.data(), exponent, d.data(), d.numel());

@@ -31,7 +31,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& targets,
         fmt::format("[cross_entropy] label_smoothing {} is not in [0, 1]", label_smoothing));
   if (logits.dim() == 0)
     throw std::invalid_argument("[cross_entropy] logits need a class axis, got a scalar");
-  const size_t C = logits.shape().back(), N = C ? logits.numel() / C : 0;
+  const size_t C = logits.shape().back(), N = leading_numel(logits.shape());
   if (targets.size() != N)
     throw std::invalid_argument(fmt::format("[cross_entropy] {} targets for {} rows of logits {}",
                                             targets.size(), N, shape_str(logits.shape())));
@@ -124,6 +124,11 @@ Tensor cross_entropy_int64(const Tensor& logits, const Tensor& targets, int64_t 
                            Reduction reduction, float label_smoothing) {
   if (targets.dtype() != Dtype::Int64)
     throw std::invalid_argument(fmt::format("[cross_entropy] targets must be int64, got {}", dtype_name(targets.dtype())));
+  // Flat (one per row), or shaped as the logits without their class axis, as PyTorch wants.
+  if (targets.dim() > 1 && logits.dim() > 0 && targets.shape() != Shape(logits.shape().begin(), logits.shape().end() - 1))
+    throw std::invalid_argument(fmt::format("[cross_entropy] targets {} for logits {}: give them the logits' shape without "
+                                            "the class axis, or one flat row of targets", shape_str(targets.shape()),
+                                            shape_str(logits.shape())));
   return cross_entropy(logits, targets.to_ints(), ignore_index, reduction, label_smoothing);
 }
 
