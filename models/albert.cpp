@@ -105,8 +105,12 @@ Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
 }
 
 Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mask, const nn::OutputRows& rows) {
-  if (!nn::sparse_last_layer_enabled() || num_hidden_layers == 0 || nn::use_fused_inference(*this, mask) ||
-      nn::use_packed_rows(mask))
+  AlbertLayerGroup* last = num_hidden_layers > 0 ? &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)] : nullptr;
+  const AlbertLayer* last_layer = last && last->albert_layers->size() > 0 ? &(*last->albert_layers)[last->albert_layers->size() - 1] : nullptr;
+  if (!nn::sparse_last_layer_enabled() || !last_layer || embedded.dim() != 3 || nn::use_fused_inference(*this, mask) ||
+      nn::use_packed_rows(mask) ||
+      !rows.cheaper_than_dense(embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),
+                               last_layer->ffn->weight.size(0)))
     return rows.select(forward(embedded, mask));
   Tensor x = embedding_hidden_mapping_in->forward(embedded);
   const nn::AttentionMask m(mask);
@@ -114,7 +118,6 @@ Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mas
     AlbertLayerGroup* group = &(*albert_layer_groups)[group_of_layer(i)];
     x = run_group(*group, x, [group, m](const Tensor& v) { return group->forward(v, m); });
   }
-  AlbertLayerGroup* last = &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)];
   return run_group(*last, x, [last, mask, rows](const Tensor& v) { return last->forward_rows(v, mask, rows); });
 }
 
@@ -166,8 +169,12 @@ void AlbertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_an
 AlbertModel::Output AlbertModel::forward(const ModelInputs& in) { return run(in, nullptr); }
 AlbertModel::Output AlbertModel::forward(const ModelInputs& in, const nn::OutputRows& rows) { return run(in, &rows); }
 
-AlbertModel::Output AlbertModel::run(const ModelInputs& in, const nn::OutputRows* rows) {
+AlbertModel::Output AlbertModel::forward_first_tokens(const ModelInputs& in) { return run(in, nullptr, true); }
+
+AlbertModel::Output AlbertModel::run(const ModelInputs& in, const nn::OutputRows* rows, bool first_tokens) {
   in.validate(config.input_limits());
+  const nn::OutputRows firsts = first_tokens ? nn::OutputRows::first_tokens(in.batch(), in.seq_len()) : nn::OutputRows();
+  if (first_tokens) rows = &firsts;
   if (rows && pooler) rows->require_first_positions(in.seq_len(), kArchitecture);  // the pooler's rows
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
   const Tensor embedded = embeddings->forward(in);

@@ -146,6 +146,8 @@ class AlbertModel : public AlbertPreTrainedModel {
   Output forward(const ModelInputs& in);
   // last_hidden_state at `rows` only, as BertModel's.
   Output forward(const ModelInputs& in, const nn::OutputRows& rows);
+  // At each sequence's first token only, (B, 1, H): what a sentence head reads.
+  Output forward_first_tokens(const ModelInputs& in);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;  // BERT's, at the embedding width
@@ -153,7 +155,8 @@ class AlbertModel : public AlbertPreTrainedModel {
   std::shared_ptr<nn::Linear> pooler;  // tanh(pooler(h[CLS])); null without a pooling layer
 
  private:
-  Output run(const ModelInputs& in, const nn::OutputRows* rows);  // rows null: every position
+  // rows null: every position, or (first_tokens) each sequence's first, once the inputs are checked
+  Output run(const ModelInputs& in, const nn::OutputRows* rows, bool first_tokens = false);
 };
 
 // dense (hidden -> embedding width) + activation + LayerNorm, then the tied decoder and its bias.

@@ -21,8 +21,7 @@ AlbertForSequenceClassification::AlbertForSequenceClassification(const AlbertCon
 }
 
 Tensor AlbertForSequenceClassification::forward(const ModelInputs& in) {
-  return classifier.forward(albert->forward(in, nn::OutputRows::first_tokens(in.batch(), in.seq_len())).pooler_output,
-                            is_training());
+  return classifier.forward(albert->forward_first_tokens(in).pooler_output, is_training());
 }
 
 NamedOutputs AlbertForSequenceClassification::forward_named(const ModelInputs& in, const Labels& labels) {
@@ -60,7 +59,7 @@ AlbertForMultipleChoice::AlbertForMultipleChoice(const AlbertConfig& c, HeadConf
 
 NamedOutputs AlbertForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
   const auto [flat, choices] = flatten_choices(in);
-  const Tensor pooled = albert->forward(flat, nn::OutputRows::first_tokens(flat.batch(), flat.seq_len())).pooler_output;
+  const Tensor pooled = albert->forward_first_tokens(flat).pooler_output;
   return multiple_choice_outputs(classifier.forward(pooled, is_training()), choices, labels, kArchitecture);
 }
 

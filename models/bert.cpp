@@ -43,10 +43,14 @@ void BertModel::share_encoder_of(PretrainedModel& other) { share_embeddings_and_
 BertModel::Output BertModel::forward(const ModelInputs& in) { return run(in, nullptr); }
 BertModel::Output BertModel::forward(const ModelInputs& in, const nn::OutputRows& rows) { return run(in, &rows); }
 
-BertModel::Output BertModel::run(const ModelInputs& in, const nn::OutputRows* rows) {
+BertModel::Output BertModel::forward_first_tokens(const ModelInputs& in) { return run(in, nullptr, true); }
+
+BertModel::Output BertModel::run(const ModelInputs& in, const nn::OutputRows* rows, bool first_tokens) {
   InputLimits limits = config.input_limits();
   limits.first_position = embeddings->first_position();
   in.validate(limits);
+  const nn::OutputRows firsts = first_tokens ? nn::OutputRows::first_tokens(in.batch(), in.seq_len()) : nn::OutputRows();
+  if (first_tokens) rows = &firsts;
   if (rows && pooler) rows->require_first_positions(in.seq_len(), kArchitecture);  // the pooler's rows
   const Tensor mask = in.attention_mask.defined() ? nn::additive_attention_mask(in.attention_mask) : Tensor();
   const Tensor embedded = embeddings->forward(in);

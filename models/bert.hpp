@@ -97,6 +97,8 @@ class BertModel : public BertPreTrainedModel {
   // last_hidden_state at `rows` only, (B, rows.per_sequence, H) (nn::Encoder::forward_rows). The
   // pooler reads each sequence's first row, which must then be its position 0.
   Output forward(const ModelInputs& in, const nn::OutputRows& rows);
+  // At each sequence's first token only, (B, 1, H): what a sentence head reads.
+  Output forward_first_tokens(const ModelInputs& in);
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;
@@ -104,7 +106,8 @@ class BertModel : public BertPreTrainedModel {
   std::shared_ptr<BertPooler> pooler;  // null without a pooling layer
 
  private:
-  Output run(const ModelInputs& in, const nn::OutputRows* rows);  // rows null: every position
+  // rows null: every position, or (first_tokens) each sequence's first, once the inputs are checked
+  Output run(const ModelInputs& in, const nn::OutputRows* rows, bool first_tokens = false);
 };
 
 class BertForPreTraining : public BertPreTrainedModel, public PretrainingHeads {

@@ -22,8 +22,7 @@ BertForSequenceClassification::BertForSequenceClassification(const BertConfig& c
 }
 
 Tensor BertForSequenceClassification::forward(const ModelInputs& in) {
-  return classifier.forward(bert->forward(in, nn::OutputRows::first_tokens(in.batch(), in.seq_len())).pooler_output,
-                            is_training());
+  return classifier.forward(bert->forward_first_tokens(in).pooler_output, is_training());
 }
 
 NamedOutputs BertForSequenceClassification::forward_named(const ModelInputs& in, const Labels& labels) {
@@ -63,7 +62,7 @@ BertForMultipleChoice::BertForMultipleChoice(const BertConfig& c, HeadConfig h) 
 
 NamedOutputs BertForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
   const auto [flat, choices] = flatten_choices(in);
-  const Tensor pooled = bert->forward(flat, nn::OutputRows::first_tokens(flat.batch(), flat.seq_len())).pooler_output;
+  const Tensor pooled = bert->forward_first_tokens(flat).pooler_output;
   return multiple_choice_outputs(classifier.forward(pooled, is_training()), choices, labels, kArchitecture);
 }
 

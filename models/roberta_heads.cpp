@@ -32,7 +32,7 @@ RobertaForSequenceClassification::RobertaForSequenceClassification(const Roberta
 }
 
 Tensor RobertaForSequenceClassification::forward(const ModelInputs& in) {
-  return classifier->forward(roberta->forward(in, nn::OutputRows::first_tokens(in.batch(), in.seq_len())).last_hidden_state);
+  return classifier->forward(roberta->forward_first_tokens(in).last_hidden_state);
 }
 
 NamedOutputs RobertaForSequenceClassification::forward_named(const ModelInputs& in, const Labels& labels) {
@@ -73,7 +73,7 @@ RobertaForMultipleChoice::RobertaForMultipleChoice(const RobertaConfig& c, HeadC
 
 NamedOutputs RobertaForMultipleChoice::forward_named(const ModelInputs& in, const Labels& labels) {
   const auto [flat, choices] = flatten_choices(in);
-  const Tensor pooled = roberta->forward(flat, nn::OutputRows::first_tokens(flat.batch(), flat.seq_len())).pooler_output;
+  const Tensor pooled = roberta->forward_first_tokens(flat).pooler_output;
   return multiple_choice_outputs(classifier.forward(pooled, is_training()), choices, labels, kArchitecture);
 }
 

@@ -155,6 +155,12 @@ OutputRows OutputRows::first_tokens(size_t batch, size_t seq_len) {
   return r;
 }
 
+bool OutputRows::cheaper_than_dense(size_t seq_len, size_t heads, size_t hidden, size_t intermediate) const {
+  if (per_sequence >= seq_len) return false;
+  return double(heads) * double(per_sequence) * double(seq_len) <=
+         double(seq_len - per_sequence) * double(hidden + intermediate);
+}
+
 ProjectResidual::ProjectResidual(size_t in, size_t out, const TransformerOptions& opt)
     : dropout_p(opt.hidden_dropout), pre_layer_norm(opt.pre_layer_norm) {
   dense = register_module("dense", std::make_shared<Linear>(in, out));
@@ -225,13 +231,15 @@ Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
 }
 
 Tensor Encoder::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
-  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_fused_inference(*this, mask) || use_packed_rows(mask))
+  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_fused_inference(*this, mask) || use_packed_rows(mask) ||
+      x.dim() != 3 || !rows.cheaper_than_dense(x.size(1), last_layer().attention->self->num_heads, x.size(2),
+                                               last_layer().intermediate->dense->weight.size(0)))
     return rows.select(forward(x, mask));
   Tensor h = x;
   const AttentionMask m(mask);
   for (size_t i = 0; i + 1 < layer->size(); ++i)
     h = run_layer((*layer)[i], h, [m, lp = &(*layer)[i]](const Tensor& v) { return lp->forward(v, m); });
-  EncoderLayer* last = &(*layer)[layer->size() - 1];
+  EncoderLayer* last = &last_layer();
   h = run_layer(*last, h, [mask, rows, last](const Tensor& v) { return last->forward_rows(v, mask, rows); });
   return final_layer_norm ? final_layer_norm->forward(h) : h;
 }

@@ -97,6 +97,11 @@ struct OutputRows {
   void require_first_positions(size_t seq_len, const char* who) const;
   // Position 0 of each of `batch` sequences: what a sentence classifier reads.
   static OutputRows first_tokens(size_t batch, size_t seq_len);
+  // Whether a layer computed at these rows keeps less than one computed everywhere: its (B, heads,
+  // per_sequence, T) attention weights against the activations (hidden + intermediate wide, a
+  // rough count) of the T - per_sequence positions it skips. At 15% masking it stops paying past
+  // about 1,800 tokens, at any width: the weights grow as T^2.
+  bool cheaper_than_dense(size_t seq_len, size_t heads, size_t hidden, size_t intermediate) const;
 };
 
 // Encoder::forward_rows computes its last layer at the wanted rows only (mathematically the same
@@ -189,6 +194,7 @@ class Encoder : public Module {
   bool checkpoint_activations = false;
 
  private:
+  EncoderLayer& last_layer() { return (*layer)[layer->size() - 1]; }
   // layer_forward(h) for layer l, recomputed in the backward under checkpoint_activations.
   Tensor run_layer(Module& l, const Tensor& h, const std::function<Tensor(const Tensor&)>& layer_forward);
 };

@@ -8,6 +8,38 @@
 
 namespace xg::test {
 
+models::PretrainingTargets pretraining_targets(const Tensor& labels, const Tensor& sentence_labels) {
+  std::vector<int64_t> positions, ids;
+  const std::vector<int64_t> all = labels.to_ints();
+  for (size_t k = 0; k < all.size(); ++k)
+    if (all[k] != -100) {
+      positions.push_back(int64_t(k));
+      ids.push_back(all[k]);
+    }
+  return models::make_pretraining_targets(positions, ids,
+                                          sentence_labels.defined() ? sentence_labels.to_ints() : std::vector<int64_t>{});
+}
+
+double check_pretraining_parity(models::PretrainedModel& m, const models::ModelInputs& in,
+                                const models::PretrainingTargets& t, float golden_loss,
+                                const std::function<Tensor(const std::string&)>& golden_grad) {
+  auto* heads = dynamic_cast<models::PretrainingHeads*>(&m);
+  REQUIRE(heads);
+  m.zero_grad();
+  const models::PretrainingOutput out = heads->forward_pretraining(in, t);
+  CHECK(out.loss.item() == Approx(golden_loss).epsilon(1e-5));
+  out.loss.backward();
+  double worst = 0;
+  for (auto& [n, p] : m.named_parameters()) {
+    INFO("forward_pretraining, " << n);
+    REQUIRE(p.grad().defined());
+    const double e = max_scaled_error(p.grad(), golden_grad(n), kGradientFloor);
+    CHECK(e < 1e-3);
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
 nlohmann::json load_golden(const std::string& name) {
   const std::string path = std::string(XGRAD_TEST_DATA_DIR) + "/" + name;
   std::ifstream in(path);

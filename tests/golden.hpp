@@ -1,10 +1,13 @@
 #pragma once
 // Reading PyTorch goldens (tests/data/*.json, written by tools/gen_*_goldens.py) and comparing.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "autograd/tensor.hpp"
 #include "models/model_inputs.hpp"
+#include "models/pretrained.hpp"
+#include "models/pretraining.hpp"
 #include "nn/safetensors.hpp"
 
 namespace xg::test {
@@ -32,6 +35,17 @@ double max_scaled_error_real(const Tensor& a, const Tensor& b, const Tensor& att
 inline Tensor ints(const std::vector<int64_t>& values, Shape shape = {}) {
   return Tensor::from_ints(values, shape.empty() ? Shape{values.size()} : shape);
 }
+
+// Hugging Face's MLM labels (any shape, -100 where nothing is predicted) as pre-training targets:
+// the flat positions and ids of the rest; sentence_labels (B), or undefined without a sentence task.
+models::PretrainingTargets pretraining_targets(const Tensor& labels, const Tensor& sentence_labels = Tensor());
+
+// m's forward_pretraining (the path bert_pretrain trains, the sparse last layer included) against
+// transformers' goldens: the loss within 1e-5 and every parameter gradient within 1e-3 of
+// golden_grad(name). Zeroes m's gradients first; returns the largest gradient error.
+double check_pretraining_parity(models::PretrainedModel& m, const models::ModelInputs& in,
+                                const models::PretrainingTargets& t, float golden_loss,
+                                const std::function<Tensor(const std::string&)>& golden_grad);
 
 // A goldens.safetensors of a model family (tools/gen_*_goldens.py): float and int64 tensors by name,
 // and the model inputs stored as input_ids<suffix>, attention_mask<suffix> and, when present,

@@ -81,8 +81,12 @@ TEST_CASE("ALBERT matches transformers' AlbertForPreTraining: outputs, losses an
       if (m01[p] == 0.f) padded += hidden[p * H] == 0.f && hidden[p * H + H - 1] == 0.f;
     CHECK(padded > 0);  // the golden's batch has padding, and the fused path skipped it
   }
-  std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", worst_output,
-              out.at("loss").item(), g.f("loss").item(), checked, worst);
+  // what bert_pretrain trains: the losses at the masked positions, the last layer computed there only
+  const double pretraining = test::check_pretraining_parity(
+      m, g.inputs(), test::pretraining_targets(g.i("labels"), g.i("sentence_order_label")), g.f("loss").item(),
+      [&](const std::string& n) { return g.f("grad." + n); });
+  std::printf("parity albert_a: outputs max error %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e (forward_pretraining "
+              "%.1e)\n", worst_output, out.at("loss").item(), g.f("loss").item(), checked, worst, pretraining);
 }
 
 TEST_CASE("ALBERT's pre-training update equals transformers + torch AdamW: shared layers stepped once", "[albert][parity][train]") {

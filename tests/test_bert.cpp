@@ -38,14 +38,8 @@ Case load_case(const std::string& name) {
   c.file = nn::safetensors::read(dir_of(name) + "/goldens.safetensors");
   const auto& ids = c.file.tensors.at("input_ids");
   c.inputs = make_inputs(ids.shape[0], ids.shape[1], c.i("input_ids"), c.i("token_type_ids"), c.i("attention_mask"));
-  const auto labels = c.i("labels");
-  std::vector<int64_t> positions, masked;
-  for (size_t k = 0; k < labels.size(); ++k)
-    if (labels[k] != -100) {
-      positions.push_back(int64_t(k));
-      masked.push_back(labels[k]);
-    }
-  c.targets = make_pretraining_targets(positions, masked, c.i("next_sentence_label"));
+  const auto labels = c.i("labels"), sentence = c.i("next_sentence_label");
+  c.targets = test::pretraining_targets(Tensor::from_ints(labels, {labels.size()}), Tensor::from_ints(sentence, {sentence.size()}));
   return c;
 }
 }  // namespace

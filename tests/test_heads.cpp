@@ -74,6 +74,10 @@ void check_parity(const std::string& name, const std::string& architecture, cons
   }
   // every gradient the generator wrote (the rest: inputs, labels, outputs, loss)
   CHECK(checked == g.file.tensors.size() - 4 - label_names.size() - output_names.size());
+  // a pre-training model: also what bert_pretrain trains, the sparse last layer included
+  if (dynamic_cast<PretrainingHeads*>(&m))
+    test::check_pretraining_parity(m, g.inputs(), test::pretraining_targets(g.i("labels")), g.f("loss").item(),
+                                   [&](const std::string& n) { return g.f("grad." + n); });
 }
 }  // namespace
 

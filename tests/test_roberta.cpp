@@ -53,8 +53,12 @@ TEST_CASE("RoBERTa matches transformers' RobertaForMaskedLM: outputs, loss and a
   const auto pos_grad = m.roberta->embeddings->position_embeddings->weight.grad().to_vector();
   const size_t H = m.config.hidden_size;
   for (size_t k = 0; k < H; ++k) REQUIRE(pos_grad[1 * H + k] == 0.f);
-  std::printf("parity roberta_a: hidden %.1e logits %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e\n", hidden,
-              logits, out.at("loss").item(), g.f("loss").item(), checked, worst);
+  const double pretraining = test::check_pretraining_parity(m, g.inputs(), test::pretraining_targets(g.i("labels")),
+                                                            g.f("loss").item(),
+                                                            [&](const std::string& n) { return g.f("grad." + n); });
+  std::printf("parity roberta_a: hidden %.1e logits %.1e, loss %.6f/%.6f, %zu gradients, max error %.1e "
+              "(forward_pretraining %.1e)\n", hidden, logits, out.at("loss").item(), g.f("loss").item(), checked, worst,
+              pretraining);
 }
 
 TEST_CASE("RoBERTa positions count from padding_idx + 1 over real tokens", "[roberta][inputs]") {

@@ -3,8 +3,9 @@
 // rows selected): the attention with fewer queries than keys, the encoder layer post- and pre-LN,
 // under padding and activation checkpointing, the five pre-training models and the sentence heads
 // (sequence classification, multiple choice: one row each) end to end (losses, logits and every
-// parameter gradient). The goldens of test_bert, test_albert and test_heads hold
-// the sparse path against transformers too.
+// parameter gradient), and that the sparse path runs where it should (seen through dropout). The
+// transformers goldens of test_bert, test_albert, test_roberta and test_heads (forward_pretraining,
+// sequence classification) hold the sparse path against transformers too.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -133,6 +134,43 @@ TEST_CASE("output rows: rows outside their sequence and a pooler's rows not at p
                     Contains("[BertModel] the output rows of sequence 1 start at position 6, not at its first token"));
 }
 
+TEST_CASE("output rows: the sparse layer runs while its attention weights stay smaller than what it skips", "[nn][sparse]") {
+  nn::OutputRows rows;
+  rows.per_sequence = 78;  // 15% of 512 positions, plus the first
+  CHECK(rows.cheaper_than_dense(512, 12, 768, 3072));  // BERT-base at its longest
+  rows.per_sequence = 615;  // 15% of 4096: (615 x 4096) weights per head outgrow what the skipped rows keep
+  CHECK_FALSE(rows.cheaper_than_dense(4096, 12, 768, 3072));
+  CHECK_FALSE(rows.cheaper_than_dense(4096, 4, 256, 1024));  // mini too
+  rows.per_sequence = 1;  // a sentence classifier: always
+  CHECK(rows.cheaper_than_dense(4096, 12, 768, 3072));
+  rows.per_sequence = 8;  // every row wanted
+  CHECK_FALSE(rows.cheaper_than_dense(8, 2, 16, 24));
+}
+
+TEST_CASE("Encoder::forward_rows takes the sparse path where it pays, and only there", "[nn][sparse]") {
+  // Seen through dropout: the sparse layer draws its masks at its rows only, so under one seed its
+  // output differs from the dense run's; where it falls back to the dense run the two are equal.
+  nn::TransformerOptions opt;
+  opt.hidden_size = 16;
+  opt.num_heads = 2;
+  opt.intermediate_size = 24;
+  nn::Encoder encoder(opt, 2);
+  encoder.train();
+  const size_t T = 9;
+  const Tensor x = randn({2, T, 16}, 21), mask = padding_mask({9, 6}, T);
+  auto output = [&](bool sparse, const nn::OutputRows& rows) {
+    nn::SparseLastLayerGuard guard(sparse);
+    manual_seed(3);
+    return encoder.forward_rows(x, mask, rows).to_vector();
+  };
+  const nn::OutputRows few = rows_at({{0, 4, 8}, {0, 2, 5}}, T);  // 2 x 3 x 9 weights per head: pays
+  REQUIRE(few.cheaper_than_dense(T, 2, 16, 24));
+  CHECK(output(true, few) != output(false, few));
+  const nn::OutputRows most = rows_at({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}}, T);  // does not pay
+  REQUIRE_FALSE(most.cheaper_than_dense(T, 2, 16, 24));
+  CHECK(output(true, most) == output(false, most));
+}
+
 TEST_CASE("pretraining_rows: each sequence's first position then its masked ones, padded with the first", "[pretrain][sparse]") {
   const ModelInputs in = pad_sequences({{{2, 5, 7, 9, 3}, {}}, {{2, 11, 3}, {}}, {{2, 4, 3}, {}}}, /*pad_id=*/0);
   // masked positions in no particular order; sequence 2 has none
@@ -144,9 +182,9 @@ TEST_CASE("pretraining_rows: each sequence's first position then its masked ones
 }
 
 namespace {
-// A 3-layer model of `architecture` (family "bert", "roberta" or "albert"), no dropout, in
-// training mode.
-std::unique_ptr<PretrainedModel> small_model(const std::string& family, const std::string& architecture) {
+// A 3-layer model of `architecture` (family "bert", "roberta" or "albert") in training mode, with
+// no dropout unless `dropout`.
+std::unique_ptr<PretrainedModel> small_model(const std::string& family, const std::string& architecture, double dropout = 0) {
   nlohmann::json j = preset_config(family, "tiny");
   j["architectures"] = {architecture};
   j["vocab_size"] = 20;
@@ -155,11 +193,11 @@ std::unique_ptr<PretrainedModel> small_model(const std::string& family, const st
   j["num_attention_heads"] = 2;
   j["intermediate_size"] = 24;
   j["max_position_embeddings"] = 16;
-  j["hidden_dropout_prob"] = j["attention_probs_dropout_prob"] = 0.0;
+  j["hidden_dropout_prob"] = j["attention_probs_dropout_prob"] = dropout;
   if (family == "albert") {
     j["embedding_size"] = 8;
     j["inner_group_num"] = 2;  // the last group's second layer is the sparse one
-    j["classifier_dropout_prob"] = 0.0;
+    j["classifier_dropout_prob"] = dropout;
   }
   auto model = build_model(j, "test", architecture);
   Generator gen(5);
@@ -211,6 +249,11 @@ TEST_CASE("sentence heads read one row of the last layer: logits, loss and gradi
     CHECK(max_scaled_error(sparse.at("logits"), dense.at("logits")) < 1e-5);
     CHECK(sparse_grads.size() == model->parameters().size());
     check_same_gradients(sparse_grads, dense_grads);
+    // the inputs are checked before the first tokens are picked
+    if (!choices) {
+      const ModelInputs flat{Tensor::from_ints({2, 5, 3}, {3}), Tensor(), Tensor(), Tensor()};
+      CHECK_THROWS_WITH(model->forward_named(flat, labels), Contains("input_ids must be a non-empty (batch, length) tensor"));
+    }
   }
 }
 
@@ -243,5 +286,15 @@ TEST_CASE("pre-training models: the sparse last layer gives the dense run's loss
       CHECK(sparse_grads.size() == model->parameters().size());
       check_same_gradients(sparse_grads, dense_grads);
     }
+    // The sparse path ran (not the dense one behind the switch): with dropout on, it draws the
+    // last layer's masks at its rows only, so under one seed it gives another loss.
+    auto with_dropout = small_model(family, arch, 0.2);
+    auto loss = [&](bool on) {
+      nn::SparseLastLayerGuard guard(on);
+      manual_seed(9);
+      return dynamic_cast<PretrainingHeads&>(*with_dropout).forward_pretraining(in, t).loss.item();
+    };
+    CHECK(loss(true) != loss(false));
+    CHECK(loss(false) == loss(false));
   }
 }
