@@ -105,8 +105,10 @@ Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
 }
 
 Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mask, const nn::OutputRows& rows) {
-  AlbertLayerGroup* last = num_hidden_layers > 0 ? &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)] : nullptr;
-  const AlbertLayer* last_layer = last && last->albert_layers->size() > 0 ? &(*last->albert_layers)[last->albert_layers->size() - 1] : nullptr;
+  AlbertLayerGroup* last =
+      num_hidden_layers > 0 ? &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)] : nullptr;
+  const size_t inner = last ? last->albert_layers->size() : 0;
+  const AlbertLayer* last_layer = inner > 0 ? &(*last->albert_layers)[inner - 1] : nullptr;
   if (!nn::sparse_last_layer_enabled() || !last_layer || embedded.dim() != 3 || nn::use_fused_inference(*this, mask) ||
       nn::use_packed_rows(mask) ||
       !rows.cheaper_than_dense(embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),

@@ -78,7 +78,8 @@ PretrainingOutput BertForPreTraining::forward(const ModelInputs& in, const Pretr
   const PretrainingRows rows = pretraining_rows(in, t);
   const auto base = bert->forward(in, rows.rows);
   PretrainingOutput out;
-  masked_lm_loss(base.last_hidden_state, rows.masked, t, [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
+  masked_lm_loss(base.last_hidden_state, rows.masked, t,
+                 [&](const Tensor& h) { return cls->predictions->forward_sequence(h); }, out);
   add_sentence_loss(cls->seq_relationship->forward(base.pooler_output), t, out);
   return out;
 }
