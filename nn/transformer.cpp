@@ -189,27 +189,21 @@ EncoderLayer::EncoderLayer(const TransformerOptions& opt) : pre_layer_norm(opt.p
                            std::make_shared<ProjectResidual>(opt.intermediate_size, opt.hidden_size, opt));
 }
 
+// Pre-LN: x + attn(LN(x)), then x1 + ffn(LN(x1)), the LayerNorms before; post-LN: LN(x + attn(x)),
+// then LN(x1 + ffn(x1)) (ProjectResidual's).
 Tensor EncoderLayer::forward(const Tensor& x, const AttentionMask& mask) {
-  if (pre_layer_norm) {  // x + attn(LN(x)), then x1 + ffn(LN(x1)); the LayerNorms sit before
-    const Tensor h = attention->output->layer_norm->forward(x);
-    const Tensor x1 = attention->output->forward(attention->self->forward(h, mask), x);
-    const Tensor h2 = output->layer_norm->forward(x1);
-    return output->forward(intermediate->forward(h2), x1);
-  }
-  const Tensor x1 = attention->output->forward(attention->self->forward(x, mask), x);
-  return output->forward(intermediate->forward(x1), x1);
+  const Tensor h = pre_layer_norm ? attention->output->layer_norm->forward(x) : x;
+  return feed_forward(attention->output->forward(attention->self->forward(h, mask), x));
 }
 
 Tensor EncoderLayer::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
-  const Tensor xs = rows.select(x);
-  if (pre_layer_norm) {
-    const Tensor h = attention->output->layer_norm->forward(x);
-    const Tensor x1 = attention->output->forward(attention->self->forward_queries(rows.select(h), h, mask), xs);
-    const Tensor h2 = output->layer_norm->forward(x1);
-    return output->forward(intermediate->forward(h2), x1);
-  }
-  const Tensor x1 = attention->output->forward(attention->self->forward_queries(xs, x, mask), xs);
-  return output->forward(intermediate->forward(x1), x1);
+  const Tensor h = pre_layer_norm ? attention->output->layer_norm->forward(x) : x;
+  const Tensor hs = rows.select(h), xs = pre_layer_norm ? rows.select(x) : hs;
+  return feed_forward(attention->output->forward(attention->self->forward_queries(hs, h, mask), xs));
+}
+
+Tensor EncoderLayer::feed_forward(const Tensor& x1) {
+  return output->forward(intermediate->forward(pre_layer_norm ? output->layer_norm->forward(x1) : x1), x1);
 }
 
 Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {

@@ -170,6 +170,9 @@ class EncoderLayer : public Module {
   std::shared_ptr<Intermediate> intermediate;
   std::shared_ptr<ProjectResidual> output;
   bool pre_layer_norm;
+
+ private:
+  Tensor feed_forward(const Tensor& x1);  // the feed-forward half, after attention's residual x1
 };
 
 // A stack of encoder layers ("layer.0", "layer.1", ...). Pre-LN stacks end with a LayerNorm

@@ -59,6 +59,17 @@ void check_same_gradients(const std::map<std::string, Tensor>& sparse, const std
   }
 }
 
+// A small encoder's options: width 16, 2 heads, feed-forward 24.
+nn::TransformerOptions small_options(float dropout, bool pre_layer_norm = false) {
+  nn::TransformerOptions opt;
+  opt.hidden_size = 16;
+  opt.num_heads = 2;
+  opt.intermediate_size = 24;
+  opt.hidden_dropout = opt.attention_dropout = dropout;
+  opt.pre_layer_norm = pre_layer_norm;
+  return opt;
+}
+
 }  // namespace
 
 TEST_CASE("attention with fewer queries than keys: the rows of full attention, finite differences", "[attention][sparse]") {
@@ -88,13 +99,7 @@ TEST_CASE("Encoder::forward_rows equals forward's rows: post- and pre-LN, paddin
   for (const bool pre_ln : {false, true})
     for (const bool checkpointed : {false, true}) {
       INFO("pre-LN " << pre_ln << ", checkpointed " << checkpointed);
-      nn::TransformerOptions opt;
-      opt.hidden_size = H;
-      opt.num_heads = 2;
-      opt.intermediate_size = 24;
-      opt.hidden_dropout = opt.attention_dropout = 0.f;  // training mode, the same numbers both ways
-      opt.pre_layer_norm = pre_ln;
-      nn::Encoder encoder(opt, 3);
+      nn::Encoder encoder(small_options(0.f, pre_ln), 3);  // no dropout: training mode, the same numbers both ways
       encoder.train();
       encoder.checkpoint_activations = checkpointed;
       const Tensor x = randn({B, T, H}, 12);
@@ -150,11 +155,7 @@ TEST_CASE("output rows: the sparse layer runs while its attention weights stay s
 TEST_CASE("Encoder::forward_rows takes the sparse path where it pays, and only there", "[nn][sparse]") {
   // Seen through dropout: the sparse layer draws its masks at its rows only, so under one seed its
   // output differs from the dense run's; where it falls back to the dense run the two are equal.
-  nn::TransformerOptions opt;
-  opt.hidden_size = 16;
-  opt.num_heads = 2;
-  opt.intermediate_size = 24;
-  nn::Encoder encoder(opt, 2);
+  nn::Encoder encoder(small_options(0.1f), 2);
   encoder.train();
   const size_t T = 9;
   const Tensor x = randn({2, T, 16}, 21), mask = padding_mask({9, 6}, T);
