@@ -76,24 +76,27 @@ size_t AlbertTransformer::group_of_layer(size_t i) const {
   return std::min(size_t(double(i) / layers_per_group), albert_layer_groups->size() - 1);
 }
 
+// Every layer as it runs, shared weights and all, as the fused inference path sees them.
+std::vector<nn::FusedLayerView> AlbertTransformer::fused_views() const {
+  std::vector<nn::FusedLayerView> views;
+  for (size_t i = 0; i < num_hidden_layers; ++i)
+    for (auto& l : *(*albert_layer_groups)[group_of_layer(i)].albert_layers) {
+      nn::FusedLayerView v;
+      v.attention = l->attention.get();
+      v.attention_out = l->attention->dense.get();
+      v.attention_norm = l->attention->layer_norm.get();
+      v.up = l->ffn.get();
+      v.act = l->act;
+      v.down = l->ffn_output.get();
+      v.output_norm = l->full_layer_layer_norm.get();
+      views.push_back(v);
+    }
+  return views;
+}
+
 Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   Tensor h = embedding_hidden_mapping_in->forward(embedded);
-  if (nn::use_fused_inference(*this, mask)) {  // the same layer views, shared weights and all
-    std::vector<nn::FusedLayerView> views;
-    for (size_t i = 0; i < num_hidden_layers; ++i)
-      for (auto& l : *(*albert_layer_groups)[group_of_layer(i)].albert_layers) {
-        nn::FusedLayerView v;
-        v.attention = l->attention.get();
-        v.attention_out = l->attention->dense.get();
-        v.attention_norm = l->attention->layer_norm.get();
-        v.up = l->ffn.get();
-        v.act = l->act;
-        v.down = l->ffn_output.get();
-        v.output_norm = l->full_layer_layer_norm.get();
-        views.push_back(v);
-      }
-    return nn::fused_encoder_forward(views, nullptr, h, mask);
-  }
+  if (nn::use_fused_inference(*this, mask)) return nn::fused_encoder_forward(fused_views(), nullptr, h, mask);
   return nn::forward_without_padding(h, mask, [&](const Tensor& in, const nn::AttentionMask& m) {
     Tensor x = in;
     for (size_t i = 0; i < num_hidden_layers; ++i) {
@@ -109,6 +112,8 @@ Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mas
       num_hidden_layers > 0 ? &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)] : nullptr;
   const size_t inner = last ? last->albert_layers->size() : 0;
   const AlbertLayer* last_layer = inner > 0 ? &(*last->albert_layers)[inner - 1] : nullptr;
+  if (nn::sparse_last_layer_enabled() && nn::use_fused_inference(*this, mask))  // as nn::Encoder::forward_rows
+    return nn::fused_encoder_forward(fused_views(), nullptr, embedding_hidden_mapping_in->forward(embedded), mask, &rows);
   if (!nn::sparse_last_layer_enabled() || !last_layer || embedded.dim() != 3 || nn::use_fused_inference(*this, mask) ||
       nn::use_packed_rows(mask) ||
       !rows.cheaper_than_dense(embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),

@@ -11,6 +11,7 @@
 
 #include "models/bert.hpp"
 #include "models/pretraining.hpp"
+#include "nn/fused_encoder.hpp"
 
 namespace xg::models {
 
@@ -116,6 +117,7 @@ class AlbertTransformer : public nn::Module {
  private:
   // group_forward(h) for group g, recomputed in the backward under checkpoint_activations.
   Tensor run_group(AlbertLayerGroup& g, const Tensor& h, const std::function<Tensor(const Tensor&)>& group_forward);
+  std::vector<nn::FusedLayerView> fused_views() const;
 };
 
 // What every ALBERT model shares: the config, the initialisation and the name map. Heads hold

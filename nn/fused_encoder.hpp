@@ -49,10 +49,17 @@ FusedLayerView fused_view(const EncoderLayer& layer);
 // The layers' forward on x (B, T, H) under a padding mask (see is_padding_mask), without
 // recording, then final_norm when given. Returns (B, T, H), zero at padded positions. A family
 // with its own layer modules (ALBERT) calls this with views of them.
+// With `wanted`, returns the output at those rows only, (B, per_sequence, H) as
+// wanted->select(output) would: the last layer projects Q, K and V at every position (one GEMM)
+// and computes the rest (attention, projections, feed-forward, LayerNorms) at those rows alone.
 Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const LayerNorm* final_norm, const Tensor& x,
-                             const Tensor& mask);
+                             const Tensor& mask, const OutputRows* wanted = nullptr);
 // enc's layers and final LayerNorm.
-Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask);
+Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask,
+                             const OutputRows* wanted = nullptr);
+// How many rows the last fused_encoder_forward on this thread ran its last layer's feed-forward
+// at: every attended position, or the wanted ones there (the tests see which path ran).
+size_t last_fused_output_rows();
 // Whether a module's forward should take the fused path now: gradients off, eval mode, the
 // switch on, a padding mask.
 bool use_fused_inference(const Module& m, const Tensor& mask);

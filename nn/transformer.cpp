@@ -64,20 +64,24 @@ EnvSwitch g_sparse_last_layer{"XGRAD_SPARSE_LAST_LAYER", true};
 bool sparse_last_layer_enabled() { return g_sparse_last_layer.get(); }
 void set_sparse_last_layer(bool on) { g_sparse_last_layer.set(on); }
 
-Tensor OutputRows::select(const Tensor& x) const {
-  if (x.dim() != 3 || per_sequence == 0 || rows.size() != x.size(0) * per_sequence)
+void OutputRows::check(const Shape& x) const {
+  if (x.size() != 3 || per_sequence == 0 || rows.size() != x[0] * per_sequence)
     throw std::invalid_argument(fmt::format("[OutputRows] {} rows of {} per sequence do not fit a batch of {}", rows.size(),
-                                            per_sequence, shape_str(x.shape())));
-  const size_t T = x.size(1);
+                                            per_sequence, shape_str(x)));
+  const size_t T = x[1];
   if (T == 0 && !rows.empty())
     throw std::out_of_range(fmt::format("[OutputRows] {} rows wanted from sequences of no positions, {}", rows.size(),
-                                        shape_str(x.shape())));
+                                        shape_str(x)));
   for (size_t r = 0; r < rows.size(); ++r)
     if (rows[r] < 0 || size_t(rows[r]) / T != r / per_sequence)
       throw std::out_of_range(fmt::format("[OutputRows] row {} is position {}, not in sequence {} of {}", r, rows[r],
-                                          r / per_sequence, shape_str(x.shape())));
-  const long B = long(x.size(0)), H = long(x.size(2));
-  return reshape(index_select(reshape(x, {B * long(T), H}), 0, rows), {B, long(per_sequence), H});
+                                          r / per_sequence, shape_str(x)));
+}
+
+Tensor OutputRows::select(const Tensor& x) const {
+  check(x.shape());
+  const long B = long(x.size(0)), T = long(x.size(1)), H = long(x.size(2));
+  return reshape(index_select(reshape(x, {B * T, H}), 0, rows), {B, long(per_sequence), H});
 }
 
 bool flash_attention_enabled() { return g_flash_attention.get(); }
@@ -225,7 +229,10 @@ Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
 }
 
 Tensor Encoder::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
-  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_fused_inference(*this, mask) || use_packed_rows(mask) ||
+  if (use_fused_inference(*this, mask))  // its attention is blocked: no (T, T) weights to weigh
+    return sparse_last_layer_enabled() ? fused_encoder_forward(*this, x, mask, &rows)
+                                       : rows.select(fused_encoder_forward(*this, x, mask));
+  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_packed_rows(mask) ||
       x.dim() != 3 || !rows.cheaper_than_dense(x.size(1), last_layer().attention->self->num_heads, x.size(2),
                                                last_layer().intermediate->dense->weight.size(0)))
     return rows.select(forward(x, mask));

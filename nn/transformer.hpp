@@ -93,6 +93,8 @@ struct OutputRows {
   std::vector<int64_t> rows;
   // x's rows (B, T, H) -> (B, per_sequence, H); throws naming the shapes when they do not fit.
   Tensor select(const Tensor& x) const;
+  // Throws as select does unless these rows fit an x of shape (B, T, H).
+  void check(const Shape& x) const;
   // Throws naming `who` unless each sequence's first row is its position 0 (a pooler's input).
   void require_first_positions(size_t seq_len, const char* who) const;
   // Position 0 of each of `batch` sequences: what a sentence classifier reads.
@@ -187,8 +189,9 @@ class Encoder : public Module {
   // nn::FusedInferenceGuard(false) give).
   Tensor forward(const Tensor& x, const Tensor& mask);
   // forward(x, mask) at `rows` only, (B, per_sequence, H): every layer but the last runs as in
-  // forward, the last at those rows (see sparse_last_layer_enabled). Where forward would drop the
-  // padding or take the fused inference path, it does, and the rows are selected from its output.
+  // forward, the last at those rows (see sparse_last_layer_enabled); on the fused inference path
+  // too, where rows at padded positions are zero as forward's are. Where forward would drop the
+  // padding, it does, and the rows are selected from its output.
   Tensor forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows);
   std::shared_ptr<ModuleList<EncoderLayer>> layer;
   std::shared_ptr<LayerNorm> final_layer_norm;  // pre-LN only

@@ -78,6 +78,36 @@ TEST_CASE("blocked online-softmax attention equals plain attention over packed s
   }
 }
 
+TEST_CASE("attention at some query rows: those rows of full attention, bit for bit; rows outside refused", "[fused]") {
+  Generator g(17);
+  for (size_t hd : {64, 20}) {
+    const size_t heads = 2, H = heads * hd, ld = 3 * H;
+    const std::vector<size_t> cu{0, 3, 3, 133, 140};  // an empty sequence, and one longer than a query block
+    const std::vector<float> buf = normal_vec(cu.back() * ld, g), bias = normal_vec(3 * H, g, 0.5f);
+    const attn::PackedQKV qkv{buf.data(), buf.data() + H, buf.data() + 2 * H, ld, bias.data(), bias.data() + H,
+                              bias.data() + 2 * H};
+    const float scale = 1.f / std::sqrt(float(hd));
+    std::vector<float> full(cu.back() * H);
+    attn::packed_self_attention(qkv, full.data(), H, cu.data(), cu.size() - 1, heads, hd, scale);
+    // any order, repeats, a first and a last row; 70 queries in sequence 2 (more than one block)
+    std::vector<size_t> rows{2, 0, 2}, begin{0, 3, 3};
+    for (size_t i = 0; i < 70; ++i) rows.push_back(3 + (i * 37) % 130);
+    begin.push_back(rows.size());
+    rows.push_back(139);
+    begin.push_back(rows.size());
+    const attn::QueryRows queries{rows.data(), begin.data()};
+    std::vector<float> some(rows.size() * H, -7.f);
+    attn::AttentionWorkspace ws;
+    attn::packed_self_attention(qkv, some.data(), H, cu.data(), cu.size() - 1, heads, hd, scale, ws, &queries);
+    INFO("head_dim " << hd);
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t c = 0; c < H; ++c) REQUIRE(some[i * H + c] == full[rows[i] * H + c]);
+    rows[1] = 3;  // sequence 0 is rows [0, 3)
+    CHECK_THROWS_WITH(attn::packed_self_attention(qkv, some.data(), H, cu.data(), cu.size() - 1, heads, hd, scale, ws, &queries),
+                      Catch::Contains("query 1 of sequence 0 is row 3, outside the sequence's rows [0, 3)"));
+  }
+}
+
 TEST_CASE("attention of a one-token sequence returns its value; large scores stay finite", "[fused]") {
   const size_t hd = 16, H = hd;
   std::vector<float> q(H, 300.f), k(H, 300.f), v(H);

@@ -15,6 +15,7 @@
 #include "models/model_inputs.hpp"
 #include "models/pretraining.hpp"
 #include "models/registry.hpp"
+#include "nn/fused_encoder.hpp"
 #include "nn/transformer.hpp"
 #include "padding_mask.hpp"
 
@@ -124,6 +125,50 @@ TEST_CASE("Encoder::forward_rows equals forward's rows: post- and pre-LN, paddin
       CHECK(sparse_grads.size() == encoder.parameters().size());
       check_same_gradients(sparse_grads, dense_grads);
     }
+}
+
+TEST_CASE("fused inference at some rows equals the fused output's rows: post- and pre-LN, padding, repeats", "[nn][sparse][fused]") {
+  const size_t T = 70, H = 16;
+  // a full sequence, padding, one token, all padding; wanted rows at padding (zero, as the fused
+  // output is there), repeated, in any order
+  const Tensor mask = padding_mask({70, 33, 1, 0}, T);
+  const nn::OutputRows rows = rows_at({{0, 69, 5, 5}, {0, 40, 32, 7}, {0, 1, 0, 0}, {0, 0, 3, 0}}, T);
+  for (const bool pre_ln : {false, true})
+    for (const size_t layers : {0, 1, 3}) {
+      INFO("pre-LN " << pre_ln << ", layers " << layers);
+      nn::Encoder encoder(small_options(0.f, pre_ln), layers);
+      encoder.eval();
+      NoGradGuard no_grad;
+      nn::FusedInferenceGuard fused(true);
+      const Tensor x = randn({4, T, H}, 31);
+      const Tensor all = nn::fused_encoder_forward(encoder, x, mask);
+      const size_t all_rows = nn::last_fused_output_rows();
+      const Tensor some = nn::fused_encoder_forward(encoder, x, mask, &rows);
+      CHECK(nn::last_fused_output_rows() == (layers ? 10 : 0));  // 16 wanted, 6 of them at padding
+      CHECK(all_rows == (layers ? 104 : 0));
+      REQUIRE(some.shape() == Shape{4, 4, H});
+      CHECK(max_scaled_error(some, rows.select(all)) < 1e-6);
+      // Encoder::forward_rows takes it on the fused path, the sparse switch on; off, every row
+      nn::SparseLastLayerGuard on(true);
+      CHECK(max_scaled_error(encoder.forward_rows(x, mask, rows), some) == 0.0);
+      CHECK(nn::last_fused_output_rows() == (layers ? 10 : 0));
+      nn::SparseLastLayerGuard off(false);
+      CHECK(max_scaled_error(encoder.forward_rows(x, mask, rows), rows.select(all)) == 0.0);
+      CHECK(nn::last_fused_output_rows() == all_rows);
+    }
+  // every wanted row at padding: zeros; rows that do not fit: the select's errors
+  nn::Encoder encoder(small_options(0.f), 1);
+  encoder.eval();
+  NoGradGuard no_grad;
+  const Tensor x = randn({4, T, H}, 32);
+  const nn::OutputRows at_padding = rows_at({{0}, {50}, {2}, {0}}, T);
+  const Tensor y = nn::fused_encoder_forward(encoder, x, padding_mask({0, 33, 1, 0}, T), &at_padding);
+  CHECK(y.shape() == Shape{4, 1, H});
+  for (float v : y.to_vector()) REQUIRE(v == 0.f);
+  CHECK(nn::last_fused_output_rows() == 0);
+  const nn::OutputRows three = rows_at({{0}, {0}, {0}}, T);
+  CHECK_THROWS_WITH(nn::fused_encoder_forward(encoder, x, mask, &three),
+                    Contains("[OutputRows] 3 rows of 1 per sequence do not fit a batch of [4, 70, 16]"));
 }
 
 TEST_CASE("output rows: rows outside their sequence and a pooler's rows not at position 0 are refused", "[nn][sparse][errors]") {
@@ -255,6 +300,34 @@ TEST_CASE("sentence heads read one row of the last layer: logits, loss and gradi
       const ModelInputs flat{Tensor::from_ints({2, 5, 3}, {3}), Tensor(), Tensor(), Tensor()};
       CHECK_THROWS_WITH(model->forward_named(flat, labels), Contains("input_ids must be a non-empty (batch, length) tensor"));
     }
+  }
+}
+
+TEST_CASE("inference: sentence heads and pre-training models run the fused last layer at their rows only", "[heads][pretrain][sparse][fused]") {
+  const PretrainingTargets t = make_pretraining_targets({2, 6, 9, 11, 1}, {7, 14, 11, 6, 5}, {1, 0});
+  for (const std::string arch : {"BertForSequenceClassification", "RobertaForSequenceClassification",
+                                 "AlbertForSequenceClassification", "BertForPreTraining", "BertForMaskedLM",
+                                 "RobertaForMaskedLM", "AlbertForPreTraining", "AlbertForMaskedLM"}) {
+    INFO(arch);
+    const std::string family = family_of(arch);
+    auto model = small_model(family, arch);
+    model->eval();
+    NoGradGuard no_grad;
+    nn::FusedInferenceGuard fused(true);
+    const ModelInputs in = two_sequences(family != "roberta");
+    const bool classifier = arch.find("Classification") != std::string::npos;
+    auto run = [&](bool on) {
+      nn::SparseLastLayerGuard guard(on);
+      const Tensor out = classifier ? model->forward_named(in, {}).at("logits")
+                                    : dynamic_cast<PretrainingHeads&>(*model).forward_pretraining(in, t).mlm_logits;
+      return std::make_pair(out, nn::last_fused_output_rows());
+    };
+    const auto [sparse, sparse_rows] = run(true);
+    const auto [dense, dense_rows] = run(false);
+    CHECK(max_scaled_error(sparse, dense) < 1e-5);
+    CHECK(dense_rows == 13);  // every real token
+    // a classifier's first tokens; the first tokens and masked positions, sequence 1's padded with its first
+    CHECK(sparse_rows == (classifier ? 2 : 8));
   }
 }
 

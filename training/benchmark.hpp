@@ -52,6 +52,10 @@ struct InferenceBenchmarkOptions {
   // empty: the checkpoint directory's tokenizer), cut to seq_len tokens and padded to the longest,
   // as a user batches sentences.
   std::string sentences, vocab;
+  // Time the output at each sequence's first token only, as a sentence classifier reads it: the
+  // last layer runs there alone (see nn::Encoder::forward_rows), every row with
+  // XGRAD_SPARSE_LAST_LAYER=0.
+  bool first_token = false;
 };
 // Tokens/s counts the real (unpadded) tokens of a pass.
 BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt);

@@ -7,8 +7,11 @@
 // output rows and adds probabilities times values. Register tiles are 4 queries x kTile vectors.
 #include "autograd/kernels/attention.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -188,14 +191,17 @@ void value_tiles(const float* p, const float* v, size_t hdp, size_t nk, float* o
   for_each_tile(hdp / W, [&](auto nc, size_t c0) { value_tile<nc>(p, v, hdp, nk, c0, o); });
 }
 
-void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t ld_out, size_t q_begin, size_t nq,
-                  size_t seq, size_t seq_len, size_t head, float scale, Scratch& sc) {
+// Queries q_begin .. q_begin + nq - 1 (rows of x.q, or with `query_rows` its entries) against
+// their sequence's keys; query i's output goes to row q_begin + i of out.
+void attend_block(const PackedQKV& x, const PreparedKV& kv, float* out, size_t ld_out, const size_t* query_rows,
+                  size_t q_begin, size_t nq, size_t seq, size_t seq_len, size_t head, float scale, Scratch& sc) {
   const size_t hd = kv.hd, hdp = kv.hdp;
   const size_t col = head * hd;
   const size_t rows_padded = (nq + kRows - 1) / kRows * kRows;
   // Queries: bias added, scaled, zero-padded (unused rows stay zero from size_for).
   for (size_t i = 0; i < nq; ++i) {
-    const float* src = x.q + (q_begin + i) * x.ld + col;
+    const size_t row = query_rows ? query_rows[q_begin + i] : q_begin + i;
+    const float* src = x.q + row * x.ld + col;
     float* dst = sc.q.data() + i * hdp;
     for (size_t d = 0; d < hd; ++d) dst[d] = (src[d] + (x.q_bias ? x.q_bias[col + d] : 0.f)) * scale;
   }
@@ -235,21 +241,30 @@ void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, cons
 
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale,
-                           AttentionWorkspace& workspace) {
+                           AttentionWorkspace& workspace, const QueryRows* queries) {
+  // Sequence s's queries are [first(s), first(s + 1)): its rows, or its entries of queries->rows.
+  const size_t* first = queries ? queries->begin : cu_seqlens;
+  if (queries)
+    for (size_t s = 0; s < num_seqs; ++s)
+      for (size_t i = first[s]; i < first[s + 1]; ++i)
+        if (queries->rows[i] < cu_seqlens[s] || queries->rows[i] >= cu_seqlens[s + 1])
+          throw std::invalid_argument(fmt::format("[attention] query {} of sequence {} is row {}, outside the sequence's rows [{}, {})",
+                                                  i, s, queries->rows[i], cu_seqlens[s], cu_seqlens[s + 1]));
   PreparedKV kv;
   prepare_kv(qkv, cu_seqlens, num_seqs, num_heads, head_dim, workspace, kv);
   struct Task { size_t seq, head, q_begin; };
   std::vector<Task> tasks;
   for (size_t s = 0; s < num_seqs; ++s)
     for (size_t h = 0; h < num_heads; ++h)
-      for (size_t q = cu_seqlens[s]; q < cu_seqlens[s + 1]; q += kQueryBlock) tasks.push_back({s, h, q});
+      for (size_t q = first[s]; q < first[s + 1]; q += kQueryBlock) tasks.push_back({s, h, q});
   parallel_for(tasks.size(), [&](size_t t) {
     thread_local Scratch scratch;
     scratch.size_for(kv.hdp);
     const Task& task = tasks[t];
-    const size_t end = cu_seqlens[task.seq + 1];
-    attend_block(qkv, kv, out, ld_out, task.q_begin, std::min(kQueryBlock, end - task.q_begin), task.seq,
-                 end - cu_seqlens[task.seq], task.head, scale, scratch);
+    const size_t end = first[task.seq + 1];
+    attend_block(qkv, kv, out, ld_out, queries ? queries->rows : nullptr, task.q_begin,
+                 std::min(kQueryBlock, end - task.q_begin), task.seq, cu_seqlens[task.seq + 1] - cu_seqlens[task.seq],
+                 task.head, scale, scratch);
   });
 }
 

@@ -43,12 +43,21 @@ class AttentionWorkspace {
   size_t key_capacity_ = 0, value_capacity_ = 0;
 };
 
+// Queries at some rows only (a layer whose output is read at a few rows: a classifier's first
+// token): sequence s's queries are rows[begin[s]], ..., rows[begin[s + 1] - 1], rows of q within
+// the sequence (repeats allowed), and query i's output is row i of out.
+struct QueryRows {
+  const size_t* rows;
+  const size_t* begin;  // num_seqs + 1 offsets into rows, starting at 0
+};
+
 // out[r, h*head_dim + d] = sum_j softmax_j(scale * (q_r + bq) . (k_j + bk)) (v_j + bv)[d] over
 // the keys j of r's sequence, for every head. out has row stride ld_out. Sequences of length 0
-// are allowed (nothing is written for them). Runs on the thread pool.
+// are allowed (nothing is written for them). With `queries`, only those rows are computed, each
+// into its own row of out; a query row outside its sequence throws. Runs on the thread pool.
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale,
-                           AttentionWorkspace& workspace);
+                           AttentionWorkspace& workspace, const QueryRows* queries = nullptr);
 // The same with a workspace of its own.
 void packed_self_attention(const PackedQKV& qkv, float* out, size_t ld_out, const size_t* cu_seqlens,
                            size_t num_seqs, size_t num_heads, size_t head_dim, float scale);

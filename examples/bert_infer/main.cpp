@@ -11,7 +11,7 @@
 //   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
 //   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16]
-//                    [--sentences FILE [--vocab PATH]]
+//                    [--sentences FILE [--vocab PATH]] [--first-token]
 //     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 also prints its
 //     difference from fp32)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
@@ -367,8 +367,8 @@ int bench(const BenchArgs& a) {
   training::InferenceBenchmarkOptions opt = a.opt;
   opt.precision = matmul_precision_from_name(a.precision);
   const auto r = training::run_inference_benchmark(opt);
-  fmt::print("inference (encoder forward, no tape, {}): {}, {:.2f}M parameters, {} threads, {} matmuls\n",
-             r.fused ? "fused and padding-free" : "recorded path", opt.model,
+  fmt::print("inference (encoder forward{}, no tape, {}): {}, {:.2f}M parameters, {} threads, {} matmuls\n",
+             opt.first_token ? " read at each first token" : "", r.fused ? "fused and padding-free" : "recorded path", opt.model,
              double(r.parameters) / 1e6, num_threads(), a.precision);
   if (opt.sentences.empty())
     fmt::print("batch {} x {} random ids, no padding\n", opt.batch, opt.seq_len);
@@ -451,6 +451,8 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*bench_cmd, "--seed", b.opt.seed, "random weights and ids");
   bench_cmd->add_option("--precision", b.precision, "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  bench_cmd->add_flag("--first-token", b.opt.first_token,
+                      "time the output at each sequence's first token only, as a sentence classifier reads it (the last layer runs there alone)");
   bench_cmd->add_option("--sentences", b.opt.sentences,
                         "time real text instead: the first --batch non-empty lines of FILE, padded to the longest; tokens/s counts real tokens")
       ->type_name("FILE");

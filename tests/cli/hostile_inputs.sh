@@ -397,6 +397,7 @@ infer)
   STDIN_FILE=/dev/null
   expect 0 "tokens/s: " "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1
   expect 0 "tokens/s: " "$I" bench --model tiny --batch 1 --seq-len 4 --steps 1
+  expect 0 "read at each first token" "$I" bench --model albert-tiny --batch 2 --seq-len 8 --steps 1 --first-token
   expect 0 "last_hidden_state vs fp32: max abs diff" "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --threads 1 --precision bf16
   expect 2 "--precision" "$I" bench --model "$M" --steps 1 --precision fp16
   expect 1 "sequence length 600 exceeds max_position_embeddings" "$I" bench --model "$M" --seq-len 600 --steps 1
