@@ -142,8 +142,8 @@ void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_
   }
 }
 
-// `wanted`'s rows that are attended positions (packed[b * T + t]: (b, t)'s packed row, or npos
-// for padding), grouped by sequence; slots[i] is selection row i's place in the (B, per_sequence)
+// `wanted`'s rows that are attended positions (packed[b * T + t]: (b, t)'s packed row, or
+// kPadding), grouped by sequence; slots[i] is selection row i's place in the (B, per_sequence)
 // output. Wanted rows at padding are left out: their output is zero, as forward's is there.
 Selection select_packed_rows(const OutputRows& wanted, const std::vector<size_t>& packed, size_t batch,
                              std::vector<size_t>& slots) {
@@ -202,6 +202,7 @@ Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& 
 Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const LayerNorm* final_norm, const Tensor& x_in,
                              const Tensor& mask_in, const OutputRows* wanted) {
   const size_t H = layers.empty() ? (x_in.dim() == 3 ? x_in.size(2) : 0) : layers[0].attention->query->weight.size(1);
+  t_last_output_rows = 0;
   if (x_in.dim() != 3 || x_in.size(2) != H)
     throw std::invalid_argument(fmt::format("[Encoder] input must be (B, T, {}), got {}", H, shape_str(x_in.shape())));
   const size_t B = x_in.size(0), T = x_in.size(1);
@@ -224,7 +225,6 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
     cu_seqlens.push_back(positions.size());
   }
   const size_t rows = positions.size();
-  t_last_output_rows = 0;
   std::vector<size_t> slots;  // the output's (B, per_sequence) rows that are computed
   const Selection selected = wanted ? select_packed_rows(*wanted, packed, B, slots) : Selection();
   Tensor out = wanted ? Tensor::zeros({B, wanted->per_sequence, H}) : Tensor::zeros({B, T, H});

@@ -225,6 +225,19 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   };
   const Tensor recorded = hidden(false), fused = hidden(true);
   CHECK(max_diff_attended(fused, recorded, mask01) < 1e-4f);
+  // A sentence classifier's forward (the last layer at the first tokens only) gives the fused
+  // output's first rows: plain, and below through packed weights at either precision.
+  auto first_tokens_match = [&] {
+    nn::FusedInferenceGuard sw(true);
+    NoGradGuard no_grad;
+    const Tensor all = nn::OutputRows::first_tokens(B, T).select(model.forward(in).last_hidden_state).contiguous();
+    const Tensor some = model.forward_first_tokens(in).last_hidden_state.contiguous();
+    float worst = 0.f;
+    for (size_t i = 0; i < all.numel(); ++i) worst = std::max(worst, std::fabs(all.data()[i] - some.data()[i]));
+    INFO("max difference " << worst << ", rows run " << nn::last_fused_output_rows());
+    return worst < 1e-6f && nn::last_fused_output_rows() == B;
+  };
+  CHECK(first_tokens_match());
   Tensor low, low_recorded;
   {
     MatmulPrecisionGuard bf16(MatmulPrecision::BF16);
@@ -246,6 +259,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     CHECK(nn::packed_weight_for(up0) != nullptr);
     CHECK(nn::packed_qkv_for(self0) != nullptr);
     CHECK(max_diff_attended(hidden(true), low, mask01) < 1e-6f);
+    CHECK(first_tokens_match());
     {  // the recorded path reads it too (every row: the recorded path computes the padded ones)
       const Tensor packed_recorded = hidden(false);
       float worst = 0.f;
@@ -284,6 +298,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
     CHECK_THROWS_WITH(nn::InferenceWeights(model, MatmulPrecision::FP32), Catch::Contains("already packed"));
     CHECK(up0.packed_weight != nullptr);  // the failed second one left the first one's packing
     CHECK(max_diff_attended(hidden(true), fused, mask01) == 0.f);
+    CHECK(first_tokens_match());
     auto same = [](const Tensor& a, const Tensor& b) {  // every row, padded ones included
       for (size_t i = 0; i < a.numel(); ++i)
         if (a.data()[i] != b.data()[i]) return false;

@@ -156,6 +156,21 @@ TEST_CASE("fused inference at some rows equals the fused output's rows: post- an
       CHECK(max_scaled_error(encoder.forward_rows(x, mask, rows), rows.select(all)) == 0.0);
       CHECK(nn::last_fused_output_rows() == all_rows);
     }
+  {  // padding anywhere, not only at the end: position 0 and the middle of sequence 0 too
+    nn::Encoder encoder(small_options(0.f), 2);
+    encoder.eval();
+    NoGradGuard no_grad;
+    std::vector<float> gaps(2 * T, 0.f);
+    for (size_t t : {0, 5, 6, 7, 40}) gaps[t] = -1e4f;
+    for (size_t t = 60; t < T; ++t) gaps[T + t] = -1e4f;
+    const Tensor gap_mask = Tensor::from_vector(gaps, {2, T});
+    const nn::OutputRows around = rows_at({{0, 4, 6, 8, 41}, {0, 59, 60, 3, 3}}, T);
+    const Tensor x = randn({2, T, H}, 33);
+    const Tensor some = nn::fused_encoder_forward(encoder, x, gap_mask, &around);
+    CHECK(nn::last_fused_output_rows() == 7);  // positions 0 and 6 of sequence 0 and 60 of sequence 1 are padding
+    CHECK(max_scaled_error(some, around.select(nn::fused_encoder_forward(encoder, x, gap_mask))) < 1e-6);
+    CHECK(some.contiguous().data()[0] == 0.f);
+  }
   // every wanted row at padding: zeros; rows that do not fit: the select's errors
   nn::Encoder encoder(small_options(0.f), 1);
   encoder.eval();

@@ -44,11 +44,11 @@ class AttentionWorkspace {
 };
 
 // Queries at some rows only (a layer whose output is read at a few rows: a classifier's first
-// token): sequence s's queries are rows[begin[s]], ..., rows[begin[s + 1] - 1], rows of q within
-// the sequence (repeats allowed), and query i's output is row i of out.
+// token): sequence s's queries are rows[begin[s]], ..., rows[begin[s + 1] - 1], packed rows of q
+// in [cu_seqlens[s], cu_seqlens[s + 1]) (repeats allowed), and query i's output is row i of out.
 struct QueryRows {
   const size_t* rows;
-  const size_t* begin;  // num_seqs + 1 offsets into rows, starting at 0
+  const size_t* begin;  // num_seqs + 1 non-decreasing offsets into rows, starting at 0 (not checked)
 };
 
 // out[r, h*head_dim + d] = sum_j softmax_j(scale * (q_r + bq) . (k_j + bk)) (v_j + bv)[d] over
