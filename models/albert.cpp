@@ -116,8 +116,8 @@ Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mas
     return nn::fused_encoder_forward(fused_views(), nullptr, embedding_hidden_mapping_in->forward(embedded), mask, &rows);
   if (!nn::sparse_last_layer_enabled() || !last_layer || embedded.dim() != 3 || nn::use_fused_inference(*this, mask) ||
       nn::use_packed_rows(mask) ||
-      !rows.cheaper_than_dense(embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),
-                               last_layer->ffn->weight.size(0)))
+      !nn::sparse_layer_pays(rows, embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),
+                             last_layer->ffn->weight.size(0)))
     return rows.select(forward(embedded, mask));
   Tensor x = embedding_hidden_mapping_in->forward(embedded);
   const nn::AttentionMask m(mask);

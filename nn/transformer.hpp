@@ -111,6 +111,11 @@ struct OutputRows {
 // or set_sparse_last_layer(false): then it runs every row and selects them.
 bool sparse_last_layer_enabled();
 void set_sparse_last_layer(bool on);
+// Whether a last layer at `rows` only beats computing every row: with flash attention on
+// (SelfAttention::forward_queries keeps its memory linear in T), whenever fewer rows than positions
+// are wanted; with it off (the weights (B, heads, per_sequence, T) stored), where
+// rows.cheaper_than_dense says so.
+bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden, size_t intermediate);
 using SparseLastLayerGuard = SwitchGuard<sparse_last_layer_enabled, set_sparse_last_layer>;
 
 // Scaled dot-product self-attention over num_heads heads: the "self" module of BERT.
@@ -121,8 +126,9 @@ class SelfAttention : public Module {
   // context, shaped as x.
   Tensor forward(const Tensor& x, const AttentionMask& mask);
   // The context at some rows only: queries from xq (B, Tq, H), rows of x; keys and values from
-  // every row of x (B, T, H) under the additive (B, T) mask (or none). Unfused: the weights are
-  // (B, heads, Tq, T), small when Tq is.
+  // every row of x (B, T, H) under the additive (B, T) mask (or none). Unfused while its weights
+  // (B, heads, Tq, T) are no larger than x (heads x Tq <= H), else through multi_head_attention
+  // (memory linear in T) unless flash attention is off.
   Tensor forward_queries(const Tensor& xq, const Tensor& x, const Tensor& mask);
   std::shared_ptr<Linear> query, key, value;
   size_t num_heads;

@@ -91,6 +91,32 @@ TEST_CASE("attention with fewer queries than keys: the rows of full attention, f
                     Contains("must share B and H"));
   CHECK_THROWS_WITH(unfused_multi_head_attention(rows.select(q), k, v, padding_mask({3, 3}, 3), heads, 0.f, false),
                     Contains("mask has shape [2, 3], expected [2, 7]"));
+  // the memory-linear op takes such queries too: the same rows, finite differences, the same checks
+  const Tensor flash = multi_head_attention(rows.select(q), k, v, mask, heads, 0.f, false);
+  CHECK(flash.shape() == Shape{B, 3, H});
+  CHECK(max_scaled_error(flash, rows.select(full)) < 1e-5);
+  test::check_gradients(
+      [&](const std::vector<Tensor>& x) { return multi_head_attention(x[0], x[1], x[2], mask, heads, 0.f, false); },
+      {randn({B, 3, H}, 4), randn({B, T, H}, 5), randn({B, T, H}, 6)});
+  // 70 queries of 90 keys: more than one block of each, and masked keys
+  const Tensor long_mask = padding_mask({90, 51}, 90), kl = randn({B, 90, H}, 9), vl = randn({B, 90, H}, 10);
+  const Tensor ql = randn({B, 70, H}, 11);
+  const Tensor dense_rows = unfused_multi_head_attention(ql, kl, vl, long_mask, heads, 0.f, false);
+  CHECK(max_scaled_error(multi_head_attention(ql, kl, vl, long_mask, heads, 0.f, false), dense_rows) < 1e-5);
+  const Tensor w = randn({B, 70, H}, 12).detach();
+  auto grads = [&](bool flash_op) {
+    std::vector<Tensor> in{ql.detach().requires_grad_(), kl.detach().requires_grad_(), vl.detach().requires_grad_()};
+    const Tensor out = flash_op ? multi_head_attention(in[0], in[1], in[2], long_mask, heads, 0.f, false)
+                                : unfused_multi_head_attention(in[0], in[1], in[2], long_mask, heads, 0.f, false);
+    sum(mul(out, w)).backward();
+    return std::vector<Tensor>{in[0].grad(), in[1].grad(), in[2].grad()};
+  };
+  const auto flash_grads = grads(true), unfused_grads = grads(false);
+  for (size_t i = 0; i < 3; ++i) CHECK(max_scaled_error(flash_grads[i], unfused_grads[i], test::kGradientFloor) < 1e-4);
+  CHECK_THROWS_WITH(multi_head_attention(randn({B, 3, 6}, 7), k, v, mask, heads, 0.f, false),
+                    Contains("[multi_head_attention] q (B, Tq, H) and k, v (B, T, H) must share B and H"));
+  CHECK_THROWS_WITH(multi_head_attention(randn({B, 0, H}, 7), k, v, mask, heads, 0.f, false),
+                    Contains("[multi_head_attention] q [2, 0, 8] has no query rows"));
 }
 
 TEST_CASE("Encoder::forward_rows equals forward's rows: post- and pre-LN, padding, checkpointing", "[nn][sparse]") {
@@ -225,11 +251,46 @@ TEST_CASE("Encoder::forward_rows takes the sparse path where it pays, and only t
     return encoder.forward_rows(x, mask, rows).to_vector();
   };
   const nn::OutputRows few = rows_at({{0, 4, 8}, {0, 2, 5}}, T);  // 2 x 3 x 9 weights per head: pays
-  REQUIRE(few.cheaper_than_dense(T, 2, 16, 24));
+  const nn::OutputRows most = rows_at({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}}, T);
+  const nn::OutputRows all = rows_at({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {0, 1, 2, 3, 4, 5, 6, 7, 8}}, T);
+  {  // unfused attention stores its weights: the sparse layer runs while they stay small
+    nn::FlashAttentionGuard unfused(false);
+    REQUIRE(few.cheaper_than_dense(T, 2, 16, 24));
+    CHECK(output(true, few) != output(false, few));
+    REQUIRE_FALSE(most.cheaper_than_dense(T, 2, 16, 24));  // does not pay
+    CHECK(output(true, most) == output(false, most));
+  }
+  // the memory-linear op stores none: it runs whenever fewer rows than positions are wanted
+  nn::FlashAttentionGuard flash(true);
+  CHECK(nn::sparse_layer_pays(most, T, 2, 16, 24));
   CHECK(output(true, few) != output(false, few));
-  const nn::OutputRows most = rows_at({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}}, T);  // does not pay
-  REQUIRE_FALSE(most.cheaper_than_dense(T, 2, 16, 24));
-  CHECK(output(true, most) == output(false, most));
+  CHECK(output(true, most) != output(false, most));
+  CHECK_FALSE(nn::sparse_layer_pays(all, T, 2, 16, 24));
+  CHECK(output(true, all) == output(false, all));
+}
+
+TEST_CASE("Encoder::forward_rows: many queries go through the memory-linear op, as the dense run", "[nn][sparse][flash]") {
+  // 2 heads x 10 rows > width 16: the unfused weights would outgrow an activation
+  const size_t T = 12, H = 16;
+  const Tensor mask = padding_mask({12, 7}, T);
+  const nn::OutputRows many = rows_at({{0, 1, 2, 3, 4, 5, 6, 7, 8, 11}, {0, 1, 2, 3, 4, 5, 6, 8, 9, 3}}, T);
+  nn::FlashAttentionGuard flash(true);
+  nn::Encoder encoder(small_options(0.f), 2);
+  encoder.train();
+  const Tensor x = randn({2, T, H}, 41);
+  const Tensor weights = randn({2, many.per_sequence, H}, 42).detach();
+  Tensor sparse_out, dense_out;
+  auto run = [&](bool sparse, Tensor& out) {
+    nn::SparseLastLayerGuard guard(sparse);
+    return gradients_of(encoder, [&] {
+      out = encoder.forward_rows(x, mask, many);
+      return sum(mul(out, weights));
+    });
+  };
+  const auto sparse_grads = run(true, sparse_out);
+  const auto dense_grads = run(false, dense_out);
+  CHECK(max_scaled_error(sparse_out, dense_out) < 1e-5);
+  check_same_gradients(sparse_grads, dense_grads);
 }
 
 TEST_CASE("pretraining_rows: each sequence's first position then its masked ones, padded with the first", "[pretrain][sparse]") {

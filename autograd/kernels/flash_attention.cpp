@@ -147,14 +147,15 @@ struct Scratch {
   static void zero(std::vector<float>& v, size_t n) { v.assign(n, 0.f); }
 };
 
-// One task's sequence: its rows and sizes.
+// One task's sequence: its rows (of keys, or `queries`) and sizes.
 struct Geometry {
   size_t row0, T, Tp, ldt, hd, hdp, ld;
   // ldt, the row stride of transposed copies, is one vector more than Tp: a power-of-two stride
   // would map a block's rows onto a few cache sets and evict them from L1 (measured: 30% slower).
-  Geometry(const AttentionProblem& p, size_t seq)
-      : row0(p.first_row(seq)), T(p.length(seq)), Tp(round_up(std::max<size_t>(T, 1), kBlock)), ldt(Tp + W),
-        hd(p.head_dim), hdp(round_up(p.head_dim, W)), ld(p.width()) {}
+  Geometry(const AttentionProblem& p, size_t seq, bool queries = false)
+      : row0(queries ? p.first_query_row(seq) : p.first_row(seq)), T(queries ? p.query_length(seq) : p.length(seq)),
+        Tp(round_up(std::max<size_t>(T, 1), kBlock)), ldt(Tp + W), hd(p.head_dim), hdp(round_up(p.head_dim, W)),
+        ld(p.width()) {}
   // Copies head h of the sequence from x (row stride ld) into dst (Tp x hdp), times scale, with
   // zeros in the padding (rows past T, columns past hd) and nowhere else written twice.
   void rows(const float* x, size_t h, float scale, std::vector<float>& dst_buffer) const {
@@ -205,7 +206,7 @@ struct Geometry {
 
 void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
                   const float* v, float* out, float* stats, Scratch& sc) {
-  const Geometry g(p, b);
+  const Geometry g(p, b), gq(p, b, /*queries=*/true);
   const size_t T = g.T, Tp = g.Tp, hdp = g.hdp;
   sc.mask.resize(Tp);
   sc.s.resize(kBlock * kBlock);
@@ -213,15 +214,15 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
   sc.m.resize(kBlock);
   sc.l.resize(kBlock);
   sc.mult.resize(kBlock);
-  g.rows(q, h, p.scale, sc.qs);
+  gq.rows(q, h, p.scale, sc.qs);
   g.columns(k, h, sc.kt);
   g.rows(v, h, 1.f, sc.vb);
   g.key_mask(p, b, sc.mask.data());
   const bool dropout = p.dropout_p > 0.f;
   const RowDropout drop(dropout ? p.dropout_p : 0.f, p.dropout_seed);
 
-  for (size_t q0 = 0; q0 < T; q0 += kBlock) {
-    const size_t nq = std::min(kBlock, T - q0), mrows = round_up(nq, kRows);
+  for (size_t q0 = 0; q0 < gq.T; q0 += kBlock) {
+    const size_t nq = std::min(kBlock, gq.T - q0), mrows = round_up(nq, kRows);
     std::fill(sc.o.begin(), sc.o.end(), 0.f);
     std::fill(sc.m.begin(), sc.m.end(), -std::numeric_limits<float>::infinity());
     std::fill(sc.l.begin(), sc.l.end(), 0.f);
@@ -245,10 +246,10 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
       const float l = sc.l[i];
       const float inv = l > 0.f ? 1.f / l : 0.f;
       const float* o = sc.o.data() + i * hdp;
-      float* dst = g.at(out, q0 + i, h);
+      float* dst = gq.at(out, q0 + i, h);
       for (size_t d = 0; d < g.hd; ++d) dst[d] = o[d] * inv;
       // max and log-sum kept apart: with lowest() masks m + log(l) rounds to m (ulp ~2e31)
-      float* st = stats + ((g.row0 + q0 + i) * p.num_heads + h) * 2;
+      float* st = stats + ((gq.row0 + q0 + i) * p.num_heads + h) * 2;
       st[0] = l > 0.f ? sc.m[i] : 0.f;
       st[1] = l > 0.f ? std::log(l) : std::numeric_limits<float>::infinity();  // no key: weights 0
     }
@@ -258,36 +259,36 @@ void forward_task(const AttentionProblem& p, size_t b, size_t h, const float* q,
 void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q, const float* k,
                    const float* v, const float* out, const float* stats, const float* dout, float* dq, float* dk,
                    float* dv, Scratch& sc) {
-  const Geometry g(p, b);
-  const size_t T = g.T, Tp = g.Tp, hd = g.hd, hdp = g.hdp;
-  Scratch::zero(sc.dq, Tp * hdp);  // accumulated into
+  const Geometry g(p, b), gq(p, b, /*queries=*/true);
+  const size_t T = g.T, Tp = g.Tp, hd = g.hd, hdp = g.hdp, Tq = gq.T;
+  Scratch::zero(sc.dq, gq.Tp * hdp);  // accumulated into
   sc.mask.resize(Tp);
-  sc.row_max.resize(Tp);
-  sc.row_log_sum.resize(Tp);
-  sc.delta.resize(Tp);
+  sc.row_max.resize(gq.Tp);
+  sc.row_log_sum.resize(gq.Tp);
+  sc.delta.resize(gq.Tp);
   sc.s.resize(kBlock * kBlock);
   sc.dp.resize(kBlock * kBlock);
   sc.tr.resize(kBlock * kBlock);
   sc.dk.resize(kBlock * hdp);
   sc.dv.resize(kBlock * hdp);
   sc.mult.resize(kBlock * kBlock);
-  g.rows(q, h, p.scale, sc.qs);
+  gq.rows(q, h, p.scale, sc.qs);
   g.rows(k, h, 1.f, sc.kb);
   g.columns(k, h, sc.kt);
   g.columns(v, h, sc.vt);
-  g.rows(dout, h, 1.f, sc.dob);
+  gq.rows(dout, h, 1.f, sc.dob);
   g.key_mask(p, b, sc.mask.data());
-  for (size_t i = 0; i < Tp; ++i) {
-    if (i >= T) {  // padding rows: probability 0, no gradient
+  for (size_t i = 0; i < gq.Tp; ++i) {
+    if (i >= Tq) {  // padding rows: probability 0, no gradient
       sc.row_max[i] = 0.f;
       sc.row_log_sum[i] = std::numeric_limits<float>::infinity();
       sc.delta[i] = 0.f;
       continue;
     }
-    const float* st = stats + ((g.row0 + i) * p.num_heads + h) * 2;
+    const float* st = stats + ((gq.row0 + i) * p.num_heads + h) * 2;
     sc.row_max[i] = st[0];
     sc.row_log_sum[i] = st[1];
-    const float* o = g.at(out, i, h);
+    const float* o = gq.at(out, i, h);
     float acc = 0.f;  // D_i = dO_i . O_i: the softmax backward's row term
     for (size_t d = 0; d < hd; ++d) acc += sc.dob[i * hdp + d] * o[d];
     sc.delta[i] = acc;
@@ -299,8 +300,8 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
     const size_t nk = std::min(kBlock, T - k0);
     std::fill(sc.dk.begin(), sc.dk.end(), 0.f);
     std::fill(sc.dv.begin(), sc.dv.end(), 0.f);
-    for (size_t q0 = 0; q0 < T; q0 += kBlock) {
-      const size_t mrows = round_up(std::min(kBlock, T - q0), kRows);
+    for (size_t q0 = 0; q0 < Tq; q0 += kBlock) {
+      const size_t mrows = round_up(std::min(kBlock, Tq - q0), kRows);
       float* s = sc.s.data();
       float* dp = sc.dp.data();
       // P = exp(scale q.k + mask - max - log sum): the forward's probabilities, recomputed.
@@ -317,7 +318,7 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
         float* dropped = sc.tr.data();
         for (size_t i = 0; i < mrows; ++i) {
           float* mult = sc.mult.data() + i * kBlock;
-          if (q0 + i < T) drop.fill(drop.row_key(b, h, q0 + i), k0, mult);
+          if (q0 + i < Tq) drop.fill(drop.row_key(b, h, q0 + i), k0, mult);
           else std::fill(mult, mult + kBlock, 0.f);
           for (size_t j = 0; j < kBlock; j += W)
             (load(s + i * kBlock + j) * load(mult + j)).store_unaligned(dropped + i * kBlock + j);
@@ -350,8 +351,8 @@ void backward_task(const AttentionProblem& p, size_t b, size_t h, const float* q
       }
     }
   }
-  for (size_t i = 0; i < T; ++i) {
-    float* dqr = g.at(dq, i, h);
+  for (size_t i = 0; i < Tq; ++i) {
+    float* dqr = gq.at(dq, i, h);
     for (size_t d = 0; d < hd; ++d) dqr[d] = sc.dq[i * hdp + d] * p.scale;
   }
 }
@@ -368,6 +369,8 @@ namespace {
 void check_layout(const AttentionProblem& p) {
   if (p.cu_seqlens && p.key_mask)
     throw std::invalid_argument("[attention] a key mask indexes padded rows; packed rows (cu_seqlens) take none");
+  if (p.cu_seqlens && p.query_len)
+    throw std::invalid_argument("[attention] query_len is for padded rows; packed rows (cu_seqlens) take none");
   if (!(p.dropout_p >= 0.f && p.dropout_p <= 1.f))
     throw std::invalid_argument("[attention] dropout probability must be in [0, 1]");
 }

@@ -24,14 +24,20 @@ struct AttentionProblem {
   const float* key_mask = nullptr;    // padded layout only: (batch, seq_len) additive, or null
   float dropout_p = 0.f;              // probability of dropping an attention weight; 0: none
   uint64_t dropout_seed = 0;
+  // Padded layout only: queries per sequence when they are not the keys' rows (a layer read at a
+  // few positions); q, out, stats, dout and dq then have batch * query_len rows. 0: the keys' rows.
+  size_t query_len = 0;
   size_t width() const { return num_heads * head_dim; }
   size_t rows() const { return cu_seqlens ? cu_seqlens[batch] : batch * seq_len; }
   size_t first_row(size_t s) const { return cu_seqlens ? cu_seqlens[s] : s * seq_len; }
   size_t length(size_t s) const { return cu_seqlens ? cu_seqlens[s + 1] - cu_seqlens[s] : seq_len; }
+  size_t query_rows() const { return query_len ? batch * query_len : rows(); }
+  size_t first_query_row(size_t s) const { return query_len ? s * query_len : first_row(s); }
+  size_t query_length(size_t s) const { return query_len ? query_len : length(s); }
 };
 
 // out = softmax(scale * q k^T + key_mask) (dropped out) v per sequence and head; stats receives
-// (rows, num_heads, 2) softmax statistics for the backward: each score row's max and the log of
+// (query rows, num_heads, 2) softmax statistics for the backward: each score row's max and the log of
 // its sum of exponentials, apart (with lowest()-valued masks their sum would round to the max).
 // Runs on the thread pool. Throws if both key_mask and cu_seqlens are set.
 void attention_forward(const AttentionProblem& p, const float* q, const float* k, const float* v, float* out,

@@ -44,39 +44,23 @@ Tensor run(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Ten
     p.dropout_seed = gen.next_u64();  // one draw per call, as dropout() does
   }
   Tensor out = Tensor::empty(q.shape());
-  Tensor stats = Tensor::empty({p.rows(), p.num_heads, 2});
+  Tensor stats = Tensor::empty({p.query_rows(), p.num_heads, 2});
   attn::attention_forward(p, q.data(), k.data(), v.data(), out.data(), stats.data());
 
   const Tensor Q = q.detach(), K = k.detach(), V = v.detach(), O = out.detach();
   return record(kOp, out, {q_in, k_in, v_in, mask_in}, {Q, K, V, O}, [=](const Tensor& g) -> std::vector<Tensor> {
     (void)mask, (void)cu_seqlens;  // kept alive: p points into them
-    Tensor dq = Tensor::empty(Q.shape()), dk = Tensor::empty(Q.shape()), dv = Tensor::empty(Q.shape());
+    Tensor dq = Tensor::empty(Q.shape()), dk = Tensor::empty(K.shape()), dv = Tensor::empty(K.shape());
     attn::attention_backward(p, Q.data(), K.data(), V.data(), O.data(), stats.data(), g.data(), dq.data(), dk.data(),
                              dv.data());
     return {dq, dk, dv, Tensor()};
   });
 }
 
-}  // namespace
-
-Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
-                            float dropout_p, bool training, Generator& gen) {
-  check_common(q, k, v, 3, "(B, T, H)", num_heads, dropout_p);
-  const size_t B = q.size(0), T = q.size(1);
-  if (mask.defined() && mask.shape() != Shape{B, T})
-    throw std::invalid_argument(fmt::format("[{}] mask has shape {}, expected [{}, {}]", kOp, shape_str(mask.shape()),
-                                            B, T));
-  attn::AttentionProblem p;
-  p.batch = B;
-  p.seq_len = T;
-  p.num_heads = num_heads;
-  return run(q, k, v, mask, p, nullptr, dropout_p, training, gen);
-}
-
-Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                                    size_t num_heads, float dropout_p, bool training, Generator& gen) {
-  constexpr const char* op = "unfused_multi_head_attention";
-  // q may hold other rows than k and v (queries at some positions only): one batch, one width.
+// q (B, Tq, H) with k, v (B, T, H) and mask undefined or (B, T): the padded layout's checks, where q
+// may hold other rows than k and v (queries at some positions only): one batch, one width.
+void check_padded(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
+                  float dropout_p, const char* op) {
   if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2))
     throw std::invalid_argument(fmt::format("[{}] q (B, Tq, H) and k, v (B, T, H) must share B and H, got {}, {}, {}", op,
                                             shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape())));
@@ -84,6 +68,27 @@ Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tens
   if (mask.defined() && mask.shape() != Shape{k.size(0), k.size(1)})
     throw std::invalid_argument(fmt::format("[{}] mask has shape {}, expected [{}, {}]", op, shape_str(mask.shape()),
                                             k.size(0), k.size(1)));
+}
+
+}  // namespace
+
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
+                            float dropout_p, bool training, Generator& gen) {
+  check_padded(q, k, v, mask, num_heads, dropout_p, kOp);
+  if (q.size(1) == 0 && k.size(1) > 0)  // query_len 0 would mean the keys' rows
+    throw std::invalid_argument(fmt::format("[{}] q {} has no query rows", kOp, shape_str(q.shape())));
+  attn::AttentionProblem p;
+  p.batch = k.size(0);
+  p.seq_len = k.size(1);
+  p.query_len = q.size(1) == k.size(1) ? 0 : q.size(1);
+  p.num_heads = num_heads;
+  return run(q, k, v, mask, p, nullptr, dropout_p, training, gen);
+}
+
+Tensor unfused_multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                    size_t num_heads, float dropout_p, bool training, Generator& gen) {
+  constexpr const char* op = "unfused_multi_head_attention";
+  check_padded(q, k, v, mask, num_heads, dropout_p, op);
   const long B = long(q.size(0)), H = long(q.size(2));
   const long nh = long(num_heads), hd = H / nh;
   // (B, T, H) -> (B, heads, T, head_dim)
