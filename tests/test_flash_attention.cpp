@@ -56,7 +56,8 @@ Grads run_with_grads(const Tensor& q0, const Tensor& k0, const Tensor& v0, const
 }  // namespace
 
 TEST_CASE("flash attention: forward and backward equal the unfused composition", "[flash]") {
-  struct Case { size_t B, T, heads, hd; std::vector<size_t> lengths; };
+  // Tq: queries per sequence when not the keys' T (a layer read at a few rows), 0: T
+  struct Case { size_t B, T, heads, hd; std::vector<size_t> lengths; size_t Tq = 0; };
   const std::vector<Case> cases = {
       {2, 1, 2, 8, {1, 1}},          // one token
       {3, 64, 4, 16, {64, 30, 1}},   // exactly one block
@@ -65,12 +66,16 @@ TEST_CASE("flash attention: forward and backward equal the unfused composition",
       {2, 200, 2, 32, {200, 77}},    // MiniLM's head dim
       {1, 9, 3, 24, {5}},
       {3, 70, 2, 16, {0, 70, 33}},   // every key masked (lowest()): uniform weights, as unfused
+      {2, 90, 2, 16, {90, 51}, 70},  // fewer queries than keys, more than a block of each
+      {2, 130, 12, 64, {130, 66}, 21},  // BERT-base's sparse last layer at 8 x 128's rows
+      {1, 9, 3, 24, {5}, 12},        // more queries than keys (rows repeated)
+      {3, 70, 2, 16, {0, 70, 33}, 5},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.B, c.T, c.heads, c.hd);
-    const size_t H = c.heads * c.hd;
-    const Tensor q = randn({c.B, c.T, H}, 11, 1.5f), k = randn({c.B, c.T, H}, 12, 1.5f);
-    const Tensor v = randn({c.B, c.T, H}, 13), w = randn({c.B, c.T, H}, 14);
+    CAPTURE(c.B, c.T, c.heads, c.hd, c.Tq);
+    const size_t H = c.heads * c.hd, Tq = c.Tq ? c.Tq : c.T;
+    const Tensor q = randn({c.B, Tq, H}, 11, 1.5f), k = randn({c.B, c.T, H}, 12, 1.5f);
+    const Tensor v = randn({c.B, c.T, H}, 13), w = randn({c.B, Tq, H}, 14);
     const Tensor mask = c.lengths.empty() ? Tensor() : padding_mask(c.lengths, c.T);
     const Grads flash = run_with_grads(q, k, v, w, [&](const Tensor& a, const Tensor& b, const Tensor& d) {
       return multi_head_attention(a, b, d, mask, c.heads, 0.f, true);
@@ -99,6 +104,14 @@ TEST_CASE("flash attention: finite differences, with and without dropout", "[fla
         return multi_head_attention(x[0], x[1], x[2], mask, 2, 0.3f, true, gen);
       },
       {q, k, v}, opt);
+  // fewer queries than keys, dropout included
+  const Tensor few_q = randn({2, 20, 8}, 24);
+  test::check_gradients(
+      [&](const std::vector<Tensor>& x) {
+        Generator gen(97);
+        return multi_head_attention(x[0], x[1], x[2], mask, 2, 0.3f, true, gen);
+      },
+      {few_q, k, v}, opt);
   // the unfused composition it is compared with, its dropout path included
   test::check_gradients(
       [&](const std::vector<Tensor>& x) {
