@@ -113,7 +113,8 @@ Tensor log_softmax(const Tensor& x, int axis = -1);
 // to the weights when training. Never stores the (B, heads, T, T) weights: memory is linear in
 // T, and the backward recomputes them blockwise. mask undefined or additive (B, T) over keys
 // (no gradient). Its dropout masks differ from dropout()'s, so it is not bitwise the unfused
-// composition when p > 0. q may be (B, Tq, H) for queries at Tq of the T positions only (Tq > 0).
+// composition when p > 0. q may be (B, Tq, H): Tq queries per sequence (rows at some positions
+// only, repeats allowed), each against that sequence's T keys; Tq > 0 where T > 0.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, size_t num_heads,
                             float dropout_p, bool training, Generator& gen = default_generator());
 // The composition multi_head_attention replaces, op by op on the tape: head permutes, matmul,

@@ -145,7 +145,7 @@ Tensor SelfAttention::forward_queries(const Tensor& xq, const Tensor& x, const T
   // The unfused weights (B, heads, Tq, T) are at most one (B, T, H) activation while heads x Tq <=
   // H, and at so few queries they measured faster than the blocked op (mini pre-training 8 x 128:
   // 2-10% a step), whose per-head copies of the keys and values do not shrink with the queries.
-  if (flash_attention_enabled() && num_heads * xq.size(1) > x.size(2))
+  if (queries_take_blocked_attention(num_heads, xq.size(1), x.size(2)))
     return multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
   return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
 }
@@ -162,6 +162,10 @@ OutputRows OutputRows::first_tokens(size_t batch, size_t seq_len) {
   r.per_sequence = 1;
   for (size_t b = 0; b < batch; ++b) r.rows.push_back(int64_t(b * seq_len));
   return r;
+}
+
+bool queries_take_blocked_attention(size_t heads, size_t queries, size_t width) {
+  return flash_attention_enabled() && heads * queries > width;
 }
 
 bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden, size_t intermediate) {

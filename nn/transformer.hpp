@@ -111,6 +111,9 @@ struct OutputRows {
 // or set_sparse_last_layer(false): then it runs every row and selects them.
 bool sparse_last_layer_enabled();
 void set_sparse_last_layer(bool on);
+// Whether SelfAttention::forward_queries takes the blocked op (flash attention on): where the
+// unfused weights, heads x queries x T per sequence, would outgrow an activation, T x width.
+bool queries_take_blocked_attention(size_t heads, size_t queries, size_t width);
 // Whether a last layer at `rows` only beats computing every row: with flash attention on
 // (SelfAttention::forward_queries keeps its memory linear in T), whenever fewer rows than positions
 // are wanted; with it off (the weights (B, heads, per_sequence, T) stored), where

@@ -258,6 +258,15 @@ TEST_CASE("Encoder::forward_rows takes the sparse path where it pays, and only t
 TEST_CASE("Encoder::forward_rows: many queries go through the memory-linear op, as the dense run", "[nn][sparse][flash]") {
   // 2 heads x 10 rows > width 16: the unfused weights would outgrow an activation
   const size_t T = 12, H = 16;
+  {
+    nn::FlashAttentionGuard flash(true);
+    CHECK(nn::queries_take_blocked_attention(2, 10, H));
+    CHECK_FALSE(nn::queries_take_blocked_attention(2, 8, H));
+    CHECK_FALSE(nn::queries_take_blocked_attention(12, 21, 768));  // BERT-base at 8 x 128: unfused
+    CHECK(nn::queries_take_blocked_attention(12, 78, 768));        // at 512 tokens: blocked
+    nn::FlashAttentionGuard off(false);
+    CHECK_FALSE(nn::queries_take_blocked_attention(2, 10, H));
+  }
   const Tensor mask = padding_mask({12, 7}, T);
   const nn::OutputRows many = rows_at({{0, 1, 2, 3, 4, 5, 6, 7, 8, 11}, {0, 1, 2, 3, 4, 5, 6, 8, 9, 3}}, T);
   nn::FlashAttentionGuard flash(true);

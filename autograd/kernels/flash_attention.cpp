@@ -381,7 +381,8 @@ void attention_forward(const AttentionProblem& p, const float* q, const float* k
   check_layout(p);
   parallel_for(p.batch * p.num_heads, [&](size_t t) {
     thread_local Scratch scratch;
-    if (p.length(t / p.num_heads) > 0) forward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, stats, scratch);
+    // a sequence with queries but no keys still runs: its outputs are zero, as the unfused op's
+    if (p.query_length(t / p.num_heads) > 0) forward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, stats, scratch);
   });
 }
 
@@ -390,7 +391,7 @@ void attention_backward(const AttentionProblem& p, const float* q, const float* 
   check_layout(p);
   parallel_for(p.batch * p.num_heads, [&](size_t t) {
     thread_local Scratch scratch;
-    if (p.length(t / p.num_heads) > 0)
+    if (p.query_length(t / p.num_heads) > 0)
       backward_task(p, t / p.num_heads, t % p.num_heads, q, k, v, out, stats, dout, dq, dk, dv, scratch);
   });
 }

@@ -7,7 +7,8 @@
 // Layout: (rows, num_heads * head_dim) row-major for q, k, v, the output and every gradient;
 // head h is the column block [h * head_dim, (h + 1) * head_dim), so no head permutes. Rows are
 // either padded (sequence b is rows [b * seq_len, (b + 1) * seq_len), a key mask says which keys
-// count) or packed without padding (sequence s is rows [cu_seqlens[s], cu_seqlens[s + 1])).
+// count; with query_len, its queries are rows [b * query_len, (b + 1) * query_len) of q, the
+// output, dout and dq) or packed without padding (sequence s is rows [cu_seqlens[s], cu_seqlens[s + 1])).
 // Attention dropout is applied inside the kernel; whether key j is dropped for query i is a hash
 // of (seed, sequence, head, i, j), so the backward regenerates the forward's mask from the seed.
 #include <cstddef>
@@ -39,7 +40,7 @@ struct AttentionProblem {
 // out = softmax(scale * q k^T + key_mask) (dropped out) v per sequence and head; stats receives
 // (query rows, num_heads, 2) softmax statistics for the backward: each score row's max and the log of
 // its sum of exponentials, apart (with lowest()-valued masks their sum would round to the max).
-// Runs on the thread pool. Throws if both key_mask and cu_seqlens are set.
+// Runs on the thread pool. Throws if cu_seqlens is set with key_mask or query_len.
 void attention_forward(const AttentionProblem& p, const float* q, const float* k, const float* v, float* out,
                        float* stats);
 
