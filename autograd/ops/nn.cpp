@@ -77,6 +77,10 @@ Tensor attention_softmax(const Tensor& scores_in, const Tensor& mask_in, float s
         const float* mb = m + (r / (H * Tq)) * Tk;
         vec::scale(s, scale, y, Tk);
         vec::add(y, mb, y, Tk);
+        if (Tk > 0 && vec::max(y, Tk) == -std::numeric_limits<float>::infinity()) {  // no key left: no weight,
+          std::fill(y, y + Tk, 0.f);  // as multi_head_attention gives (a softmax of -inf everywhere is NaN)
+          continue;
+        }
       } else {
         vec::scale(s, scale, y, Tk);
       }
