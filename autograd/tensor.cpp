@@ -348,7 +348,7 @@ Tensor Tensor::clone() const {
   Tensor t = empty(shape(), dtype());
   const size_t es = dtype_size(dtype());
   if (is_contiguous()) {
-    std::memcpy(t.raw_data(), raw_data(), numel() * es);
+    if (numel() > 0) std::memcpy(t.raw_data(), raw_data(), numel() * es);  // an empty tensor's data may be null
     return t;
   }
   std::vector<size_t> st(strides().begin(), strides().end());
