@@ -84,9 +84,10 @@ struct Buffers {
 
 // The packed rows a layer's output is wanted at, when not all of them: the last layer of a pass
 // read at a few positions (a classifier's first token, the masked positions of an MLM loss).
-// Sequence s's are rows[begin[s]] .. rows[begin[s + 1] - 1]; output row i is rows[i]'s.
+// Sequence s's are rows[begin[s]] .. rows[begin[s + 1] - 1]; output row i is rows[i]'s, and
+// slots[i] its place in the (B, per_sequence) result.
 struct Selection {
-  std::vector<size_t> rows, begin{0};
+  std::vector<size_t> rows, begin{0}, slots;
 };
 
 // The context of every row of `in` (or, with `queries`, of those rows) into ctx.
@@ -120,14 +121,10 @@ void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_
   const float* attention_in = v.pre_layer_norm ? b.normed.get() : b.x.get();
   Buffers& o = selected ? *out : b;
   const size_t n = selected ? selected->rows.size() : rows;
-  if (selected) {
-    const attn::QueryRows queries{selected->rows.data(), selected->begin.data()};
-    self_attention(*v.attention, attention_in, rows, cu_seqlens, b, &queries, o.ctx.get());
-    for (size_t i = 0; i < n; ++i)  // the residual stream at those rows
-      std::memcpy(o.x.get() + i * H, b.x.get() + selected->rows[i] * H, H * sizeof(float));
-  } else {
-    self_attention(*v.attention, attention_in, rows, cu_seqlens, b, nullptr, o.ctx.get());
-  }
+  const attn::QueryRows queries{selected ? selected->rows.data() : nullptr, selected ? selected->begin.data() : nullptr};
+  self_attention(*v.attention, attention_in, rows, cu_seqlens, b, selected ? &queries : nullptr, o.ctx.get());
+  for (size_t i = 0; selected && i < n; ++i)  // the residual stream at those rows
+    std::memcpy(o.x.get() + i * H, b.x.get() + selected->rows[i] * H, H * sizeof(float));
   float *x = o.x.get(), *normed = o.normed.get();
   add_projection(o.ctx.get(), n, *v.attention_out, x);
   if (v.pre_layer_norm) {  // x += attn(LN(x)); x += ffn(LN(x))
@@ -143,17 +140,16 @@ void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_
 }
 
 // `wanted`'s rows that are attended positions (packed[b * T + t]: (b, t)'s packed row, or
-// kPadding), grouped by sequence; slots[i] is selection row i's place in the (B, per_sequence)
-// output. Wanted rows at padding are left out: their output is zero, as forward's is there.
-Selection select_packed_rows(const OutputRows& wanted, const std::vector<size_t>& packed, size_t batch,
-                             std::vector<size_t>& slots) {
+// kPadding), grouped by sequence. Wanted rows at padding are left out: their output is zero, as
+// forward's is there.
+Selection select_packed_rows(const OutputRows& wanted, const std::vector<size_t>& packed, size_t batch) {
   Selection s;
   for (size_t b = 0; b < batch; ++b) {
     for (size_t r = b * wanted.per_sequence; r < (b + 1) * wanted.per_sequence; ++r) {
       const size_t row = packed[size_t(wanted.rows[r])];
       if (row == kPadding) continue;
       s.rows.push_back(row);
-      slots.push_back(r);
+      s.slots.push_back(r);
     }
     s.begin.push_back(s.rows.size());
   }
@@ -225,8 +221,8 @@ Tensor fused_encoder_forward(const std::vector<FusedLayerView>& layers, const La
     cu_seqlens.push_back(positions.size());
   }
   const size_t rows = positions.size();
-  std::vector<size_t> slots;  // the output's (B, per_sequence) rows that are computed
-  const Selection selected = wanted ? select_packed_rows(*wanted, packed, B, slots) : Selection();
+  const Selection selected = wanted ? select_packed_rows(*wanted, packed, B) : Selection();
+  const std::vector<size_t>& slots = selected.slots;  // the output's (B, per_sequence) rows that are computed
   Tensor out = wanted ? Tensor::zeros({B, wanted->per_sequence, H}) : Tensor::zeros({B, T, H});
   if (rows == 0 || (wanted && slots.empty())) return out;  // all padding: nothing to run (and no buffers to point into)
   size_t I = 0;
