@@ -70,6 +70,7 @@ TEST_CASE("flash attention: forward and backward equal the unfused composition",
       {2, 130, 12, 64, {130, 66}, 21},  // BERT-base's sparse last layer at 8 x 128's rows
       {1, 9, 3, 24, {5}, 12},        // more queries than keys (rows repeated)
       {3, 70, 2, 16, {0, 70, 33}, 5},
+      {2, 0, 2, 8, {}, 3},           // queries without keys: zero output and gradients, both ways
   };
   for (const Case& c : cases) {
     CAPTURE(c.B, c.T, c.heads, c.hd, c.Tq);

@@ -386,6 +386,10 @@ void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha
 }
 
 namespace {
+// Batch entry `offset` of an operand. With K == 0 it has no elements and is never read, and its
+// pointer may be null (an empty tensor's): it stays as it is, since offsetting null is undefined.
+const float* operand(const float* base, size_t offset, size_t K) { return K == 0 ? base : base + offset; }
+
 // Runs one(b, threads) for every batch entry: whole GEMMs per thread when there are enough of
 // them, else each GEMM on all threads.
 template <class One>
@@ -403,8 +407,9 @@ void sgemm_batched(bool trans_a, bool trans_b, size_t batch, size_t M, size_t N,
                    float alpha, const float* A, size_t lda, size_t stride_a, const float* B,
                    size_t ldb, size_t stride_b, float beta, float* C, size_t ldc,
                    size_t stride_c) {
+  if (M == 0 || N == 0) return;  // C may be empty (null): no offsets into it
   for_each_batch(batch, [&](size_t b, int threads) {
-    run({trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta,
+    run({trans_a, trans_b, M, N, K, alpha, operand(A, b * stride_a, K), lda, operand(B, b * stride_b, K), ldb, beta,
          C + b * stride_c, ldc},
         threads);
   });
@@ -414,8 +419,9 @@ void sgemm_batched_offsets(bool trans_a, bool trans_b, size_t batch, size_t M, s
                            float alpha, const float* A, size_t lda, const size_t* offsets_a,
                            const float* B, size_t ldb, const size_t* offsets_b, float beta, float* C,
                            size_t ldc, const size_t* offsets_c) {
+  if (M == 0 || N == 0) return;
   for_each_batch(batch, [&](size_t b, int threads) {
-    run({trans_a, trans_b, M, N, K, alpha, A + offsets_a[b], lda, B + offsets_b[b], ldb, beta,
+    run({trans_a, trans_b, M, N, K, alpha, operand(A, offsets_a[b], K), lda, operand(B, offsets_b[b], K), ldb, beta,
          C + offsets_c[b], ldc},
         threads);
   });
