@@ -99,6 +99,7 @@ class BertModel : public BertPreTrainedModel {
   Output forward(const ModelInputs& in, const nn::OutputRows& rows);
   // At each sequence's first token only, (B, 1, H): what a sentence head reads.
   Output forward_first_tokens(const ModelInputs& in);
+  Tensor first_token_states(const ModelInputs& in) override { return forward_first_tokens(in).last_hidden_state; }
   NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) override;
   void share_encoder_of(PretrainedModel& other) override;
   std::shared_ptr<BertEmbeddings> embeddings;

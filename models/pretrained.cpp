@@ -27,6 +27,11 @@ void PretrainedModel::share_encoder_of(PretrainedModel& other) {
   base.share_encoder_of(other.base_model());
 }
 
+Tensor PretrainedModel::first_token_states(const ModelInputs&) {
+  throw std::invalid_argument(fmt::format("[first_token_states] {} ({}) has no first-token forward{}", architecture(), model_type(),
+                                          &base_model() != this ? "; its base_model() has" : ""));
+}
+
 void check_can_share_encoder(const PretrainedModel& self, const PretrainedModel& other) {
   if (self.model_type() != other.model_type() || self.architecture() != other.architecture())
     throw std::invalid_argument(fmt::format("[share_encoder] a {} ({}) cannot share the encoder of a {} ({})", self.architecture(),

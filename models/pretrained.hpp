@@ -52,6 +52,10 @@ class PretrainedModel : public nn::Module {
   // Forward as transformers' model(**inputs, **labels): the outputs it returns, and "loss" when
   // labels are given (throws naming unknown or incomplete labels).
   virtual NamedOutputs forward_named(const ModelInputs& in, const Labels& labels = {}) = 0;
+  // A base model's last_hidden_state at each sequence's first token only, (B, 1, H): what a
+  // sentence head reads, with the last layer computed there alone. Throws, naming the
+  // architecture, for a model without that forward (a model with heads: ask its base_model()).
+  virtual Tensor first_token_states(const ModelInputs& in);
 
  protected:
   // share_encoder_of for a family's base model M (this object; members `embeddings` and

@@ -402,6 +402,23 @@ TEST_CASE("inference: sentence heads and pre-training models run the fused last 
   }
 }
 
+TEST_CASE("first_token_states: every family's base model through PretrainedModel, heads refused", "[heads][sparse]") {
+  for (const std::string arch : {"BertForSequenceClassification", "RobertaForSequenceClassification", "AlbertForSequenceClassification"}) {
+    INFO(arch);
+    const std::string family = family_of(arch);
+    auto model = small_model(family, arch);
+    model->eval();
+    NoGradGuard no_grad;
+    const ModelInputs in = two_sequences(family != "roberta");
+    PretrainedModel& base = model->base_model();
+    const Tensor all = nn::OutputRows::first_tokens(2, in.seq_len()).select(base.forward_named(in).at("last_hidden_state"));
+    const Tensor first = base.first_token_states(in);
+    CHECK(first.shape() == Shape{2, 1, 16});
+    CHECK(max_scaled_error(first, all) < 1e-5);
+    CHECK_THROWS_WITH(model->first_token_states(in), Contains(arch) && Contains("its base_model() has"));
+  }
+}
+
 TEST_CASE("pre-training models: the sparse last layer gives the dense run's losses, logits and gradients", "[pretrain][sparse]") {
   const PretrainingTargets t = make_pretraining_targets({2, 6, 9, 11, 1}, {7, 14, 11, 6, 5}, {1, 0});  // in both sequences
   for (const std::string arch : {"BertForPreTraining", "BertForMaskedLM", "RobertaForMaskedLM", "AlbertForPreTraining",

@@ -135,16 +135,6 @@ size_t real_tokens(const models::ModelInputs& in) {
 
 }  // namespace
 
-namespace {
-// The base model's output at each sequence's first token, as its sentence classifiers ask for it.
-Tensor first_token_states(models::PretrainedModel& encoder, const models::ModelInputs& in) {
-  if (auto* bert = dynamic_cast<models::BertModel*>(&encoder)) return bert->forward_first_tokens(in).last_hidden_state;
-  if (auto* albert = dynamic_cast<models::AlbertModel*>(&encoder)) return albert->forward_first_tokens(in).last_hidden_state;
-  throw std::invalid_argument(fmt::format("[benchmark] --first-token: the {} model has no first-token forward",
-                                          encoder.model_type()));
-}
-}  // namespace
-
 BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   if (opt.threads > 0) set_num_threads(opt.threads);
   Generator gen(opt.seed);
@@ -175,7 +165,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   for (const Batch& b : batches) tokens_of.push_back(real_tokens(b.inputs));
   auto pass = [&](size_t i) {
     const models::ModelInputs& in = batches[i % batches.size()].inputs;
-    return opt.first_token ? first_token_states(encoder, in) : encoder.forward_named(in).at("last_hidden_state");
+    return opt.first_token ? encoder.first_token_states(in) : encoder.forward_named(in).at("last_hidden_state");
   };
   MatmulPrecisionGuard timed_precision(opt.precision);
   std::unique_ptr<nn::InferenceWeights> packed;  // as bert_infer serves a model
