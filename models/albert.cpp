@@ -112,13 +112,14 @@ Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mas
       num_hidden_layers > 0 ? &(*albert_layer_groups)[group_of_layer(num_hidden_layers - 1)] : nullptr;
   const size_t inner = last ? last->albert_layers->size() : 0;
   const AlbertLayer* last_layer = inner > 0 ? &(*last->albert_layers)[inner - 1] : nullptr;
-  if (nn::sparse_last_layer_enabled() && nn::use_fused_inference(*this, mask))  // as nn::Encoder::forward_rows
-    return nn::fused_encoder_forward(fused_views(), nullptr, embedding_hidden_mapping_in->forward(embedded), mask, &rows);
-  if (!nn::sparse_last_layer_enabled() || !last_layer || embedded.dim() != 3 || nn::use_fused_inference(*this, mask) ||
-      nn::use_packed_rows(mask) ||
-      !nn::sparse_layer_pays(rows, embedded.size(1), last_layer->attention->num_heads, last_layer->ffn->weight.size(1),
-                             last_layer->ffn->weight.size(0)))
-    return rows.select(forward(embedded, mask));
+  nn::LastLayerShape shape{};
+  if (last_layer) shape = {last_layer->attention->num_heads, last_layer->ffn->weight.size(1), last_layer->ffn->weight.size(0)};
+  switch (nn::rows_path(nn::use_fused_inference(*this, mask), embedded, mask, rows, last_layer ? &shape : nullptr)) {
+    case nn::RowsPath::FusedAtRows:
+      return nn::fused_encoder_forward(fused_views(), nullptr, embedding_hidden_mapping_in->forward(embedded), mask, &rows);
+    case nn::RowsPath::SelectFromAll: return rows.select(forward(embedded, mask));
+    case nn::RowsPath::SparseLastLayer: break;
+  }
   Tensor x = embedding_hidden_mapping_in->forward(embedded);
   const nn::AttentionMask m(mask);
   for (size_t i = 0; i + 1 < num_hidden_layers; ++i) {

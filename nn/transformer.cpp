@@ -173,6 +173,15 @@ bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, siz
   return rows.cheaper_than_dense(seq_len, heads, hidden, intermediate);
 }
 
+RowsPath rows_path(bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows, const LastLayerShape* last) {
+  if (!sparse_last_layer_enabled()) return RowsPath::SelectFromAll;
+  if (fused) return RowsPath::FusedAtRows;  // its attention is blocked: no (T, T) weights to weigh
+  if (!last || x.dim() != 3 || use_packed_rows(mask) ||
+      !sparse_layer_pays(rows, x.size(1), last->heads, last->hidden, last->intermediate))
+    return RowsPath::SelectFromAll;
+  return RowsPath::SparseLastLayer;
+}
+
 bool OutputRows::cheaper_than_dense(size_t seq_len, size_t heads, size_t hidden, size_t intermediate) const {
   if (per_sequence >= seq_len) return false;
   return double(heads) * double(per_sequence) * double(seq_len) <=
@@ -243,13 +252,14 @@ Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
 }
 
 Tensor Encoder::forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows) {
-  if (use_fused_inference(*this, mask))  // its attention is blocked: no (T, T) weights to weigh
-    return sparse_last_layer_enabled() ? fused_encoder_forward(*this, x, mask, &rows)
-                                       : rows.select(fused_encoder_forward(*this, x, mask));
-  if (!sparse_last_layer_enabled() || layer->size() == 0 || use_packed_rows(mask) ||
-      x.dim() != 3 || !sparse_layer_pays(rows, x.size(1), last_layer().attention->self->num_heads, x.size(2),
-                                         last_layer().intermediate->dense->weight.size(0)))
-    return rows.select(forward(x, mask));
+  LastLayerShape shape{};
+  if (layer->size() > 0)
+    shape = {last_layer().attention->self->num_heads, x.dim() == 3 ? x.size(2) : 0, last_layer().intermediate->dense->weight.size(0)};
+  switch (rows_path(use_fused_inference(*this, mask), x, mask, rows, layer->size() > 0 ? &shape : nullptr)) {
+    case RowsPath::FusedAtRows: return fused_encoder_forward(*this, x, mask, &rows);
+    case RowsPath::SelectFromAll: return rows.select(forward(x, mask));
+    case RowsPath::SparseLastLayer: break;
+  }
   Tensor h = x;
   const AttentionMask m(mask);
   for (size_t i = 0; i + 1 < layer->size(); ++i)

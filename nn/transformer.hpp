@@ -121,6 +121,17 @@ bool queries_take_blocked_attention(size_t heads, size_t queries, size_t width);
 bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden, size_t intermediate);
 using SparseLastLayerGuard = SwitchGuard<sparse_last_layer_enabled, set_sparse_last_layer>;
 
+// The sizes of an encoder's last layer that choose forward_rows' path.
+struct LastLayerShape {
+  size_t heads, hidden, intermediate;
+};
+// How an encoder's forward_rows runs (nn::Encoder's, ALBERT's transformer): the fused inference pass
+// at the rows alone (`fused`: use_fused_inference said yes), every row then the wanted ones (the
+// sparse switch off, no layers (`last` null), packed rows, or where sparse_layer_pays says no), or
+// the recorded layers with the last at the rows only.
+enum class RowsPath { FusedAtRows, SelectFromAll, SparseLastLayer };
+RowsPath rows_path(bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows, const LastLayerShape* last);
+
 // Scaled dot-product self-attention over num_heads heads: the "self" module of BERT.
 class SelfAttention : public Module {
  public:
