@@ -29,7 +29,7 @@ void PretrainedModel::share_encoder_of(PretrainedModel& other) {
 
 Tensor PretrainedModel::first_token_states(const ModelInputs&) {
   throw std::invalid_argument(fmt::format("[first_token_states] {} ({}) has no first-token forward{}", architecture(), model_type(),
-                                          &base_model() != this ? "; its base_model() has" : ""));
+                                          &base_model() != this ? "; ask its base_model()" : ""));
 }
 
 void check_can_share_encoder(const PretrainedModel& self, const PretrainedModel& other) {

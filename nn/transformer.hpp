@@ -127,8 +127,8 @@ struct LastLayerShape {
 };
 // How an encoder's forward_rows runs (nn::Encoder's, ALBERT's transformer): the fused inference pass
 // at the rows alone (`fused`: use_fused_inference said yes), every row then the wanted ones (the
-// sparse switch off, no layers (`last` null), packed rows, or where sparse_layer_pays says no), or
-// the recorded layers with the last at the rows only.
+// sparse switch off, no layers (`last` null), x not (B, T, H), packed rows, or where
+// sparse_layer_pays says no), or the recorded layers with the last at the rows only.
 enum class RowsPath { FusedAtRows, SelectFromAll, SparseLastLayer };
 RowsPath rows_path(bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows, const LastLayerShape* last);
 

@@ -406,16 +406,20 @@ TEST_CASE("first_token_states: every family's base model through PretrainedModel
   for (const std::string arch : {"BertForSequenceClassification", "RobertaForSequenceClassification", "AlbertForSequenceClassification"}) {
     INFO(arch);
     const std::string family = family_of(arch);
-    auto model = small_model(family, arch);
-    model->eval();
-    NoGradGuard no_grad;
+    auto model = small_model(family, arch);  // training mode, no dropout: the recorded sparse layer
     const ModelInputs in = two_sequences(family != "roberta");
     PretrainedModel& base = model->base_model();
-    const Tensor all = nn::OutputRows::first_tokens(2, in.seq_len()).select(base.forward_named(in).at("last_hidden_state"));
-    const Tensor first = base.first_token_states(in);
-    CHECK(first.shape() == Shape{2, 1, 16});
-    CHECK(max_scaled_error(first, all) < 1e-5);
-    CHECK_THROWS_WITH(model->first_token_states(in), Contains(arch) && Contains("its base_model() has"));
+    auto check_first_tokens = [&] {
+      const Tensor all = nn::OutputRows::first_tokens(2, in.seq_len()).select(base.forward_named(in).at("last_hidden_state"));
+      const Tensor first = base.first_token_states(in);
+      CHECK(first.shape() == Shape{2, 1, 16});
+      CHECK(max_scaled_error(first, all) < 1e-5);
+    };
+    check_first_tokens();
+    model->eval();  // inference: no tape, the fused pass at the rows
+    NoGradGuard no_grad;
+    check_first_tokens();
+    CHECK_THROWS_WITH(model->first_token_states(in), Contains(arch) && Contains("ask its base_model()"));
   }
 }
 

@@ -12,8 +12,6 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
-#include "models/albert.hpp"
-#include "models/bert.hpp"
 #include "models/checkpoint.hpp"
 #include "models/head_config.hpp"
 #include "models/pretraining.hpp"

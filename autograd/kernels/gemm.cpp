@@ -387,7 +387,8 @@ void sgemm(bool trans_a, bool trans_b, size_t M, size_t N, size_t K, float alpha
 
 namespace {
 // Batch entry `offset` of an operand. With K == 0 it has no elements and is never read, and its
-// pointer may be null (an empty tensor's): it stays as it is, since offsetting null is undefined.
+// pointer may be null (an empty tensor's): it stays as it is, since null plus a non-zero offset is
+// undefined.
 const float* operand(const float* base, size_t offset, size_t K) { return K == 0 ? base : base + offset; }
 
 // Runs one(b, threads) for every batch entry: whole GEMMs per thread when there are enough of
