@@ -57,6 +57,27 @@ TEST_CASE("documents: sentences tokenised, blank lines split documents", "[pretr
   CHECK(split[3].size() == 2);
 }
 
+TEST_CASE("text_document_lines: the documents before tokenising, as load_documents counts them", "[pretraining]") {
+  const std::string path = tmp("document_lines.txt");
+  // blank lines at either end and doubled; Python-blank lines (NBSP) break documents; a line of a
+  // control character is text here, and tokenizes to nothing in load_documents
+  std::ofstream(path) << "\n\none\ntwo\n\n\nthree\n\xc2\xa0\nfour\n\x07\nfive\n\n";
+  const auto lines = text_document_lines(path);
+  REQUIRE(lines.size() == 3);
+  CHECK((lines[0].first == 3 && lines[0].end == 5));
+  CHECK((lines[1].first == 7 && lines[1].end == 8));
+  CHECK((lines[2].first == 9 && lines[2].end == 12));
+  size_t counted = 0;
+  CHECK(load_documents(path, tok(), nullptr, &counted).size() == 3);
+  CHECK(counted == 3);
+  // a document whose every line tokenizes to nothing: load_documents drops it, the count keeps it
+  std::ofstream(path) << "one\n\n\x07\n\ntwo\n";
+  CHECK(text_document_lines(path).size() == 3);
+  CHECK(load_documents(path, tok(), nullptr, &counted).size() == 2);
+  CHECK(counted == 3);
+  CHECK_THROWS_WITH(text_document_lines(tmp("missing.txt")), Contains("cannot open"));
+}
+
 TEST_CASE("static instances hold Google's invariants", "[pretraining]") {
   PretrainingOptions opt;
   opt.dupe_factor = 3;

@@ -28,11 +28,12 @@ void BpeTrainer::feed(std::string_view text, const std::string& where) {
   }
 }
 
-void BpeTrainer::feed_file(const std::string& path) {
+void BpeTrainer::feed_file(const std::string& path, const std::function<bool(size_t line)>& skip_line) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("[BpeTrainer] {}: cannot open", path));
   std::string line;
   for (size_t n = 1; std::getline(in, line); ++n) {
+    if (skip_line && skip_line(n)) continue;
     if (!in.eof()) line.push_back('\n');  // the last line has an ending only if the file does
     feed(line, fmt::format("{}:{}", path, n));
   }

@@ -29,8 +29,9 @@ class BpeTrainer {
   // Counts the pre-tokens of one text (a line with its ending, as Hugging Face feeds files).
   // Invalid UTF-8 throws naming `where`.
   void feed(std::string_view text, const std::string& where = "input");
-  // Feeds every line of a file, "\n" (and "\r") kept, as Hugging Face's train(files) reads it.
-  void feed_file(const std::string& path);
+  // Feeds every line of a file, "\n" (and "\r") kept, as Hugging Face's train(files) reads it,
+  // except the lines (numbered from 1) `skip_line` names, when set (held-out documents).
+  void feed_file(const std::string& path, const std::function<bool(size_t line)>& skip_line = nullptr);
   // The merges and vocabulary. `progress`, if set, is called with (vocabulary size, wanted).
   BpeModel train(const std::function<void(size_t, size_t)>& progress = nullptr) const;
 

@@ -108,8 +108,24 @@ MaskingVocab MaskingVocab::from(const Tokenizer& tok) {
   return v;
 }
 
+std::vector<LineRange> text_document_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));
+  std::vector<LineRange> docs;
+  bool in_document = false;
+  size_t n = 0;
+  for (std::string l; getline_lf(in, l);) {
+    ++n;
+    const bool blank = blank_line(l);
+    if (!blank && !in_document) docs.push_back({n, n});
+    if (!blank) docs.back().end = n + 1;
+    in_document = !blank;
+  }
+  return docs;
+}
+
 std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
-                                     const std::function<void(size_t, size_t)>& progress) {
+                                     const std::function<void(size_t, size_t)>& progress, size_t* text_documents) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));
   std::vector<std::string> lines;
@@ -129,10 +145,12 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
   }, fmt::format("tokenizing {}", path));
   if (progress) progress(lines.size(), lines.size());
   std::vector<Document> docs(1);
+  size_t runs = 0;  // documents before tokenising: runs of non-blank lines
   for (size_t i = 0; i < lines.size(); ++i) {
     if (blank_line(lines[i])) {
       if (!docs.back().empty()) docs.emplace_back();
-    } else {  // a line longer than any sequence becomes several sentences (copies stay small)
+    } else {
+      runs += i == 0 || blank_line(lines[i - 1]);  // a line longer than any sequence becomes several sentences (copies stay small)
       for (size_t at = 0; at < ids[i].size(); at += kMaxSentenceTokens) {
         const auto first = ids[i].begin() + long(at);
         docs.back().emplace_back(first, first + long(std::min(kMaxSentenceTokens, ids[i].size() - at)));
@@ -140,6 +158,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
     }
   }
   if (docs.back().empty()) docs.pop_back();
+  if (text_documents) *text_documents = runs;
   if (docs.empty()) throw std::runtime_error(fmt::format("[pretraining data] {}: no text (empty corpus)", path));
   return docs;
 }

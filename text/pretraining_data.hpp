@@ -52,8 +52,21 @@ constexpr size_t kMaxSentenceTokens = 65536;
 // Reads and tokenises a corpus in the BERT format on all cores. Sentences that tokenise to
 // nothing are dropped, then empty documents; longer sentences than kMaxSentenceTokens are split. Throws naming the file (and line, for invalid
 // UTF-8) when it is missing or yields no document.
+// `text_documents`, when set, receives how many documents the text holds before tokenising (as
+// text_document_lines counts them).
 std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
-                                     const std::function<void(size_t, size_t)>& progress = nullptr);
+                                     const std::function<void(size_t, size_t)>& progress = nullptr,
+                                     size_t* text_documents = nullptr);
+
+// A document's lines [first, end), numbered from 1.
+struct LineRange {
+  size_t first, end;
+};
+// The documents of a corpus in the BERT format as they are before tokenising: runs of non-blank
+// lines (a vocabulary is trained from them before any tokenizer exists). load_documents finds the
+// same ones, less any whose every line tokenises to nothing. Throws naming the file when it cannot
+// be read.
+std::vector<LineRange> text_document_lines(const std::string& path);
 
 struct Instance {
   std::vector<int32_t> tokens;  // [CLS] A [SEP] B [SEP] (or [CLS] A [SEP] for a single segment), unpadded

@@ -5,6 +5,8 @@
 #include <sentencepiece_trainer.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -311,8 +313,35 @@ void SentencePieceTokenizer::save_pretrained(const std::string& dir) const {
                                       {"keep_accents", opt_.keep_accents}});
 }
 
+namespace {
+// A file's lines without those `skip` names, for SentencePieceTrainer in place of its own reader of
+// `input` (which takes each std::getline line as a sentence too).
+class LinesExcept : public sentencepiece::SentenceIterator {
+ public:
+  LinesExcept(const std::string& path, std::function<bool(size_t)> skip) : in_(path, std::ios::binary), skip_(std::move(skip)) {
+    if (!in_) throw std::runtime_error(fmt::format("[train_sentencepiece] {}: cannot open", path));
+    Next();
+  }
+  bool done() const override { return done_; }
+  void Next() override {
+    while (std::getline(in_, line_))
+      if (!skip_(++number_)) return;
+    done_ = true;
+  }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return {}; }  // ok: a read error ends the lines early
+
+ private:
+  std::ifstream in_;
+  std::function<bool(size_t)> skip_;
+  std::string line_;
+  size_t number_ = 0;
+  bool done_ = false;
+};
+}  // namespace
+
 void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, const std::string& out_model_path,
-                         size_t threads, bool case_fold) {
+                         size_t threads, bool case_fold, const std::function<bool(size_t line)>& skip_line) {
   if (!fs::is_regular_file(corpus_path))
     throw std::runtime_error(fmt::format("[train_sentencepiece] {}: no such file", corpus_path));
   const std::string prefix = out_model_path + ".training";
@@ -323,7 +352,12 @@ void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, cons
       {"eos_id", "-1"}, {"control_symbols", "[CLS],[SEP],[MASK]"}, {"character_coverage", "1.0"},
       {"num_threads", std::to_string(n)}, {"minloglevel", "1"}};  // warnings only: not a line per EM step
   if (case_fold) args["normalization_rule_name"] = "nmt_nfkc_cf";
-  check(sentencepiece::SentencePieceTrainer::Train(args), fmt::format("training on {}", corpus_path));
+  std::unique_ptr<LinesExcept> lines;
+  if (skip_line) {
+    args.erase("input");
+    lines = std::make_unique<LinesExcept>(corpus_path, skip_line);
+  }
+  check(sentencepiece::SentencePieceTrainer::Train(args, lines.get()), fmt::format("training on {}", corpus_path));
   fs::rename(prefix + ".model", out_model_path);
   fs::remove(prefix + ".vocab");
 }

@@ -10,6 +10,7 @@
 // pieces split out by the digit-comma fix share their piece's span (the ',' gets its own).
 // Special tokens written inside the text ("the [MASK] sat") are matched whole, as transformers'
 // added tokens; [MASK] takes the whitespace before it.
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -78,8 +79,10 @@ class SentencePieceTokenizer : public Tokenizer {
 // [MASK] as control symbols, no bos/eos, full character coverage) on a text file, one sentence a
 // line, through the library's SentencePieceTrainer; writes the model to out_model_path.
 // `case_fold`: the model's normaliser folds case (nmt_nfkc_cf), so that an uncased tokenizer's
-// vocabulary holds no upper-case pieces it would never see.
+// vocabulary holds no upper-case pieces it would never see. `skip_line`, when set, names lines
+// (numbered from 1) not to learn from (held-out documents).
 void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, const std::string& out_model_path,
-                         size_t threads = 0, bool case_fold = false);
+                         size_t threads = 0, bool case_fold = false,
+                         const std::function<bool(size_t line)>& skip_line = nullptr);
 
 }  // namespace xg::text

@@ -176,7 +176,8 @@ Vocab train_wordpiece(const std::vector<std::string>& files, const WordPieceTrai
     std::ifstream in(f, std::ios::binary);
     if (!in) throw std::runtime_error(fmt::format("[train_wordpiece] {}: cannot open", f));
     std::string line;
-    for (size_t n = 1; std::getline(in, line); ++n) count_words(splitter, line, fmt::format("{}:{}", f, n), counts);
+    for (size_t n = 1; std::getline(in, line); ++n)
+      if (!opt.skip_line || !opt.skip_line(n)) count_words(splitter, line, fmt::format("{}:{}", f, n), counts);
   }
   return train(counts, opt, progress);
 }

@@ -18,6 +18,8 @@ struct WordPieceTrainerOptions {
   std::vector<std::string> special_tokens = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
   size_t limit_alphabet = 1000;  // keep the most frequent characters (0: all)
   TokenizerOptions normalization;  // lowercase / accents / CJK as the tokenizer will use them
+  // Lines of the files (numbered from 1 in each) not to learn from, e.g. held-out documents; unset: none.
+  std::function<bool(size_t line)> skip_line;
 };
 
 // Trains from the lines of `files` (invalid UTF-8 errors name the file and line). `progress`, if

@@ -370,9 +370,11 @@ size_t max_predictions_of(const PretrainOptions& o) {
 }
 
 // `checkpoint`: the directory the model comes from (--resume, --init-from), whose tokenizer is used.
+// `trained`, when set, says whether a vocabulary was trained on the corpus.
 std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const std::string& model_type, const TaskContext& ctx,
-                                                const std::string& checkpoint) {
-  VocabularyRequest r{model_type, o.tokenizer, o.train_vocab, o.corpus, ctx.out, o.cased, ctx.quiet};
+                                                const std::string& checkpoint, bool* trained = nullptr) {
+  VocabularyRequest r{model_type, o.tokenizer, o.train_vocab, o.corpus, ctx.out, o.cased, ctx.quiet,
+                      [o](size_t documents) { return held_out_documents(documents, o); }};  // unseen by the vocabulary too
   if (!checkpoint.empty()) {
     // the checkpoint's tokenizer; checkpoints from before tokenizer files carry vocab.txt only
     const bool has_tokenizer_files = fs::exists(fs::path(checkpoint) / "tokenizer_config.json");
@@ -388,6 +390,7 @@ std::unique_ptr<text::Tokenizer> make_tokenizer(const PretrainOptions& o, const 
                    model_type, r.train_size, o.corpus);
     }
   }
+  if (trained) *trained = r.train_size > 0;
   return make_vocabulary(r);
 }
 
@@ -548,7 +551,7 @@ class PretrainingTask : public Task {
 
   void make_fresh_model(const TaskContext& ctx) {
     const std::string model = opt_.model_or_default(), model_type = model_type_of(model);
-    tok_ = make_tokenizer(opt_, model_type, ctx, "");
+    tok_ = make_tokenizer(opt_, model_type, ctx, "", &vocabulary_trained_);
     pairing_ = resolve_pairing(opt_.pairing, model_type);
     config_ = fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
     refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
@@ -656,10 +659,19 @@ class PretrainingTask : public Task {
       return;
     }
     Progress p("reading corpus", 0, "lines");
-    auto docs = text::load_documents(opt_.corpus, *tok_, [&](size_t done, size_t) {
-      if (!ctx.quiet) p.update(done);
-    });
+    size_t text_documents = 0;
+    auto docs = text::load_documents(
+        opt_.corpus, *tok_, [&](size_t done, size_t) {
+          if (!ctx.quiet) p.update(done);
+        },
+        &text_documents);
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
+    // A vocabulary trained here left out the held-out documents counted before tokenising; with
+    // documents that tokenise to nothing, the count differs and so may the documents picked.
+    if (!ctx.quiet && vocabulary_trained_ && text_documents != docs.size())
+      fmt::print("note: {} of the corpus's {} documents tokenise to nothing; the vocabulary's held-out documents were "
+                 "picked among all {}, so they may not be the ones evaluated\n",
+                 text_documents - docs.size(), text_documents, text_documents);
     const text::MaskingVocab masking = text::MaskingVocab::from(*tok_);
     eval_ = text::take_held_out_instances(docs, held_out_documents(docs.size(), opt_), popt, masking);
     if (eval_.size() > opt_.eval_instances) eval_.resize(opt_.eval_instances);
@@ -668,6 +680,7 @@ class PretrainingTask : public Task {
 
   const PretrainOptions opt_;
   const size_t max_predictions_;
+  bool vocabulary_trained_ = false;  // on the corpus, by this run
   text::Pairing pairing_ = text::Pairing::NextSentence;
   std::unique_ptr<text::Tokenizer> tok_;
   nlohmann::json config_;

@@ -2,11 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <iterator>
+#include <numeric>
 #include <stdexcept>
 
 #include "text/bpe_trainer.hpp"
 #include "text/load_tokenizer.hpp"
+#include "text/pretraining_data.hpp"
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
 #include "text/wordpiece_trainer.hpp"
@@ -20,10 +25,30 @@ namespace xg::training {
 
 namespace {
 
-std::string train_wordpiece_file(const VocabularyRequest& r) {
+using SkipLine = std::function<bool(size_t line)>;
+
+// The lines of r.corpus's held-out documents (r.held_out), as a test on line numbers from 1; null
+// when none are held out.
+SkipLine held_out_lines(const VocabularyRequest& r) {
+  if (!r.held_out) return nullptr;
+  const std::vector<text::LineRange> documents = text::text_document_lines(r.corpus);
+  std::vector<text::LineRange> held;
+  for (const size_t d : r.held_out(documents.size())) held.push_back(documents.at(d));
+  if (held.empty()) return nullptr;
+  if (!r.quiet)
+    fmt::print("the vocabulary leaves out the {} held-out documents of {} ({} lines)\n", held.size(), documents.size(),
+               std::accumulate(held.begin(), held.end(), size_t(0), [](size_t n, const text::LineRange& l) { return n + l.end - l.first; }));
+  return [held](size_t line) {  // held is ascending: the last range starting at or before `line`
+    const auto after = std::upper_bound(held.begin(), held.end(), line, [](size_t n, const text::LineRange& l) { return n < l.first; });
+    return after != held.begin() && line < std::prev(after)->end;
+  };
+}
+
+std::string train_wordpiece_file(const VocabularyRequest& r, const SkipLine& skip) {
   text::WordPieceTrainerOptions to;
   to.vocab_size = r.train_size;
   to.normalization.lowercase = !r.cased;
+  to.skip_line = skip;
   Progress p("training vocabulary", 0, "merges");
   const text::Vocab v = text::train_wordpiece({r.corpus}, to, [&](size_t done, size_t) {
     if (!r.quiet) p.update(done);
@@ -36,12 +61,12 @@ std::string train_wordpiece_file(const VocabularyRequest& r) {
 
 // RoBERTa's special tokens come first (<s> 0, <pad> 1, </s> 2, <unk> 3, <mask> 4) as in
 // roberta-base's vocabulary: positions start after <pad>'s id.
-std::string train_bpe_files(const VocabularyRequest& r) {
+std::string train_bpe_files(const VocabularyRequest& r, const SkipLine& skip) {
   text::BpeTrainerOptions to;
   to.vocab_size = r.train_size;
   to.special_tokens = {"<s>", "<pad>", "</s>", "<unk>", "<mask>"};
   text::BpeTrainer trainer(to);
-  trainer.feed_file(r.corpus);
+  trainer.feed_file(r.corpus, skip);
   Progress p("training vocabulary", r.train_size, "tokens");
   const text::BpeModel model = trainer.train([&](size_t done, size_t) {
     if (!r.quiet) p.update(done);
@@ -51,17 +76,17 @@ std::string train_bpe_files(const VocabularyRequest& r) {
   return (fs::path(r.out) / "vocab.json").string();
 }
 
-std::string train_spiece_file(const VocabularyRequest& r) {
+std::string train_spiece_file(const VocabularyRequest& r, const SkipLine& skip) {
   if (!r.quiet) fmt::print("training a SentencePiece vocabulary of {} tokens...\n", r.train_size);
   const std::string path = (fs::path(r.out) / "spiece.model").string();
-  text::train_sentencepiece(r.corpus, r.train_size, path, 0, /*case_fold=*/!r.cased);
+  text::train_sentencepiece(r.corpus, r.train_size, path, 0, /*case_fold=*/!r.cased, skip);
   return path;
 }
 
 struct FamilyVocabulary {
   const char* model_type;
   const char* default_path;  // "" : none bundled
-  std::string (*train)(const VocabularyRequest&);
+  std::string (*train)(const VocabularyRequest&, const SkipLine&);
 };
 const FamilyVocabulary kFamilies[] = {{"bert", "data/bert-base-uncased-vocab.txt", train_wordpiece_file},
                                       {"roberta", "", train_bpe_files},
@@ -101,7 +126,7 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
     if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
           "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
           "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
-    trained = f->train(r);
+    trained = f->train(r, held_out_lines(r));
   });
   comm.broadcast(trained);
   if (f) {

@@ -2,8 +2,10 @@
 // The tokenizer a pre-training run uses, of its family's kind: a checkpoint's on resume, a file or
 // directory the user names, the family's bundled default, or one trained on the corpus (WordPiece
 // for BERT, byte-level BPE for RoBERTa, SentencePiece unigram for ALBERT).
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "text/tokenizer.hpp"
 
@@ -16,6 +18,9 @@ struct VocabularyRequest {
   std::string corpus, out;
   bool cased = false;
   bool quiet = false;
+  // The documents of `corpus` (text::text_document_lines' runs of non-blank lines) that a trained
+  // vocabulary must not learn from, given how many there are: the run's held-out ones. Unset: none.
+  std::function<std::vector<size_t>(size_t documents)> held_out;
 };
 
 // The family's default tokenizer file, or "" when it has none (a vocabulary is then trained).
