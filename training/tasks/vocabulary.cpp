@@ -30,7 +30,8 @@ using SkipLine = std::function<bool(size_t line)>;
 // The lines of r.corpus's held-out documents (r.held_out), as a test on line numbers from 1; null
 // when none are held out.
 SkipLine held_out_lines(const VocabularyRequest& r) {
-  if (!r.held_out) return nullptr;
+  // a pipe (--corpus <(zcat x.gz)) is read once, by the trainer
+  if (!r.held_out || !fs::is_regular_file(r.corpus)) return nullptr;
   const std::vector<text::LineRange> documents = text::text_document_lines(r.corpus);
   std::vector<text::LineRange> held;
   for (const size_t d : r.held_out(documents.size())) held.push_back(documents.at(d));
