@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 
+#include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
 #include "text/pretraining_data.hpp"
 #include "training/tasks/vocabulary.hpp"
@@ -57,4 +59,42 @@ TEST_CASE("trained vocabularies leave the held-out documents out: WordPiece, BPE
     }
   }
   fs::remove(corpus);
+}
+
+TEST_CASE("bert_pretrain's trained vocabulary has not seen the documents its evaluation holds out", "[pretrain][trainer]") {
+  const std::string corpus = corpus_with_a_rare_document(temp_path("xgrad_vocab_run_corpus.txt"));
+  for (const size_t eval_instances : {size_t(0), size_t(16)}) {
+    INFO("eval_instances " << eval_instances);
+    PretrainRun r;
+    r.task.corpus = corpus;
+    r.task.train_vocab = 600;
+    r.task.seq_len = 32;
+    r.task.eval_instances = eval_instances;
+    r.task.eval_min_documents = 1;  // of 3 spread documents: the middle one, the rare one
+    r.trainer.batch = 2;
+    r.trainer.steps = 1;
+    r.trainer.save_every = 0;
+    r.trainer.quiet = true;
+    r.trainer.out = temp_path("xgrad_vocab_run");
+    fs::remove_all(r.trainer.out);
+    REQUIRE(r.go() == 1);
+    std::ifstream in(fs::path(r.trainer.out) / "vocab.txt");
+    bool has_word = false;
+    for (std::string token; std::getline(in, token);) has_word = has_word || token == "zorblax";
+    CHECK(has_word == (eval_instances == 0));
+    fs::remove_all(r.trainer.out);
+  }
+  fs::remove(corpus);
+}
+
+TEST_CASE("a vocabulary is not trained from a pipe, which training could not read again", "[tokenizer][trainer][errors]") {
+  const std::string fifo = temp_path("xgrad_vocab_fifo");
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string out = temp_path("xgrad_vocab_fifo_out");
+  fs::create_directories(out);
+  VocabularyRequest r{"bert", "", 600, fifo, out, false, true, nullptr};
+  CHECK_THROWS_WITH(make_vocabulary(r), Catch::Matchers::Contains(fifo) && Catch::Matchers::Contains("not a regular file"));
+  fs::remove(fifo);
+  fs::remove_all(out);
 }

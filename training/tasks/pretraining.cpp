@@ -668,7 +668,8 @@ class PretrainingTask : public Task {
     if (!ctx.quiet) p.finish(fmt::format("{} documents", docs.size()));
     // A vocabulary trained here left out the held-out documents counted before tokenising; with
     // documents that tokenise to nothing, the count differs and so may the documents picked.
-    if (!ctx.quiet && vocabulary_trained_ && text_documents != docs.size())
+    if (!ctx.quiet && vocabulary_trained_ && text_documents != docs.size() &&
+        !held_out_documents(text_documents, opt_).empty())
       fmt::print("note: {} of the corpus's {} documents tokenise to nothing; the vocabulary's held-out documents were "
                  "picked among all {}, so they may not be the ones evaluated\n",
                  text_documents - docs.size(), text_documents, text_documents);

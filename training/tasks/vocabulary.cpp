@@ -30,8 +30,7 @@ using SkipLine = std::function<bool(size_t line)>;
 // The lines of r.corpus's held-out documents (r.held_out), as a test on line numbers from 1; null
 // when none are held out.
 SkipLine held_out_lines(const VocabularyRequest& r) {
-  // a pipe (--corpus <(zcat x.gz)) is read once, by the trainer
-  if (!r.held_out || !fs::is_regular_file(r.corpus)) return nullptr;
+  if (!r.held_out || !fs::is_regular_file(r.corpus)) return nullptr;  // a missing corpus: the trainer names it
   const std::vector<text::LineRange> documents = text::text_document_lines(r.corpus);
   std::vector<text::LineRange> held;
   for (const size_t d : r.held_out(documents.size())) held.push_back(documents.at(d));
@@ -127,6 +126,10 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
     if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
           "[vocabulary] {} is a shard directory: pass the tokenizer the shards were made with (--tokenizer); a "
           "vocabulary (--train-vocab, or the default for {} without --tokenizer) is trained from a text corpus", r.corpus, r.model_type));
+    if (fs::exists(r.corpus) && !fs::is_regular_file(r.corpus)) throw std::invalid_argument(fmt::format(
+          "[vocabulary] {} is not a regular file (a pipe?): a vocabulary (--train-vocab, or the default for {} without "
+          "--tokenizer) is trained from the corpus, which training then reads again; write it to a file, or pass --tokenizer",
+          r.corpus, r.model_type));
     trained = f->train(r, held_out_lines(r));
   });
   comm.broadcast(trained);
