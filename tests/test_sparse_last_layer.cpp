@@ -79,28 +79,31 @@ TEST_CASE("attention with fewer queries than keys: the rows of full attention, f
   const Tensor q = randn({B, T, H}, 1), k = randn({B, T, H}, 2), v = randn({B, T, H}, 3);
   const nn::OutputRows rows = rows_at({{0, 3, 6}, {0, 2, 2}}, T);  // a row twice, padding's row 6 too
   const Tensor full = unfused_multi_head_attention(q, k, v, mask, heads, 0.f, false);
-  const Tensor some = unfused_multi_head_attention(rows.select(q), k, v, mask, heads, 0.f, false);
-  CHECK(some.shape() == Shape{B, 3, H});
-  CHECK(max_scaled_error(some, rows.select(full)) < 1e-6);
-  test::check_gradients(
-      [&](const std::vector<Tensor>& x) { return unfused_multi_head_attention(x[0], x[1], x[2], mask, heads, 0.f, false); },
-      {randn({B, 3, H}, 4), randn({B, T, H}, 5), randn({B, T, H}, 6)});
-  CHECK_THROWS_WITH(unfused_multi_head_attention(randn({B, 3, 6}, 7), k, v, mask, heads, 0.f, false),
-                    Contains("[unfused_multi_head_attention] q (B, Tq, H) and k, v (B, T, H) must share B and H"));
+  // The unfused composition and the memory-linear op (test_flash_attention compares the two at
+  // block boundaries, forward and backward): the same rows, finite differences, the same checks.
+  struct Op {
+    const char* name;
+    Tensor (*attend)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, size_t, float, bool, Generator&);
+    double tolerance;
+  };
+  for (const Op& op : {Op{"unfused_multi_head_attention", unfused_multi_head_attention, 1e-6},
+                       Op{"multi_head_attention", multi_head_attention, 1e-5}}) {
+    INFO(op.name);
+    auto attend = [&](const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& m) {
+      return op.attend(a, b, c, m, heads, 0.f, false, default_generator());
+    };
+    const Tensor some = attend(rows.select(q), k, v, mask);
+    CHECK(some.shape() == Shape{B, 3, H});
+    CHECK(max_scaled_error(some, rows.select(full)) < op.tolerance);
+    test::check_gradients([&](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], mask); },
+                          {randn({B, 3, H}, 4), randn({B, T, H}, 5), randn({B, T, H}, 6)});
+    CHECK_THROWS_WITH(attend(randn({B, 3, 6}, 7), k, v, mask),
+                      Contains(std::string("[") + op.name + "] q (B, Tq, H) and k, v (B, T, H) must share B and H"));
+  }
   CHECK_THROWS_WITH(unfused_multi_head_attention(rows.select(q), k, randn({B, 5, H}, 8), mask, heads, 0.f, false),
                     Contains("must share B and H"));
   CHECK_THROWS_WITH(unfused_multi_head_attention(rows.select(q), k, v, padding_mask({3, 3}, 3), heads, 0.f, false),
                     Contains("mask has shape [2, 3], expected [2, 7]"));
-  // the memory-linear op takes such queries too: the same rows, finite differences, the same checks
-  // (test_flash_attention compares it with the unfused op at block boundaries, forward and backward)
-  const Tensor flash = multi_head_attention(rows.select(q), k, v, mask, heads, 0.f, false);
-  CHECK(flash.shape() == Shape{B, 3, H});
-  CHECK(max_scaled_error(flash, rows.select(full)) < 1e-5);
-  test::check_gradients(
-      [&](const std::vector<Tensor>& x) { return multi_head_attention(x[0], x[1], x[2], mask, heads, 0.f, false); },
-      {randn({B, 3, H}, 4), randn({B, T, H}, 5), randn({B, T, H}, 6)});
-  CHECK_THROWS_WITH(multi_head_attention(randn({B, 3, 6}, 7), k, v, mask, heads, 0.f, false),
-                    Contains("[multi_head_attention] q (B, Tq, H) and k, v (B, T, H) must share B and H"));
   CHECK_THROWS_WITH(multi_head_attention(randn({B, 0, H}, 7), k, v, mask, heads, 0.f, false),
                     Contains("[multi_head_attention] q [2, 0, 8] has no query rows"));
 }

@@ -108,20 +108,30 @@ MaskingVocab MaskingVocab::from(const Tokenizer& tok) {
   return v;
 }
 
+namespace {
+// A text's documents before tokenising, its lines given in order (numbered from 1): runs of
+// non-blank lines. text_document_lines' documents, and load_documents' count of them.
+class DocumentRuns {
+ public:
+  void add(size_t line, bool blank) {
+    if (!blank && !in_document_) ranges.push_back({line, line});
+    if (!blank) ranges.back().end = line + 1;
+    in_document_ = !blank;
+  }
+  std::vector<LineRange> ranges;
+
+ private:
+  bool in_document_ = false;
+};
+}  // namespace
+
 std::vector<LineRange> text_document_lines(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("[pretraining data] {}: cannot open", path));
-  std::vector<LineRange> docs;
-  bool in_document = false;
+  DocumentRuns runs;
   size_t n = 0;
-  for (std::string l; getline_lf(in, l);) {
-    ++n;
-    const bool blank = blank_line(l);
-    if (!blank && !in_document) docs.push_back({n, n});
-    if (!blank) docs.back().end = n + 1;
-    in_document = !blank;
-  }
-  return docs;
+  for (std::string l; getline_lf(in, l);) runs.add(++n, blank_line(l));
+  return runs.ranges;
 }
 
 std::vector<Document> load_documents(const std::string& path, const Tokenizer& tok,
@@ -145,12 +155,13 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
   }, fmt::format("tokenizing {}", path));
   if (progress) progress(lines.size(), lines.size());
   std::vector<Document> docs(1);
-  size_t runs = 0;  // documents before tokenising: runs of non-blank lines
+  DocumentRuns runs;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (blank_line(lines[i])) {
+    const bool blank = blank_line(lines[i]);
+    runs.add(i + 1, blank);
+    if (blank) {
       if (!docs.back().empty()) docs.emplace_back();
-    } else {
-      runs += i == 0 || blank_line(lines[i - 1]);  // a line longer than any sequence becomes several sentences (copies stay small)
+    } else {  // a line longer than any sequence becomes several sentences (copies stay small)
       for (size_t at = 0; at < ids[i].size(); at += kMaxSentenceTokens) {
         const auto first = ids[i].begin() + long(at);
         docs.back().emplace_back(first, first + long(std::min(kMaxSentenceTokens, ids[i].size() - at)));
@@ -158,7 +169,7 @@ std::vector<Document> load_documents(const std::string& path, const Tokenizer& t
     }
   }
   if (docs.back().empty()) docs.pop_back();
-  if (text_documents) *text_documents = runs;
+  if (text_documents) *text_documents = runs.ranges.size();
   if (docs.empty()) throw std::runtime_error(fmt::format("[pretraining data] {}: no text (empty corpus)", path));
   return docs;
 }
