@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "fuzz/fuzz_input.hpp"
-#include "models/config_fields.hpp"
-#include "models/registry.hpp"
+#include "models/core/config_fields.hpp"
+#include "models/core/registry.hpp"
 
 namespace {
 constexpr double kMaxSize = 64;  // largest size field of a config the target builds

@@ -67,7 +67,7 @@ void refuse_zero_one_mask(const Tensor& mask);
 // Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,
 // set_padding_free(true) or a PaddingFreeGuard (the Trainer's --padding-free). Off by default
 // because rows at padded positions are then zero, not what transformers computes there (question
-// answering then leaves those positions out of its loss, models/heads.hpp).
+// answering then leaves those positions out of its loss, models/core/heads.hpp).
 bool padding_free_enabled();
 void set_padding_free(bool on);
 using PaddingFreeGuard = SwitchGuard<padding_free_enabled, set_padding_free>;

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "models/bert_heads.hpp"
-#include "models/checkpoint.hpp"
+#include "models/bert/bert_heads.hpp"
+#include "models/core/checkpoint.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/trainer.hpp"

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "autograd/tensor.hpp"
-#include "models/model_inputs.hpp"
-#include "models/pretrained.hpp"
-#include "models/pretraining.hpp"
+#include "models/core/model_inputs.hpp"
+#include "models/core/pretrained.hpp"
+#include "models/core/pretraining.hpp"
 #include "nn/safetensors.hpp"
 
 namespace xg::test {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "models/checkpoint.hpp"
-#include "models/registry.hpp"
-#include "models/vocab_extension.hpp"
+#include "models/core/checkpoint.hpp"
+#include "models/core/registry.hpp"
+#include "models/core/vocab_extension.hpp"
 #include "nn/safetensors.hpp"
 #include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"

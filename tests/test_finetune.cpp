@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/bert_heads.hpp"
-#include "models/checkpoint.hpp"
+#include "models/bert/bert_heads.hpp"
+#include "models/core/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "text/classification_data.hpp"

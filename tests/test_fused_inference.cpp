@@ -10,7 +10,7 @@
 #include "autograd/kernels/attention.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/precision.hpp"
-#include "models/bert.hpp"
+#include "models/bert/bert.hpp"
 #include "nn/fused_encoder.hpp"
 #include "nn/packed_weights.hpp"
 #include "nn/init.hpp"

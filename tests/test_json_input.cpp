@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/config_fields.hpp"
-#include "models/registry.hpp"
+#include "models/core/config_fields.hpp"
+#include "models/core/registry.hpp"
 #include "nn/safetensors.hpp"
 #include "temp_path.hpp"
 #include "text/load_tokenizer.hpp"

@@ -11,8 +11,8 @@
 #include <iterator>
 #include <map>
 
-#include "models/bert_heads.hpp"
-#include "models/checkpoint.hpp"
+#include "models/bert/bert_heads.hpp"
+#include "models/core/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "training/tasks/multitask.hpp"

@@ -8,7 +8,7 @@
 
 #include "autograd/parallel.hpp"
 #include "autograd/precision.hpp"
-#include "models/pretraining.hpp"
+#include "models/core/pretraining.hpp"
 #include "nn/safetensors.hpp"
 #include "nn/transformer.hpp"
 #include "optim/schedule.hpp"

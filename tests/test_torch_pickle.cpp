@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "autograd/dtype.hpp"
-#include "models/checkpoint.hpp"
+#include "models/core/checkpoint.hpp"
 #include "nn/torch_pickle.hpp"
 #include "tests/temp_path.hpp"
 

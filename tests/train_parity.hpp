@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "models/pretrained.hpp"
+#include "models/core/pretrained.hpp"
 #include "optim/optimizer.hpp"
 #include "tests/golden.hpp"
 

@@ -2,7 +2,7 @@
 """A random-init Hugging Face AlbertForPreTraining saved as transformers writes it
 (save_pretrained: config.json + model.safetensors), with 4 layers drawn from 2 groups of 2 shared
 layers, a factorised embedding, inputs with padding, MLM labels and sentence-order labels, outputs,
-losses and every parameter gradient, for tests/test_albert.cpp.
+losses and every parameter gradient, for tests/models/albert/test_albert.cpp.
 
 Run: /work/venv-hf/bin/python tools/gen_albert_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
 Writes tests/data/albert_a/{config.json, model.safetensors, goldens.safetensors}."""

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Random-init BERTs in plain PyTorch (tools/torch_bert.py, Hugging Face names) written as HF
 checkpoint directories, with inputs (padding, MLM labels, NSP labels), outputs, losses and every
-parameter gradient, for tests/test_bert.cpp.
+parameter gradient, for tests/models/bert/test_bert.cpp.
 
 Run: /usr/bin/python3 tools/gen_bert_goldens.py   (Debian's python3-torch 1.13)
 Writes tests/data/bert_<name>/{config.json, model.safetensors, goldens.safetensors}."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What transformers predicts for a few sentences and pairs with the tiny classifiers of
 tests/data/heads (seq_single: 3 labels, seq_regression: one output, seq_multi: multi-label), for
-`bert_infer classify` (tests/test_bert.cpp). The sentences are tokenized by transformers'
+`bert_infer classify` (tests/models/bert/test_bert.cpp). The sentences are tokenized by transformers'
 BertTokenizer (uncased) over a 30-token vocabulary written beside them, as the models have 30
 embeddings and 12 positions (the long sentence is truncated).
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random-init Hugging Face task heads (BERT's, RoBERTa's and ALBERT's) saved as transformers writes them (save_pretrained:
 config.json + model.safetensors), with a padded batch, their labels, outputs, loss and every
-parameter gradient, for tests/test_heads.cpp; and what from_pretrained reports when the BERT
+parameter gradient, for tests/models/core/test_heads.cpp; and what from_pretrained reports when the BERT
 pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
 
 Run: /work/venv-hf/bin/python tools/gen_head_goldens.py [--only CASE,...]   (transformers 4.45.2 on Debian's

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The tensor names Hugging Face transformers uses for each registered BERT architecture, for
-tests/test_registry.cpp: "saved" (what save_pretrained writes to model.safetensors, tied copies
+tests/models/core/test_registry.cpp: "saved" (what save_pretrained writes to model.safetensors, tied copies
 dropped) and "state_dict" (what the model holds, tied copies and buffers included).
 
 Run: /work/venv-hf/bin/python tools/gen_hf_names.py

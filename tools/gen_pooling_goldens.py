@@ -2,7 +2,7 @@
 """Sentence embeddings of tests/data/bert_a's golden batch as sentence-transformers computes them
 (models/Pooling.py: mean over the attention mask with the count clamped at 1e-9, or the [CLS]
 vector; models/Normalize.py: torch.nn.functional.normalize, p=2), from the reference's own
-last_hidden_state, for tests/test_sentence_embedding.cpp.
+last_hidden_state, for tests/models/core/test_sentence_embedding.cpp.
 
 Run: /work/venv-hf/bin/python tools/gen_pooling_goldens.py   (torch 1.13)
 Writes tests/data/bert_a/pooling_goldens.safetensors."""

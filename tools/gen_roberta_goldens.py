@@ -2,7 +2,7 @@
 """A random-init Hugging Face RobertaForMaskedLM saved as transformers writes it
 (save_pretrained: config.json + model.safetensors), with inputs (padding, so position ids start at
 padding_idx + 1 and skip padding), outputs, the MLM loss and every parameter gradient, for
-tests/test_roberta.cpp.
+tests/models/roberta/test_roberta.cpp.
 
 Run: /work/venv-hf/bin/python tools/gen_roberta_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
 Writes tests/data/roberta_a/{config.json, model.safetensors, goldens.safetensors}."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A pre-training update, step for step, in transformers + torch, for tests/test_roberta.cpp and
-tests/test_albert.cpp: tests/data/roberta_a's RobertaForMaskedLM (MLM loss) or tests/data/albert_a's
+"""A pre-training update, step for step, in transformers + torch, for tests/models/roberta/test_roberta.cpp and
+tests/models/albert/test_albert.cpp: tests/data/roberta_a's RobertaForMaskedLM (MLM loss) or tests/data/albert_a's
 AlbertForPreTraining (MLM + sentence-order loss; its layers shared: 4 distinct layers applied 8
 times), dropout off so both sides are deterministic, padded batches, gradient clipping to norm 1,
 torch.optim.AdamW (RoBERTa's betas (0.9, 0.98) for RoBERTa, torch's for ALBERT; eps 1e-6), weight decay 0.01 except on biases and LayerNorm weights, and transformers'

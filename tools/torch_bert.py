@@ -1,5 +1,5 @@
 """BERT in plain PyTorch with Hugging Face's module tree and parameter names (transformers is not
-installable here): the reference for tests/test_bert.cpp and tools/check_checkpoint.py.
+installable here): the reference for tests/models/bert/test_bert.cpp and tools/check_checkpoint.py.
 Matches transformers' BertForPreTraining (absolute positions, post-LN, tied decoder).
 
 Dropout is a constructor argument, not read from the config (whose hidden_dropout_prob the

@@ -2,7 +2,7 @@
 // Turning pre-training instances into model batches.
 #include <vector>
 
-#include "models/bert.hpp"
+#include "models/bert/bert.hpp"
 #include "text/pretraining_data.hpp"
 
 namespace xg::training {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/pretrained.hpp"
+#include "models/core/pretrained.hpp"
 #include "text/squad_data.hpp"
 #include "text/squad_predictions.hpp"
 

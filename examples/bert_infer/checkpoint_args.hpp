@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "models/checkpoint.hpp"
+#include "models/core/checkpoint.hpp"
 #include "nn/packed_weights.hpp"
 #include "text/tokenizer.hpp"
 

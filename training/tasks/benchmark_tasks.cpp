@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/head_config.hpp"
+#include "models/core/head_config.hpp"
 #include "training/eval_metrics.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "util/atomic_file.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "models/pretrained.hpp"
+#include "models/core/pretrained.hpp"
 #include "text/classification_data.hpp"
 #include "text/tokenizer.hpp"
 #include "training/metrics.hpp"

@@ -9,7 +9,7 @@
 #include <limits>
 #include <random>
 
-#include "models/head_config.hpp"
+#include "models/core/head_config.hpp"
 #include "text/classification_data.hpp"
 #include "training/eval_metrics.hpp"
 #include "util/json_input.hpp"

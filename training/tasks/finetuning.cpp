@@ -9,9 +9,9 @@
 #include <random>
 #include <regex>
 
-#include "models/checkpoint.hpp"
-#include "models/config_fields.hpp"
-#include "models/registry.hpp"
+#include "models/core/checkpoint.hpp"
+#include "models/core/config_fields.hpp"
+#include "models/core/registry.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "autograd/engine.hpp"
-#include "models/pretrained.hpp"
+#include "models/core/pretrained.hpp"
 #include "text/tokenizer.hpp"
 #include "training/task.hpp"
 #include "training/trainer.hpp"

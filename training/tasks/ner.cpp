@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "models/head_config.hpp"
+#include "models/core/head_config.hpp"
 #include "training/tasks/ner_data.hpp"
 
 namespace xg::training {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/tensor.hpp"
-#include "models/model_inputs.hpp"
+#include "models/core/model_inputs.hpp"
 #include "text/conll_data.hpp"
 #include "text/tokenizer.hpp"
 #include "training/entity_metrics.hpp"

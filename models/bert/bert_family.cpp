@@ -1,0 +1,34 @@
+// The BERT family: its Hugging Face name map and its registered architectures.
+#include "models/bert/bert.hpp"
+#include "models/bert/bert_heads.hpp"
+#include "models/core/registry.hpp"
+#include "util/strings.hpp"
+
+namespace xg::models {
+
+std::string canonical_bert_name(const std::string& name) {
+  std::string n = name;
+  if (n == "bert.embeddings.position_ids" || n == "embeddings.position_ids" || n == "bert.embeddings.token_type_ids" ||
+      n == "embeddings.token_type_ids" || n == "cls.predictions.decoder.weight")
+    return "";
+  if (n.rfind("embeddings.", 0) == 0 || n.rfind("encoder.", 0) == 0 || n.rfind("pooler.", 0) == 0) n = "bert." + n;
+  if (ends_with(n, "LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");
+  else if (ends_with(n, "LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
+  if (n == "cls.predictions.decoder.bias") n = "cls.predictions.bias";
+  return n;
+}
+
+// The bare encoder first: what a config.json without "architectures" builds, as AutoModel does.
+FamilyEntry bert_family() {
+  return {BertConfig::kModelType,
+          {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
+           architecture_entry<BertForMaskedLM, BertConfig>(),
+           head_architecture_entry<BertForSequenceClassification, BertConfig>(),
+           head_architecture_entry<BertForTokenClassification, BertConfig>(),
+           head_architecture_entry<BertForQuestionAnswering, BertConfig>(),
+           head_architecture_entry<BertForMultipleChoice, BertConfig>()},
+          [](const std::string& size) { return BertConfig::preset(size).to_json(); },
+          {{SentenceTask::NextSentence, BertForPreTraining::kArchitecture}, {SentenceTask::None, BertForMaskedLM::kArchitecture}}};
+}
+
+}  // namespace xg::models

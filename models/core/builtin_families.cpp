@@ -1,0 +1,13 @@
+// The families compiled into the library. Adding one: write models/<family>/<family>_family.cpp with a
+// <family>_family() entry and list it here; loaders, trainers and programs stay unchanged.
+#include "models/core/registry.hpp"
+
+namespace xg::models {
+
+FamilyEntry bert_family();
+FamilyEntry roberta_family();
+FamilyEntry albert_family();
+
+std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family(), albert_family()}; }
+
+}  // namespace xg::models

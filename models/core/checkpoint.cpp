@@ -1,0 +1,86 @@
+#include "models/core/checkpoint.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "models/core/config_fields.hpp"
+#include "nn/torch_pickle.hpp"
+#include "util/atomic_file.hpp"
+
+namespace fs = std::filesystem;
+
+namespace xg::models {
+
+void save_pretrained(const PretrainedModel& model, const std::string& dir,
+                     const std::function<void(const std::string&)>& extra) {
+  write_directory_atomically(dir, "save_pretrained", [&](const std::string& tmp) {
+    write_text_atomically((fs::path(tmp) / "config.json").string(), model.config_json().dump(2) + "\n");
+    nn::safetensors::write((fs::path(tmp) / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
+    if (extra) extra(tmp);
+  });
+}
+
+LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture,
+                            const nlohmann::json& config_overrides) {
+  const fs::path d(dir);
+  const std::string config_path = (d / "config.json").string();
+  if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("[load_pretrained] {}: not a directory", dir));
+  // safetensors first, as transformers does; else PyTorch's pickle, read without executing it.
+  std::string weights_path = (d / "model.safetensors").string();
+  const bool pickled = !fs::exists(weights_path) && fs::exists(d / "pytorch_model.bin");
+  if (pickled) weights_path = (d / "pytorch_model.bin").string();
+  if (!fs::exists(weights_path))
+    throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin", dir));
+  LoadedModel out;
+  nlohmann::json config = config::read_json_file(config_path, "load_pretrained");
+  if (!config_overrides.is_object())
+    throw std::invalid_argument(fmt::format("[load_pretrained] config overrides must be a JSON object, got {}", config_overrides.dump()));
+  if (config.is_object()) {
+    // A new label count replaces the saved labels, as transformers' num_labels setter does.
+    if (config_overrides.contains("num_labels") && !config_overrides.contains("id2label")) {
+      config.erase("id2label");
+      config.erase("label2id");
+    }
+    config.update(config_overrides);
+  }
+  out.model = build_model(config, config_path, architecture);
+  PretrainedModel& model = *out.model;
+  // The language-model heads here decode with the word embeddings: an untied decoder's own weights
+  // would be dropped without a word, and the logits would be wrong. (Other heads have no decoder.)
+  const std::string arch = model.architecture();
+  const bool decodes = arch.find("ForMaskedLM") != std::string::npos || arch.find("ForPreTraining") != std::string::npos;
+  if (decodes && config.is_object() && config.contains("tie_word_embeddings") && config["tie_word_embeddings"] == false)
+    throw std::invalid_argument(fmt::format("[load_pretrained] {}: tie_word_embeddings is false, and only {} decoders tied to "
+                                            "the word embeddings are supported", config_path, arch));
+  Generator gen(seed);
+  model.init_weights(gen);
+  nn::StateDict state;
+  for (auto& [name, t] : pickled ? nn::torch_pickle::read_float_tensors(weights_path)
+                                             : nn::safetensors::read_float_tensors(weights_path)) {
+    const std::string n = model.name_from_checkpoint(name);
+    if (n.empty() || state.count(n)) continue;  // skipped, or a second name of a tied tensor
+    state[n] = t;
+    out.file_names[n] = name;
+  }
+  const nn::LoadReport report = model.load_state_dict(state, /*strict=*/false);
+  nn::LoadReport bad{{}, {}, report.mismatched};
+  std::vector<std::string> missing_heads, unused_heads;
+  for (const auto& m : report.missing) (model.is_head_tensor(m) ? missing_heads : bad.missing).push_back(m);
+  for (const auto& u : report.unexpected) (model.is_head_tensor(u) ? unused_heads : bad.unexpected).push_back(u);
+  if (!bad.ok()) throw std::runtime_error(fmt::format("[load_pretrained] {}: {}", weights_path, bad.str()));
+  out.newly_initialised = missing_heads;
+  for (const auto& u : unused_heads) out.dropped.push_back(out.file_names.at(u));  // by the checkpoint's names, as transformers
+  for (const auto& u : unused_heads) out.file_names.erase(u);
+  if (!missing_heads.empty())
+    out.notes.push_back(fmt::format("{} head tensors of {} are not in the checkpoint (another architecture?): initialised "
+                                    "randomly ({}, ...)", missing_heads.size(), model.architecture(), missing_heads.front()));
+  if (!unused_heads.empty())
+    out.notes.push_back(fmt::format("{} head tensors in the checkpoint are not used by {}: ignored ({}, ...)",
+                                    unused_heads.size(), model.architecture(), unused_heads.front()));
+  model.eval();  // as from_pretrained returns it: dropout off until the caller trains
+  return out;
+}
+
+}  // namespace xg::models

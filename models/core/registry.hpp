@@ -1,0 +1,76 @@
+#pragma once
+// Model families by config.json's "model_type", and their architectures (the bare encoder and
+// each head) by the names in "architectures". A family registers itself in its own file
+// (models/bert/bert_family.cpp); builtin_families() lists them and the registry reads that list on
+// first use, so nothing depends on static initialisers surviving the static library's link.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/core/head_config.hpp"
+#include "models/core/pretrained.hpp"
+#include "models/core/pretraining.hpp"
+
+namespace xg::models {
+
+struct ArchitectureEntry {
+  std::string name;  // "BertForMaskedLM"
+  // Builds the model (weights not yet initialised) from config.json; `source` names the file in errors.
+  std::function<std::unique_ptr<PretrainedModel>(const nlohmann::json& config, const std::string& source)> build;
+};
+
+struct FamilyEntry {
+  std::string model_type;                     // "bert"
+  std::vector<ArchitectureEntry> architectures;  // the first is built when config.json names none
+  // config.json of a named size ("tiny", "base", ...); throws listing the family's sizes. Unset:
+  // the family has none.
+  std::function<nlohmann::json(const std::string& size)> preset;
+  // The architectures that implement PretrainingHeads, by the sentence task each trains; the
+  // family's own recipe first (BERT: BertForPreTraining with NSP).
+  std::vector<std::pair<SentenceTask, std::string>> pretraining;
+};
+
+// The entry for a model class M built from its family's Config: M(Config::from_json(...)).
+template <class M, class Config>
+ArchitectureEntry architecture_entry() {
+  return {M::kArchitecture, [](const nlohmann::json& j, const std::string& source) -> std::unique_ptr<PretrainedModel> {
+            return std::make_unique<M>(Config::from_json(j, source));
+          }};
+}
+
+// The entry for a task head M(Config, HeadConfig): the family's fields and the head's
+// (num_labels, id2label, problem_type, ...) from the same config.json.
+template <class M, class Config>
+ArchitectureEntry head_architecture_entry() {
+  return {M::kArchitecture, [](const nlohmann::json& j, const std::string& source) -> std::unique_ptr<PretrainedModel> {
+            return std::make_unique<M>(Config::from_json(j, source), HeadConfig::from_json(j, source));
+          }};
+}
+
+// Adds a family (throws if its model_type is taken) or a head to a registered family (throws if
+// the architecture is taken or the family unknown). Programs may register their own.
+void register_family(FamilyEntry family);
+void register_architecture(const std::string& model_type, ArchitectureEntry architecture);
+
+// The families compiled into the library (models/core/builtin_families.cpp).
+std::vector<FamilyEntry> builtin_families();
+
+std::vector<std::string> registered_model_types();
+std::vector<std::string> registered_architectures(const std::string& model_type);
+
+// The config.json of `model_type`'s preset `size`; throws naming both when either is unknown.
+nlohmann::json preset_config(const std::string& model_type, const std::string& size);
+
+// `model_type`'s pre-training architectures (FamilyEntry::pretraining); throws for an unknown family.
+std::vector<std::pair<SentenceTask, std::string>> pretraining_architectures(const std::string& model_type);
+
+// Builds the model config.json describes: its family by "model_type", its class by
+// `architecture` when given, else the first of "architectures", else the family's first. Unknown
+// names throw, listing the registered ones.
+std::unique_ptr<PretrainedModel> build_model(const nlohmann::json& config, const std::string& source,
+                                             const std::string& architecture = "");
+
+}  // namespace xg::models
