@@ -21,6 +21,29 @@ struct PretrainRun {
   int64_t go() const { return xg::training::run_pretraining(trainer, task).step; }
 };
 
+// A short, quiet run of `model` ("roberta-tiny") on tests/data/pretrain_sample.txt into a fresh
+// `out`: a vocabulary of `vocab` tokens trained first, batches of 8 x `seq_len`, a loss row each
+// step, evaluated and saved at its last step only.
+inline PretrainRun small_pretrain_run(const std::string& model, const std::string& out, int64_t steps, size_t vocab = 600,
+                                      size_t seq_len = 48, float lr = 2e-3f) {
+  PretrainRun r;
+  r.task.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
+  r.task.model = model;
+  r.task.train_vocab = vocab;
+  r.task.seq_len = seq_len;
+  r.task.eval_instances = 16;
+  r.trainer.batch = 8;
+  r.trainer.lr = lr;
+  r.trainer.steps = steps;
+  r.trainer.eval_every = steps;
+  r.trainer.save_every = 0;
+  r.trainer.log_every = 1;
+  r.trainer.quiet = true;
+  r.trainer.out = out;
+  std::filesystem::remove_all(out);
+  return r;
+}
+
 // The rows of OUT/metrics.jsonl.
 inline std::vector<nlohmann::json> metrics(const std::string& out) {
   std::ifstream in(std::filesystem::path(out) / "metrics.jsonl");

@@ -21,24 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 using Run = PretrainRun;
 
-Run family_run(const std::string& model, const std::string& out) {
-  Run r;
-  r.task.corpus = std::string(XGRAD_TEST_DATA_DIR) + "/pretrain_sample.txt";
-  r.task.model = model;
-  r.task.train_vocab = 600;
-  r.task.seq_len = 48;
-  r.task.eval_instances = 16;
-  r.trainer.batch = 8;
-  r.trainer.lr = 2e-3f;
-  r.trainer.steps = 30;
-  r.trainer.eval_every = 30;
-  r.trainer.save_every = 0;
-  r.trainer.log_every = 1;
-  r.trainer.quiet = true;
-  r.trainer.out = temp_path(out);
-  fs::remove_all(r.trainer.out);
-  return r;
-}
+Run family_run(const std::string& model, const std::string& out) { return small_pretrain_run(model, temp_path(out), 30); }
 
 struct Family {
   const char* model;

@@ -36,12 +36,9 @@ const std::vector<std::pair<std::string, Loader>>& loaders() {
   return all;
 }
 
-// config.json's model_type -> tokenizer_class, for directories whose tokenizer_config.json does
-// not name one (older Hugging Face checkpoints, and this project's before tokenizer files).
-const std::vector<std::pair<std::string, std::string>> kClassOfModelType = {
-    {"bert", "BertTokenizer"}, {"roberta", "RobertaTokenizer"}, {"albert", "AlbertTokenizer"}};
-
-std::string class_from_model_type(const std::string& dir) {
+// The class for a directory whose tokenizer_config.json names none (older Hugging Face
+// checkpoints, and this project's before tokenizer files): by config.json's model_type.
+std::string class_from_model_type(const std::string& dir, const ClassOfModelType& class_of_model_type) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::ifstream in(path, std::ios::binary);
   // Bare BPE files (vocab.json + merges.txt) are RoBERTa's.
@@ -56,20 +53,22 @@ std::string class_from_model_type(const std::string& dir) {
     throw std::runtime_error(fmt::format("[load_tokenizer] {}: not valid JSON: {}", path, e.what()));
   }
   const std::string type = j.is_object() && j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  for (const auto& [t, cls] : kClassOfModelType)
-    if (t == type) return cls;
+  if (!class_of_model_type)
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: no tokenizer_class in tokenizer_config.json, and no model "
+                                         "registry to map model_type '{}' to one (models::load_tokenizer has it)", path, type));
+  if (const std::string cls = class_of_model_type(type); !cls.empty()) return cls;
   throw std::runtime_error(fmt::format("[load_tokenizer] {}: no tokenizer_class in tokenizer_config.json, and model_type '{}' "
                                        "names no tokenizer this project has", path, type));
 }
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir, const ClassOfModelType& class_of_model_type) {
   const TokenizerConfig c = TokenizerConfig::read(dir);
   const std::string cls = c.get_string("tokenizer_class").value_or("");
   // A bare directory holding only spiece.model is ALBERT's (as a bare vocab.txt is BERT's).
   const bool bare_spiece = cls.empty() && fs::is_regular_file(fs::path(dir) / "spiece.model") &&
                            !fs::exists(fs::path(dir) / "config.json");
-  const std::string chosen = bare_spiece ? "AlbertTokenizer" : cls.empty() ? class_from_model_type(dir) : cls;
+  const std::string chosen = bare_spiece ? "AlbertTokenizer" : cls.empty() ? class_from_model_type(dir, class_of_model_type) : cls;
   std::string known;
   for (const auto& [name, load] : loaders()) {
     if (name == chosen) return load(dir);
@@ -79,8 +78,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
                                        (fs::path(dir) / "tokenizer_config.json").string(), chosen, known));
 }
 
-std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece) {
-  if (fs::is_directory(path)) return load_tokenizer(path);
+std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, const TokenizerOptions& wordpiece,
+                                          const ClassOfModelType& class_of_model_type) {
+  if (fs::is_directory(path)) return load_tokenizer(path, class_of_model_type);
   const std::string name = fs::path(path).filename().string();
   if (ends_with(name, "vocab.json")) {
     // NAMEvocab.json goes with NAMEmerges.txt (vocab.json with merges.txt, gpt2-vocab.json with gpt2-merges.txt)

@@ -2,13 +2,13 @@
 // Turning pre-training instances into model batches.
 #include <vector>
 
-#include "models/bert/bert.hpp"
+#include "models/core/pretraining.hpp"
 #include "text/pretraining_data.hpp"
 
 namespace xg::training {
 
 struct Batch {
-  models::BertInputs inputs;
+  models::ModelInputs inputs;
   models::PretrainingTargets targets;
   size_t real_tokens = 0;  // non-padding tokens
 };

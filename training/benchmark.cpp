@@ -20,7 +20,7 @@
 #include "nn/fused_encoder.hpp"
 #include "nn/packed_weights.hpp"
 #include "optim/optim.hpp"
-#include "text/load_tokenizer.hpp"
+#include "models/core/family_tokenizer.hpp"
 #include "training/batch.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -152,7 +152,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   if (!opt.sentences.empty()) {
     if (opt.vocab.empty() && !from_dir)
       throw std::invalid_argument("[bert_infer bench] --sentences needs --vocab with a preset --model (a checkpoint directory brings its tokenizer)");
-    const auto tok = opt.vocab.empty() ? text::load_tokenizer(opt.model) : text::open_tokenizer(opt.vocab);
+    const auto tok = opt.vocab.empty() ? models::load_tokenizer(opt.model) : models::open_tokenizer(opt.vocab);
     batches.push_back(sentence_batch(opt.sentences, *tok, opt.batch, opt.seq_len));
   } else {
     for (int i = 0; i < 4; ++i)

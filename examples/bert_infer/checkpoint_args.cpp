@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/precision.hpp"
-#include "text/load_tokenizer.hpp"
+#include "models/core/family_tokenizer.hpp"
 #include "util/checksums.hpp"
 #include "util/lines.hpp"
 #include "util/strings.hpp"
@@ -49,13 +49,13 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::st
                                               "directory {} sets its own casing (tokenizer_config.json)", command, a.vocab));
     text::TokenizerOptions o;
     o.lowercase = !a.cased;
-    return text::open_tokenizer(a.vocab, o);
+    return models::open_tokenizer(a.vocab, o);
   }
   if (a.cased)
     throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
                                             "tokenizer_config.json (do_lower_case) decides", command));
   require_model_directory(a.model);
-  return text::load_tokenizer(a.model);
+  return models::load_tokenizer(a.model);
 }
 
 models::LoadedModel load_model(const std::string& dir) {
@@ -75,9 +75,11 @@ Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const
       c.tok->vocab_size() > config.at("vocab_size").get<size_t>())
     throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
                                             a.model, config.at("vocab_size").get<size_t>(), c.tok->vocab_size()));
-  // RoBERTa numbers positions past pad_token_id over the ids that are not it: padding with
-  // another id would give padded positions real ones (and the real tokens after them shifted).
-  if (c.model().model_type() == "roberta" && config.contains("pad_token_id") && config.at("pad_token_id").is_number_integer() &&
+  // A family whose positions follow padding numbers them past pad_token_id over the ids that are
+  // not it: padding with another id would give padded positions real ones (and the real tokens
+  // after them shifted).
+  if (models::family_entry(c.model().model_type()).positions_follow_padding && config.contains("pad_token_id") &&
+      config.at("pad_token_id").is_number_integer() &&
       int64_t(c.tok->pad_id()) != config.at("pad_token_id").get<int64_t>())
     throw std::invalid_argument(fmt::format("--model {}: config.json pad_token_id is {}, but the tokenizer pads with id {} ({})",
                                             a.model, config.at("pad_token_id").get<int64_t>(), c.tok->pad_id(),
@@ -94,7 +96,7 @@ Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const
 size_t max_tokens(const Checkpoint& c) {
   const auto& config = c.model().config_json();
   const size_t positions = config.value("max_position_embeddings", size_t(512));
-  const size_t skipped = c.model().model_type() == "roberta" ? config.value("pad_token_id", size_t(1)) + 1 : 0;
+  const size_t skipped = models::first_position(config);
   return positions > skipped ? positions - skipped : 0;
 }
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "text/load_tokenizer.hpp"
+#include "models/core/family_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "util/cli.hpp"
 #include "util/progress.hpp"
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     require_writable_directory(output);  // found now, not after the whole corpus is processed
     xg::text::TokenizerOptions topt;
     topt.lowercase = !cased;
-    const auto tok = xg::text::open_tokenizer(vocab, topt);
+    const auto tok = xg::models::open_tokenizer(vocab, topt);
     xg::Progress read_progress("tokenizing", 0, "lines");
     auto docs = xg::text::load_documents(input, *tok, [&](size_t done, size_t) { read_progress.update(done); });
     read_progress.finish(fmt::format("{} documents", docs.size()));

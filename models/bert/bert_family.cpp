@@ -1,4 +1,5 @@
-// The BERT family: its Hugging Face name map and its registered architectures.
+// The BERT family: its Hugging Face name map and its registry entry (architectures, presets,
+// pre-training heads and recipe, tokenizer).
 #include "models/bert/bert.hpp"
 #include "models/bert/bert_heads.hpp"
 #include "models/core/registry.hpp"
@@ -20,15 +21,20 @@ std::string canonical_bert_name(const std::string& name) {
 
 // The bare encoder first: what a config.json without "architectures" builds, as AutoModel does.
 FamilyEntry bert_family() {
-  return {BertConfig::kModelType,
-          {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
-           architecture_entry<BertForMaskedLM, BertConfig>(),
-           head_architecture_entry<BertForSequenceClassification, BertConfig>(),
-           head_architecture_entry<BertForTokenClassification, BertConfig>(),
-           head_architecture_entry<BertForQuestionAnswering, BertConfig>(),
-           head_architecture_entry<BertForMultipleChoice, BertConfig>()},
-          [](const std::string& size) { return BertConfig::preset(size).to_json(); },
-          {{SentenceTask::NextSentence, BertForPreTraining::kArchitecture}, {SentenceTask::None, BertForMaskedLM::kArchitecture}}};
+  FamilyEntry f;
+  f.model_type = BertConfig::kModelType;
+  f.architectures = {architecture_entry<BertModel, BertConfig>(), architecture_entry<BertForPreTraining, BertConfig>(),
+                     architecture_entry<BertForMaskedLM, BertConfig>(),
+                     head_architecture_entry<BertForSequenceClassification, BertConfig>(),
+                     head_architecture_entry<BertForTokenClassification, BertConfig>(),
+                     head_architecture_entry<BertForQuestionAnswering, BertConfig>(),
+                     head_architecture_entry<BertForMultipleChoice, BertConfig>()};
+  f.preset = [](const std::string& size) { return BertConfig::preset(size).to_json(); };
+  f.pretraining = {{SentenceTask::NextSentence, BertForPreTraining::kArchitecture}, {SentenceTask::None, BertForMaskedLM::kArchitecture}};
+  // The original recipe: single-token masking, AdamW (Devlin et al. 2019); the bundled
+  // bert-base-uncased vocabulary unless a run trains or names one.
+  f.tokenizer = {"BertTokenizer", VocabularyKind::WordPiece, "data/bert-base-uncased-vocab.txt"};
+  return f;
 }
 
 }  // namespace xg::models

@@ -10,4 +10,6 @@ FamilyEntry albert_family();
 
 std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family(), albert_family()}; }
 
+std::string default_model_type() { return "bert"; }
+
 }  // namespace xg::models

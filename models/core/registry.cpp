@@ -91,6 +91,24 @@ std::vector<std::pair<SentenceTask, std::string>> pretraining_architectures(cons
   return family_or_throw(r, model_type, "pretraining_architectures").pretraining;
 }
 
+FamilyEntry family_entry(const std::string& model_type) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return family_or_throw(r, model_type, "family_entry");
+}
+
+size_t first_position(const nlohmann::json& config) {
+  const std::string type = config.is_object() && config.contains("model_type") && config["model_type"].is_string()
+                               ? config["model_type"].get<std::string>() : default_model_type();
+  if (!family_entry(type).positions_follow_padding) return 0;
+  const auto pad = config.find("pad_token_id");
+  if (pad == config.end() || !pad->is_number_integer() || pad->get<int64_t>() < 0)
+    throw std::invalid_argument(fmt::format("[registry] model_type '{}' counts positions from pad_token_id + 1, and the config "
+                                            "has no non-negative integer pad_token_id (got {})", type,
+                                            pad == config.end() ? std::string("none") : json_summary(*pad)));
+  return size_t(pad->get<int64_t>()) + 1;
+}
+
 nlohmann::json preset_config(const std::string& model_type, const std::string& size) {
   Registry& r = registry();
   std::function<nlohmann::json(const std::string&)> preset;

@@ -5,6 +5,7 @@
 // first use, so nothing depends on static initialisers surviving the static library's link.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,26 @@ struct ArchitectureEntry {
   std::function<std::unique_ptr<PretrainedModel>(const nlohmann::json& config, const std::string& source)> build;
 };
 
+// The kind of vocabulary a family's tokenizer reads: what a pre-training run trains for it.
+enum class VocabularyKind { WordPiece, ByteLevelBpe, SentencePiece };
+
+// A family's tokenizer: the class tokenizer_config.json names (what a checkpoint that names none
+// gets, as AutoTokenizer's model_type mapping), the vocabulary a run trains for it, and the
+// bundled file a fresh pre-training run uses when it is given none ("": it trains one).
+struct FamilyTokenizer {
+  std::string tokenizer_class;  // "BertTokenizer"
+  VocabularyKind vocabulary = VocabularyKind::WordPiece;
+  std::string default_vocabulary;
+};
+
+// What a family's paper sets for pre-training from scratch beyond its heads: whole-word n-gram
+// masking and the optimizer (unset: AdamW with its own defaults). Flags override each.
+struct PretrainingRecipe {
+  size_t max_ngram = 1;
+  std::optional<std::string> optimizer;
+  std::optional<float> beta2, eps;
+};
+
 struct FamilyEntry {
   std::string model_type;                     // "bert"
   std::vector<ArchitectureEntry> architectures;  // the first is built when config.json names none
@@ -31,6 +52,12 @@ struct FamilyEntry {
   // The architectures that implement PretrainingHeads, by the sentence task each trains; the
   // family's own recipe first (BERT: BertForPreTraining with NSP).
   std::vector<std::pair<SentenceTask, std::string>> pretraining;
+  PretrainingRecipe recipe;
+  FamilyTokenizer tokenizer;
+  // Default position ids counted over the tokens that are not padding, from pad_token_id + 1
+  // (RoBERTa's create_position_ids_from_input_ids): a batch must pad with pad_token_id, and the
+  // position table holds pad_token_id + 1 more rows than the longest sequence.
+  bool positions_follow_padding = false;
 };
 
 // The entry for a model class M built from its family's Config: M(Config::from_json(...)).
@@ -57,6 +84,15 @@ void register_architecture(const std::string& model_type, ArchitectureEntry arch
 
 // The families compiled into the library (models/core/builtin_families.cpp).
 std::vector<FamilyEntry> builtin_families();
+// The family of a config.json without "model_type" (this project's files from before it had
+// families) and of a bare size name ("base" for "bert-base").
+std::string default_model_type();
+
+// A copy of `model_type`'s entry; throws listing the registered families when it is unknown.
+FamilyEntry family_entry(const std::string& model_type);
+// Where the default position ids of a model with config.json `config` start: pad_token_id + 1 for
+// a family whose positions follow padding, else 0. Throws for an unknown model_type.
+size_t first_position(const nlohmann::json& config);
 
 std::vector<std::string> registered_model_types();
 std::vector<std::string> registered_architectures(const std::string& model_type);

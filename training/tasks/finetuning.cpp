@@ -12,7 +12,7 @@
 #include "models/core/checkpoint.hpp"
 #include "models/core/config_fields.hpp"
 #include "models/core/registry.hpp"
-#include "text/load_tokenizer.hpp"
+#include "models/core/family_tokenizer.hpp"
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -63,10 +63,10 @@ std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir
   text::TokenizerOptions topt;
   topt.lowercase = !o.cased;
   if (!model_dir.empty()) {
-    if (fs::exists(fs::path(model_dir) / "tokenizer_config.json")) return text::load_tokenizer(model_dir);
-    if (fs::exists(fs::path(model_dir) / "vocab.txt")) return text::open_tokenizer((fs::path(model_dir) / "vocab.txt").string(), topt);
+    if (fs::exists(fs::path(model_dir) / "tokenizer_config.json")) return models::load_tokenizer(model_dir);
+    if (fs::exists(fs::path(model_dir) / "vocab.txt")) return models::open_tokenizer((fs::path(model_dir) / "vocab.txt").string(), topt);
   }
-  return text::open_tokenizer(o.vocab, topt);
+  return models::open_tokenizer(o.vocab, topt);
 }
 
 ScoringModel::ScoringModel(const std::string& checkpoint, const FinetuneOptions& o)

@@ -82,17 +82,6 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
 
 namespace {
 
-// What a family's recipe sets beyond its pre-training head (FamilyEntry::pretraining).
-struct Recipe {
-  size_t max_ngram = 1;
-  OptimizerDefaults optimizer;
-};
-Recipe recipe_of(const std::string& model_type) {
-  if (model_type == "roberta") return {1, {std::nullopt, 0.98f, 1e-6f}};  // Liu et al. 2019, section 3.1
-  if (model_type == "albert") return {3, {"lamb", std::nullopt, std::nullopt}};  // Lan et al. 2019, sections 4.1 and A.2
-  return {};
-}
-
 bool looks_like_path(const std::string& model) {
   return model.find('/') != std::string::npos || fs::path(model).extension() == ".json";
 }
@@ -105,7 +94,7 @@ std::pair<std::string, std::string> family_and_size(const std::string& model) {
     for (const auto& t : models::registered_model_types())
       if (t == family) return {family, model.substr(dash + 1)};
   }
-  return {"bert", model};
+  return {models::default_model_type(), model};
 }
 
 // `what` names where the path came from in errors ("--model", "resume").
@@ -124,7 +113,7 @@ nlohmann::json base_config(const std::string& model) {
   if (looks_like_path(model) || fs::is_regular_file(model)) {
     nlohmann::json j = read_config(model, "--model");
     if (!j.is_object()) throw std::invalid_argument(fmt::format("[pretraining] --model {}: not a JSON object", model));
-    if (!j.contains("model_type")) j["model_type"] = "bert";  // this project's configs before families
+    if (!j.contains("model_type")) j["model_type"] = models::default_model_type();
     return j;
   }
   const auto [family, size] = family_and_size(model);
@@ -264,7 +253,10 @@ void check_shard_masking(const std::string& dir, const std::optional<text::Shard
 
 }  // namespace
 
-OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type) { return recipe_of(model_type).optimizer; }
+OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type) {
+  const models::PretrainingRecipe r = models::family_entry(model_type).recipe;
+  return {r.optimizer, r.beta2, r.eps};
+}
 
 nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
                                   int64_t sep_id, size_t seq_len) {
@@ -276,14 +268,14 @@ nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, i
   if (!j.contains("pad_token_id") || !j["pad_token_id"].is_number_integer())
     throw std::invalid_argument(fmt::format("[pretraining] --model {}: no integer pad_token_id", model));
   pad_id = j["pad_token_id"].get<int64_t>();
-  // RoBERTa counts positions from pad_token_id + 1: the table must reach past the longest sequence.
-  const bool offset_positions = j["model_type"] == "roberta";
-  const size_t needed = seq_len + (offset_positions ? size_t(pad_id) + 1 : 0);
-  if (offset_positions && pad_id > 1024)
+  // A family whose positions follow padding counts them from pad_token_id + 1: the table must
+  // reach past the longest sequence.
+  const size_t first = models::first_position(j), needed = seq_len + first;
+  if (first > 1025)
     throw std::invalid_argument(fmt::format(
-        "[pretraining] the tokenizer's pad token has id {}: RoBERTa counts positions from pad_token_id + 1, so the "
-        "position table would need {} rows. Use a vocabulary with its special tokens first (roberta-base's: <s> 0, <pad> "
-        "1, </s> 2, <unk> 3), e.g. --train-vocab", pad_id, needed));
+        "[pretraining] the tokenizer's pad token has id {}: model_type '{}' counts positions from pad_token_id + 1, so the "
+        "position table would need {} rows. Use a vocabulary with its special tokens first (as roberta-base's: <s> 0, "
+        "<pad> 1, </s> 2, <unk> 3), e.g. --train-vocab", pad_id, j["model_type"].get<std::string>(), needed));
   const size_t have = j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_unsigned()
                           ? j["max_position_embeddings"].get<size_t>() : 0;
   j["max_position_embeddings"] = std::max(have, needed);
@@ -531,7 +523,7 @@ class PretrainingTask : public Task {
   void load_checkpoint(const std::string& dir, const std::string& what, const TaskContext& ctx) {
     const nlohmann::json saved = read_config((fs::path(dir) / "config.json").string(), what);
     if (!saved.is_object()) throw std::invalid_argument(fmt::format("[pretraining] {} {}: config.json is not a JSON object", what, dir));
-    std::string type = "bert";  // this project's checkpoints from before the families have no model_type
+    std::string type = models::default_model_type();
     if (saved.contains("model_type") && saved["model_type"].is_string()) type = saved["model_type"];
     const bool init = what == "--init-from";
     if (init) check_model_matches(saved, type, dir);
@@ -575,10 +567,11 @@ class PretrainingTask : public Task {
       if (wanted.contains(field) && saved.contains(field) && wanted[field] != saved[field]) refuse(field, wanted[field], saved[field]);
   }
 
-  // The checkpoint's position table must hold --seq-len tokens (RoBERTa's counts from pad_token_id + 1).
+  // The checkpoint's position table must hold --seq-len tokens (past pad_token_id for a family
+  // whose positions follow padding).
   void check_positions(const std::string& dir) const {
     const size_t have = config_.value("max_position_embeddings", size_t(0));
-    const size_t offset = model_->model_type() == "roberta" ? size_t(tok_->pad_id()) + 1 : 0;
+    const size_t offset = models::first_position(config_);
     if (opt_.seq_len + offset > have)
       throw std::invalid_argument(fmt::format("[pretraining] --seq-len {} needs {} positions; the model of --init-from {} has {} "
                                               "(max_position_embeddings)", opt_.seq_len, opt_.seq_len + offset, dir, have));
@@ -634,7 +627,7 @@ class PretrainingTask : public Task {
     popt.max_predictions_per_seq = max_predictions_;
     popt.masked_lm_prob = opt_.masked_lm_prob;
     popt.whole_word_mask = opt_.whole_word_mask;
-    popt.max_ngram = opt_.max_ngram > 0 ? opt_.max_ngram : recipe_of(model_->model_type()).max_ngram;
+    popt.max_ngram = opt_.max_ngram > 0 ? opt_.max_ngram : models::family_entry(model_->model_type()).recipe.max_ngram;
     popt.seed = ctx.seed;
     popt.dupe_factor = 1;
     popt.validate();

@@ -9,8 +9,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "models/core/registry.hpp"
 #include "text/bpe_trainer.hpp"
-#include "text/load_tokenizer.hpp"
+#include "models/core/family_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
@@ -83,35 +84,27 @@ std::string train_spiece_file(const VocabularyRequest& r, const SkipLine& skip) 
   return path;
 }
 
-struct FamilyVocabulary {
-  const char* model_type;
-  const char* default_path;  // "" : none bundled
-  std::string (*train)(const VocabularyRequest&, const SkipLine&);
-};
-const FamilyVocabulary kFamilies[] = {{"bert", "data/bert-base-uncased-vocab.txt", train_wordpiece_file},
-                                      {"roberta", "", train_bpe_files},
-                                      {"albert", "", train_spiece_file}};
+using Trainer = std::string (*)(const VocabularyRequest&, const SkipLine&);
 
-const FamilyVocabulary* find(const std::string& model_type) {
-  for (const auto& f : kFamilies)
-    if (model_type == f.model_type) return &f;
-  return nullptr;
+// The trainer of a family's kind of vocabulary (models::FamilyTokenizer).
+Trainer trainer_of(const std::string& model_type) {
+  switch (models::family_entry(model_type).tokenizer.vocabulary) {
+    case models::VocabularyKind::WordPiece: return train_wordpiece_file;
+    case models::VocabularyKind::ByteLevelBpe: return train_bpe_files;
+    case models::VocabularyKind::SentencePiece: return train_spiece_file;
+  }
+  throw std::logic_error("[vocabulary] unhandled VocabularyKind");
 }
 
 }  // namespace
 
 std::string default_tokenizer_path(const std::string& model_type) {
-  const FamilyVocabulary* f = find(model_type);
-  return f ? f->default_path : "";
+  return models::family_entry(model_type).tokenizer.default_vocabulary;
 }
 
 std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   std::string path = r.path;
-  const FamilyVocabulary* f = nullptr;
-  if (r.train_size > 0) {
-    f = find(r.model_type);
-    if (!f) throw std::invalid_argument(fmt::format("[vocabulary] no vocabulary trainer for model_type '{}': pass --tokenizer", r.model_type));
-  }
+  const Trainer train = r.train_size > 0 ? trainer_of(r.model_type) : nullptr;
   // Under mpirun one rank trains and writes OUT's files (ranks writing them at once would race;
   // the ranks share OUT), and the others open them: the path, or the error, goes to every rank.
   // Every rank joins these two collectives, a vocabulary trained or not: whether a rank needs one
@@ -120,7 +113,7 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
   Communicator& comm = Communicator::world();
   std::string trained;
   fail_together(comm, [&] {
-    if (comm.rank() != 0 || !f) return;
+    if (comm.rank() != 0 || !train) return;
     // checked by the rank that trains: checked by the others too, a rank whose --model config
     // differed from rank 0's would blame the corpus where the config is the cause
     if (fs::is_directory(r.corpus)) throw std::invalid_argument(fmt::format(
@@ -130,10 +123,10 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
           "[vocabulary] {} is not a regular file (a pipe?): a vocabulary (--train-vocab, or the default for {} without "
           "--tokenizer) is trained from the corpus, which training then reads again; write it to a file, or pass --tokenizer",
           r.corpus, r.model_type));
-    trained = f->train(r, held_out_lines(r));
+    trained = train(r, held_out_lines(r));
   });
   comm.broadcast(trained);
-  if (f) {
+  if (train) {
     if (trained.empty())
       throw std::invalid_argument(fmt::format(
           "[vocabulary] model_type '{}' needs a trained vocabulary here, and rank 0 trained none: rank 0's copy of the "
@@ -144,7 +137,7 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
     throw std::invalid_argument(fmt::format("[vocabulary] model_type '{}' has no bundled tokenizer: pass --tokenizer or --train-vocab", r.model_type));
   text::TokenizerOptions topt;
   topt.lowercase = !r.cased;
-  return text::open_tokenizer(path, topt);
+  return models::open_tokenizer(path, topt);
 }
 
 }  // namespace xg::training

@@ -1,7 +1,7 @@
 #pragma once
 // The tokenizer a pre-training run uses, of its family's kind: a checkpoint's on resume, a file or
-// directory the user names, the family's bundled default, or one trained on the corpus (WordPiece
-// for BERT, byte-level BPE for RoBERTa, SentencePiece unigram for ALBERT).
+// directory the user names, the family's bundled default, or one trained on the corpus (the kind
+// its registry entry names: WordPiece, byte-level BPE or SentencePiece unigram).
 #include <functional>
 #include <memory>
 #include <string>
@@ -12,7 +12,7 @@
 namespace xg::training {
 
 struct VocabularyRequest {
-  std::string model_type;  // "bert", "roberta", "albert"
+  std::string model_type;  // its family (models::FamilyTokenizer says which kind it trains)
   std::string path;        // a tokenizer file or directory; "": the family's default
   size_t train_size = 0;   // > 0: train this many tokens from `corpus` (written into `out`)
   std::string corpus, out;

@@ -152,6 +152,40 @@ TEST_CASE("registry: unknown model_type or architecture errors list the register
   CHECK_THROWS_WITH(build_model(bad, "dir/config.json"), Contains("num_attention_heads 5") && Contains("dir/config.json"));
 }
 
+TEST_CASE("registry: each family's entry carries what programs would otherwise switch on its name", "[registry]") {
+  // Trainers and programs ask these; none of them names a family.
+  const FamilyEntry bert = family_entry("bert"), roberta = family_entry("roberta"), albert = family_entry("albert");
+  CHECK(bert.tokenizer.tokenizer_class == "BertTokenizer");
+  CHECK(bert.tokenizer.vocabulary == VocabularyKind::WordPiece);
+  CHECK(bert.tokenizer.default_vocabulary == "data/bert-base-uncased-vocab.txt");
+  CHECK(roberta.tokenizer.tokenizer_class == "RobertaTokenizer");
+  CHECK(roberta.tokenizer.vocabulary == VocabularyKind::ByteLevelBpe);
+  CHECK(roberta.tokenizer.default_vocabulary.empty());  // a run trains one
+  CHECK(albert.tokenizer.tokenizer_class == "AlbertTokenizer");
+  CHECK(albert.tokenizer.vocabulary == VocabularyKind::SentencePiece);
+  // the papers' recipes: BERT's defaults, RoBERTa's Adam beta2 and eps, ALBERT's LAMB and n-grams
+  CHECK(bert.recipe.max_ngram == 1);
+  CHECK(!bert.recipe.optimizer);
+  CHECK(!bert.recipe.beta2);
+  CHECK(roberta.recipe.beta2 == 0.98f);
+  CHECK(roberta.recipe.eps == 1e-6f);
+  CHECK(albert.recipe.max_ngram == 3);
+  CHECK(albert.recipe.optimizer == std::string("lamb"));
+  CHECK(default_model_type() == "bert");
+  // positions: RoBERTa's follow padding, from pad_token_id + 1
+  CHECK(!bert.positions_follow_padding);
+  CHECK(roberta.positions_follow_padding);
+  CHECK(first_position({{"model_type", "roberta"}, {"pad_token_id", 1}}) == 2);
+  CHECK(first_position({{"model_type", "roberta"}, {"pad_token_id", 0}}) == 1);
+  CHECK(first_position({{"model_type", "bert"}, {"pad_token_id", 5}}) == 0);
+  CHECK(first_position({{"model_type", "albert"}, {"pad_token_id", 0}}) == 0);
+  CHECK(first_position({{"pad_token_id", 1}}) == 0);  // no model_type: the default family's
+  CHECK(first_position(family_entry("roberta").preset("tiny")) == 2);
+  CHECK_THROWS_WITH(first_position({{"model_type", "roberta"}}), Contains("'roberta'") && Contains("pad_token_id"));
+  CHECK_THROWS_WITH(first_position({{"model_type", "roberta"}, {"pad_token_id", -1}}), Contains("-1"));
+  CHECK_THROWS_WITH(family_entry("gpt2"), Contains("'gpt2'") && Contains("bert, roberta, albert"));
+}
+
 TEST_CASE("registry: every architecture saves and reloads with identical outputs", "[registry]") {
   const ModelInputs in = two_rows();
   for (const auto& a : kArchitectures) {
