@@ -14,12 +14,20 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops/broadcast.hpp"
+#include "autograd/xt.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace xg {
+
+struct Storage::Bytes {
+  xt::uvector<uint8_t, xsimd::aligned_allocator<uint8_t, 64>> v;
+};
+
+Storage::Storage(size_t nbytes) : bytes_(new Bytes{decltype(Bytes::v)(nbytes)}), data_(bytes_->v.data()), nbytes_(nbytes) {}
+Storage::~Storage() = default;
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
@@ -151,13 +159,6 @@ Tensor Tensor::from_ints(const std::vector<int64_t>& values, const Shape& shape)
   return t;
 }
 
-Tensor Tensor::from_xarray(const xt::xarray<float>& a, bool rg) {
-  Tensor t = empty(Shape(a.shape().begin(), a.shape().end()));
-  std::copy(a.begin(), a.end(), t.data());  // xarray iterates in row-major order
-  t.impl_->requires_grad = rg;
-  return t;
-}
-
 Tensor Tensor::normal(const Shape& shape, float mean, float std, Generator& gen, bool rg) {
   Tensor t = empty(shape);
   float* p = t.data();
@@ -277,13 +278,6 @@ std::vector<int64_t> Tensor::to_ints() const {
   std::vector<int64_t> out(numel());
   convert(c.raw_data(), c.dtype(), out.data(), Dtype::Int64, out.size());
   return out;
-}
-
-xt::xarray<float> Tensor::to_xarray() const {
-  xt::xarray<float> a = xt::xarray<float>::from_shape(shape());
-  const std::vector<float> v = to_vector();
-  std::copy(v.begin(), v.end(), a.data());
-  return a;
 }
 
 bool Tensor::requires_grad() const {

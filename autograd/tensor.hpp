@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "autograd/dtype.hpp"
-#include "autograd/xt.hpp"
 #include "util/random.hpp"
 
 namespace xg {
@@ -21,15 +20,25 @@ namespace xg {
 using Shape = std::vector<size_t>;
 using Strides = std::vector<int64_t>;  // in elements; 0 along broadcast (expanded) axes
 
-// Bytes held in an xtensor uvector (uninitialised on creation, 64-byte aligned for SIMD).
+// Bytes held in an xtensor uvector (uninitialised on creation, 64-byte aligned for SIMD). The
+// uvector sits behind a pointer (tensor.cpp) so that this header, included nearly everywhere,
+// does not bring in xtensor; autograd/tensor_xt.hpp is the xtensor interop.
 struct Storage {
-  explicit Storage(size_t nbytes) : bytes(nbytes) {}
-  xt::uvector<uint8_t, xsimd::aligned_allocator<uint8_t, 64>> bytes;
-  void* data() { return bytes.data(); }
-  size_t nbytes() const { return bytes.size(); }
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() { return data_; }
+  size_t nbytes() const { return nbytes_; }
   // Counts the in-place writes autograd must know about (Tensor::bump_version); shared by every
   // view of this storage, as PyTorch's version counter is shared by a base and its views.
   uint64_t version = 0;
+
+ private:
+  struct Bytes;
+  std::unique_ptr<Bytes> bytes_;
+  void* data_;
+  size_t nbytes_;
 };
 
 struct Node;
@@ -84,7 +93,6 @@ class Tensor {
                             bool requires_grad = false);
   // An int64 tensor (ids, labels, positions); throws if the sizes differ.
   static Tensor from_ints(const std::vector<int64_t>& values, const Shape& shape);
-  static Tensor from_xarray(const xt::xarray<float>& a, bool requires_grad = false);
   static Tensor normal(const Shape& shape, float mean = 0.f, float std = 1.f,
                        Generator& gen = default_generator(), bool requires_grad = false);
   static Tensor uniform(const Shape& shape, float low = 0.f, float high = 1.f,
@@ -121,12 +129,6 @@ class Tensor {
   std::vector<float> to_vector() const;
   // Values of any dtype as int64 (int64 tensors exactly), in row-major order.
   std::vector<int64_t> to_ints() const;
-  // A copy as an xt::xarray with this tensor's shape.
-  xt::xarray<float> to_xarray() const;
-  // A non-owning xtensor view of the data with this tensor's shape (valid while the tensor lives).
-  auto view() const {
-    return xt::adapt(const_cast<float*>(data()), numel(), xt::no_ownership(), shape());
-  }
 
   // ---- autograd ----
   bool requires_grad() const;

@@ -2,6 +2,7 @@
 // unknown flags and bad numbers refused naming the flag), the JSON they save and the restore on
 // resume. Also run under AddressSanitizer: command lines are untrusted text.
 #include <catch2/catch.hpp>
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <fstream>

@@ -2,6 +2,7 @@
 // falling, a stopped-and-resumed run equal to an uninterrupted one (also from a checkpoint written
 // before the Trainer/Task split), the saved schedule followed on resume, and clear errors.
 #include <catch2/catch.hpp>
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "autograd/tensor_xt.hpp"
 #include "autograd/xgrad.hpp"
 
 using namespace xg;
@@ -18,10 +19,11 @@ TEST_CASE("tensor creation", "[tensor]") {
   Tensor v = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2});
   CHECK(v.size(-1) == 2);
   CHECK(v.size(0) == 3);
-  xt::xarray<float> a = v.to_xarray();
+  xt::xarray<float> a = to_xarray(v);
   CHECK(a(2, 1) == 6.f);
-  CHECK(Tensor::from_xarray(a).to_vector() == v.to_vector());
-  CHECK(v.view()(1, 0) == 3.f);
+  CHECK(from_xarray(a).to_vector() == v.to_vector());
+  CHECK(from_xarray(a, true).requires_grad());
+  CHECK(xt_view(v)(1, 0) == 3.f);
 }
 
 TEST_CASE("seeded random tensors are reproducible and have the right moments", "[tensor]") {

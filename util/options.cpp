@@ -1,5 +1,6 @@
 #include "util/options.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -141,6 +142,27 @@ std::string restore_data_path(const std::string& flag, const std::string& curren
         "{}; a resumed run goes on from its position in that data, which means nothing in other data: pass {} with a copy "
         "of it, or start a new run", flag, current, saved, where, now.dump(), fingerprint.dump(), flag));
   return current;
+}
+
+void add_to_app(CLI::App& app, const CommandLineOption& c, const std::string& group) {
+  CLI::Option* opt = nullptr;
+  if (c.is_switch) {
+    // CLI11 sums the occurrences of a flag: above zero is on
+    opt = app.add_flag_function(c.flag, [set = c.set_switch](std::int64_t count) { set(count > 0); }, c.help);
+  } else {
+    auto set = [set = c.set](const std::string& text) {
+      try {
+        set(text);
+      } catch (const std::invalid_argument& err) {
+        throw CLI::ValidationError(err.what());
+      }
+    };
+    opt = app.add_option_function<std::string>(c.flag, set, c.help);
+    opt->type_name(c.type_name);
+    if (c.default_shown) opt->default_str(*c.default_shown);
+    if (c.validate) opt->check(CLI::Validator([validate = c.validate](std::string& text) { return validate(text); }, ""));
+  }
+  opt->group(group);
 }
 
 }  // namespace xg::option_detail

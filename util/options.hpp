@@ -3,13 +3,14 @@
 // initializer is the default), the help text, the allowed range and what a resumed run does with
 // it. The one table then drives the command line (CLI11, defaults shown in --help, unknown flags
 // refused), the range checks, the JSON saved with a checkpoint and the restore on --resume.
-#include <CLI/CLI.hpp>
+// CLI11 itself is included only where a command line is parsed (options.cpp and the programs).
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,10 @@
 
 #include "util/checksums.hpp"
 #include "util/json_input.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace xg {
 
@@ -103,6 +108,20 @@ std::string show(const T& v) {
   if constexpr (std::is_same_v<T, std::string>) return v.empty() ? "\"\"" : v;
   else return fmt::format("{}", v);
 }
+
+// One flag as the command line sees it, bound to the struct it fills.
+struct CommandLineOption {
+  std::string flag, help;
+  bool is_switch = false;                    // a bool: `--flag`, or `--flag=false`
+  std::function<void(bool)> set_switch;      // is_switch: on or off
+  std::function<void(const std::string&)> set;  // the value's text; throws std::invalid_argument naming the flag
+  std::string type_name;                     // "TEXT", "INT", "FLOAT" in --help
+  std::optional<std::string> default_shown;  // in --help
+  // Why a value's text is refused ("" when it is not), checked before `set`; CLI11 names the flag.
+  std::function<std::string(const std::string&)> validate;
+};
+// Declares `option` on `app` in --help's `group` (options.cpp: the one place options meet CLI11).
+void add_to_app(CLI::App& app, const CommandLineOption& option, const std::string& group);
 }  // namespace option_detail
 
 template <class Owner>
@@ -133,7 +152,7 @@ class OptionTable {
 
   // Adds every flag to `app` under `group`, each showing `o`'s current value as its default.
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
-    for (const auto& e : entries_) e.add_to(app, o)->group(group);
+    for (const auto& e : entries_) option_detail::add_to_app(app, e.command_line(o), group);
   }
   // Sets each Restore and DataPath option its command line did not give back to Owner{}'s value.
   // For a program with defaults of its own (bert_finetune's rate, batch, epochs): on resume they
@@ -182,7 +201,7 @@ class OptionTable {
   struct Entry {
     std::string flag;
     OnResume on_resume;
-    std::function<CLI::Option*(CLI::App&, Owner&)> add_to;
+    std::function<option_detail::CommandLineOption(Owner&)> command_line;
     std::function<void(const Owner&)> check;
     std::function<void(const Owner&, nlohmann::json&)> save;        // into the saved options
     std::function<void(const Owner&, nlohmann::json&)> save_given;  // the value as given, whatever on_resume
@@ -212,19 +231,17 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, std::string
   add<std::string>(flag, member, help, on_resume);
   Entry& e = entries_.back();
   e.check = [=](const Owner& o) { option_detail::check_choice(o.*member, choices, flag); };
-  e.add_to = [=, add_plain = e.add_to](CLI::App& app, Owner& o) {
-    CLI::Option* opt = add_plain(app, o);
-    opt->check(CLI::Validator(
-        [=](std::string& text) {
-          try {
-            option_detail::check_choice(text, choices, "");  // CLI11 names the flag
-            return std::string();
-          } catch (const std::invalid_argument& err) {
-            return std::string(err.what());
-          }
-        },
-        ""));
-    return opt;
+  e.command_line = [=, plain = e.command_line](Owner& o) {
+    option_detail::CommandLineOption c = plain(o);
+    c.validate = [=](const std::string& text) {
+      try {
+        option_detail::check_choice(text, choices, "");  // CLI11 names the flag
+        return std::string();
+      } catch (const std::invalid_argument& err) {
+        return std::string(err.what());
+      }
+    };
+    return c;
   };
   return *this;
 }
@@ -279,35 +296,30 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
       option_detail::check_range(double(o.*member), range, flag, show(o.*member));
   };
-  e.add_to = [=](CLI::App& app, Owner& o) -> CLI::Option* {
+  e.command_line = [=](Owner& o) {
+    option_detail::CommandLineOption c;
+    c.flag = flag;
+    c.help = help;
     if constexpr (std::is_same_v<T, bool>) {
-      // `--flag`, or `--flag=false` (CLI11 sums the occurrences: above zero is on)
-      return app.add_flag_function(
-          flag,
-          [=, &o](std::int64_t count) {
-            o.*member = count > 0;
-            option_detail::note_given(o, flag);
-          },
-          help);
-    } else {
-      auto set = [=, &o](const std::string& text) {
-        try {
-          o.*member = option_detail::parse<T>(text, flag);
-          option_detail::note_given(o, flag);
-          if constexpr (std::is_arithmetic_v<T>) option_detail::check_range(double(o.*member), range, flag, text);
-        } catch (const std::invalid_argument& err) {
-          throw CLI::ValidationError(err.what());
-        }
+      c.is_switch = true;
+      c.set_switch = [=, &o](bool on) {
+        o.*member = on;
+        option_detail::note_given(o, flag);
       };
-      CLI::Option* opt = app.add_option_function<std::string>(flag, set, help);
-      if constexpr (std::is_same_v<T, std::string>) opt->type_name("TEXT");
-      else if constexpr (std::is_floating_point_v<T>) opt->type_name("FLOAT");
-      else opt->type_name("INT");
+    } else {
+      c.set = [=, &o](const std::string& text) {
+        o.*member = option_detail::parse<T>(text, flag);
+        option_detail::note_given(o, flag);
+        if constexpr (std::is_arithmetic_v<T>) option_detail::check_range(double(o.*member), range, flag, text);
+      };
+      if constexpr (std::is_same_v<T, std::string>) c.type_name = "TEXT";
+      else if constexpr (std::is_floating_point_v<T>) c.type_name = "FLOAT";
+      else c.type_name = "INT";
       bool has_default = true;  // an empty text (e.g. --resume) shows none
       if constexpr (std::is_same_v<T, std::string>) has_default = !(o.*member).empty();
-      if (has_default) opt->default_str(show(o.*member));
-      return opt;
+      if (has_default) c.default_shown = show(o.*member);
     }
+    return c;
   };
   const std::string key = option_detail::json_key(flag), fingerprint_key = key + "_fingerprint";
   if constexpr (!std::is_same_v<T, std::string>) {

@@ -7,7 +7,6 @@
 //   training examples, layer-wise learning-rate decay and freezing, the best checkpoint (OUT/best)
 //   and early stopping;
 // - FinetuneKind, one per kind of task, and the registry bert_finetune dispatches --task on.
-#include <CLI/CLI.hpp>
 
 #include <functional>
 #include <limits>

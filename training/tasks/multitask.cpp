@@ -1,5 +1,6 @@
 #include "training/tasks/multitask.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
