@@ -37,7 +37,7 @@ struct Storage {
  private:
   struct Bytes;
   std::unique_ptr<Bytes> bytes_;
-  void* data_;
+  void* data_;     // the uvector's, cached so that data() stays inline on every op's path
   size_t nbytes_;
 };
 

@@ -5,8 +5,10 @@
 namespace xg {
 
 Tensor from_xarray(const xt::xarray<float>& a, bool requires_grad) {
-  std::vector<float> values(a.begin(), a.end());  // xarray iterates in row-major order
-  return Tensor::from_vector(values, Shape(a.shape().begin(), a.shape().end()), requires_grad);
+  Tensor t = Tensor::empty(Shape(a.shape().begin(), a.shape().end()));
+  std::copy(a.begin(), a.end(), t.data());  // xarray iterates in row-major order
+  if (requires_grad) t.requires_grad_();
+  return t;
 }
 
 xt::xarray<float> to_xarray(const Tensor& t) {

@@ -97,9 +97,13 @@ FamilyEntry family_entry(const std::string& model_type) {
   return family_or_throw(r, model_type, "family_entry");
 }
 
+std::string config_model_type(const nlohmann::json& config) {
+  return config.is_object() && config.contains("model_type") && config["model_type"].is_string()
+             ? config["model_type"].get<std::string>() : default_model_type();
+}
+
 size_t first_position(const nlohmann::json& config) {
-  const std::string type = config.is_object() && config.contains("model_type") && config["model_type"].is_string()
-                               ? config["model_type"].get<std::string>() : default_model_type();
+  const std::string type = config_model_type(config);
   if (!family_entry(type).positions_follow_padding) return 0;
   const auto pad = config.find("pad_token_id");
   if (pad == config.end() || !pad->is_number_integer() || pad->get<int64_t>() < 0)

@@ -88,6 +88,8 @@ std::vector<FamilyEntry> builtin_families();
 // families) and of a bare size name ("base" for "bert-base").
 std::string default_model_type();
 
+// config.json's "model_type", or default_model_type() when it has none (or not as a string).
+std::string config_model_type(const nlohmann::json& config);
 // A copy of `model_type`'s entry; throws listing the registered families when it is unknown.
 FamilyEntry family_entry(const std::string& model_type);
 // Where the default position ids of a model with config.json `config` start: pad_token_id + 1 for

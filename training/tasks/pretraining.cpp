@@ -271,7 +271,7 @@ nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, i
   // A family whose positions follow padding counts them from pad_token_id + 1: the table must
   // reach past the longest sequence.
   const size_t first = models::first_position(j), needed = seq_len + first;
-  if (first > 1025)
+  if (first > 0 && pad_id > 1024)
     throw std::invalid_argument(fmt::format(
         "[pretraining] the tokenizer's pad token has id {}: model_type '{}' counts positions from pad_token_id + 1, so the "
         "position table would need {} rows. Use a vocabulary with its special tokens first (as roberta-base's: <s> 0, "
@@ -523,8 +523,7 @@ class PretrainingTask : public Task {
   void load_checkpoint(const std::string& dir, const std::string& what, const TaskContext& ctx) {
     const nlohmann::json saved = read_config((fs::path(dir) / "config.json").string(), what);
     if (!saved.is_object()) throw std::invalid_argument(fmt::format("[pretraining] {} {}: config.json is not a JSON object", what, dir));
-    std::string type = models::default_model_type();
-    if (saved.contains("model_type") && saved["model_type"].is_string()) type = saved["model_type"];
+    const std::string type = models::config_model_type(saved);
     const bool init = what == "--init-from";
     if (init) check_model_matches(saved, type, dir);
     std::string architecture;

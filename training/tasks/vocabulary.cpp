@@ -9,9 +9,9 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "models/core/family_tokenizer.hpp"
 #include "models/core/registry.hpp"
 #include "text/bpe_trainer.hpp"
-#include "models/core/family_tokenizer.hpp"
 #include "text/pretraining_data.hpp"
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"

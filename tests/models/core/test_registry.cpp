@@ -142,7 +142,9 @@ TEST_CASE("registry: unknown model_type or architecture errors list the register
   nlohmann::json not_list = config_for("BertModel");
   not_list["architectures"] = "BertModel";
   CHECK_THROWS_WITH(build_model(not_list, "c.json"), Contains("\"architectures\" must be a list"));
-  CHECK_THROWS_WITH(register_family({"bert", {}, {}, {}}), Contains("'bert' is already registered"));
+  FamilyEntry taken;
+  taken.model_type = "bert";
+  CHECK_THROWS_WITH(register_family(taken), Contains("'bert' is already registered"));
   CHECK_THROWS_WITH(register_architecture("gpt9", architecture_entry<BertModel, BertConfig>()), Contains("'gpt9'"));
   CHECK_THROWS_WITH(register_architecture("bert", architecture_entry<BertModel, BertConfig>()),
                     Contains("'BertModel' is already registered"));
@@ -172,6 +174,9 @@ TEST_CASE("registry: each family's entry carries what programs would otherwise s
   CHECK(albert.recipe.max_ngram == 3);
   CHECK(albert.recipe.optimizer == std::string("lamb"));
   CHECK(default_model_type() == "bert");
+  CHECK(config_model_type({{"model_type", "albert"}}) == "albert");
+  CHECK(config_model_type({{"vocab_size", 5}}) == "bert");  // this project's configs before families
+  CHECK(config_model_type({{"model_type", 3}}) == "bert");
   // positions: RoBERTa's follow padding, from pad_token_id + 1
   CHECK(!bert.positions_follow_padding);
   CHECK(roberta.positions_follow_padding);
