@@ -3,9 +3,9 @@
 #include <stdexcept>
 
 #include "fuzz/fuzz_input.hpp"
+#include "metrics/entity_metrics.hpp"
 #include "text/bert_tokenizer.hpp"
 #include "text/conll_data.hpp"
-#include "training/entity_metrics.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace xg::text;
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
       word_sources(windows, ids, words.size());
     }
-    xg::training::metrics::entity_report(tags, tags);
+    xg::metrics::entity_report(tags, tags);
   } catch (const std::invalid_argument&) {
   } catch (const std::runtime_error&) {
   }

@@ -45,7 +45,7 @@ inline PretrainRun small_pretrain_run(const std::string& model, const std::strin
 }
 
 // The rows of OUT/metrics.jsonl.
-inline std::vector<nlohmann::json> metrics(const std::string& out) {
+inline std::vector<nlohmann::json> metrics_rows(const std::string& out) {
   std::ifstream in(std::filesystem::path(out) / "metrics.jsonl");
   std::vector<nlohmann::json> rows;
   for (std::string l; std::getline(in, l);) rows.push_back(nlohmann::json::parse(l));

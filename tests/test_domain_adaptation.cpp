@@ -128,7 +128,7 @@ static void check_init_from(const Family& f) {
   CHECK(state["options"]["init_from"] == from.string());
   CHECK(read_json(ckpt / "optimizer.json")["step"] == 3);
   bool evaluated = false;
-  for (const auto& row : metrics(frozen.trainer.out)) evaluated = evaluated || row.contains("eval_perplexity");
+  for (const auto& row : metrics_rows(frozen.trainer.out)) evaluated = evaluated || row.contains("eval_perplexity");
   CHECK(evaluated);
 
   // and it learns the new corpus
@@ -138,7 +138,7 @@ static void check_init_from(const Family& f) {
   learning.trainer.log_every = 1;
   REQUIRE(learning.go() == 12);
   std::vector<double> losses;
-  for (const auto& row : metrics(learning.trainer.out))
+  for (const auto& row : metrics_rows(learning.trainer.out))
     if (row.contains("mlm_loss")) losses.push_back(row["mlm_loss"]);
   REQUIRE(losses.size() == 12);
   CHECK(losses[9] + losses[10] + losses[11] < losses[0] + losses[1] + losses[2] - 1.0);  // 3-step means, 0.33 apart

@@ -14,6 +14,7 @@
 #include "models/bert/bert_heads.hpp"
 #include "models/core/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
+#include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
 #include "training/tasks/multitask.hpp"
 #include "training/tasks/task_sampler.hpp"
@@ -205,9 +206,7 @@ TEST_CASE("multi-task fine-tuning shares one encoder between a classifier and a 
   CHECK(f1 > 0.65);  // measured: 0.799
 
   // the loss went down; every evaluation scored every task
-  std::vector<nlohmann::json> rows;
-  std::ifstream metrics(dir + "/run/metrics.jsonl");
-  for (std::string line; std::getline(metrics, line);) rows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> rows = metrics_rows(dir + "/run");
   std::vector<double> losses;
   size_t evals = 0;
   for (const auto& row : rows) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "inference/ner_tagging.hpp"
 #include "tests/temp_path.hpp"
 #include "text/bert_tokenizer.hpp"
 #include "text/roberta_tokenizer.hpp"
@@ -16,6 +17,7 @@
 
 using namespace xg;
 using namespace xg::training;
+using namespace xg::inference;
 using Catch::Matchers::Contains;
 
 namespace {

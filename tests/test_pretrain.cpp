@@ -83,7 +83,7 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
   for (const auto& f : fs::directory_iterator(r.trainer.tensorboard))
     if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0) event_bytes += fs::file_size(f.path());
   CHECK(event_bytes > 40 * 100);  // 40 logged steps of several scalars
-  const auto rows = metrics(r.trainer.out);
+  const auto rows = metrics_rows(r.trainer.out);
   std::vector<double> losses;
   size_t evals = 0;
   for (const auto& row : rows) {
@@ -163,7 +163,7 @@ TEST_CASE("a run stopped at step k and resumed equals an uninterrupted run", "[p
 TEST_CASE("pre-training at --precision bf16 learns, stays near fp32, and resumes exactly", "[pretrain][bf16]") {
   auto losses_of = [](const std::string& out) {
     std::vector<double> losses;
-    for (const auto& row : metrics(out))
+    for (const auto& row : metrics_rows(out))
       if (row.contains("loss")) losses.push_back(row["loss"]);
     return losses;
   };
@@ -255,7 +255,7 @@ TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuse
   REQUIRE(resumed.go() == 8);
   const auto saved = optim::LrSchedule::from_json(state["schedule"]);
   size_t checked = 0;
-  for (const auto& row : metrics(part.trainer.out)) {
+  for (const auto& row : metrics_rows(part.trainer.out)) {
     const int64_t step = row["step"];
     if (!row.contains("lr") || step <= 3) continue;
     CHECK(row["lr"].get<double>() == double(saved.at(step - 1)));  // step s used the rate of update s - 1

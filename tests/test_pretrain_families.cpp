@@ -45,7 +45,7 @@ TEST_CASE("RoBERTa and ALBERT pre-train with their own recipes: the loss falls, 
     REQUIRE(r.go() == 30);
     std::vector<double> losses;
     bool evaluated = false;
-    for (const auto& row : metrics(r.trainer.out)) {
+    for (const auto& row : metrics_rows(r.trainer.out)) {
       if (row.contains("loss")) {
         losses.push_back(row["loss"]);
         CHECK(row.contains("mlm_loss"));
@@ -122,7 +122,7 @@ TEST_CASE("BERT and ALBERT train MLM alone on packed sequences with --pairing", 
     CHECK(config["architectures"][0] == (std::string(model) == "tiny" ? "BertForMaskedLM" : "AlbertForMaskedLM"));
     // MLM alone: no sentence loss logged, the loss is the MLM loss, and it falls
     std::vector<double> losses;
-    for (const auto& row : metrics(r.trainer.out)) {
+    for (const auto& row : metrics_rows(r.trainer.out)) {
       if (!row.contains("loss")) continue;
       CHECK(!row.contains("nsp_loss"));
       CHECK(!row.contains("sop_loss"));

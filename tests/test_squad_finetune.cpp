@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "metrics/squad_metrics.hpp"
 #include "tests/finetune_fixtures.hpp"
 #include "tests/temp_path.hpp"
 #include "text/squad_data.hpp"
-#include "training/squad_metrics.hpp"
 #include "training/checkpoints.hpp"
 #include "training/tasks/question_answering.hpp"
 
@@ -46,8 +46,8 @@ std::vector<double> logged_losses(const std::string& run) {
   return out;
 }
 
-std::vector<squad::GoldAnswers> gold_of(const std::vector<text::SquadQuestion>& questions) {
-  std::vector<squad::GoldAnswers> gold;
+std::vector<metrics::squad::GoldAnswers> gold_of(const std::vector<text::SquadQuestion>& questions) {
+  std::vector<metrics::squad::GoldAnswers> gold;
   for (const auto& q : questions) {
     gold.push_back({q.id, {}});
     for (const auto& a : q.answers) gold.back().answers.push_back(a.text);
@@ -76,12 +76,12 @@ TEST_CASE("squad_v2 fine-tuning: the loss falls, dev is scored and predicted, be
   CHECK(dev.at("HasAns_total") == 7);
   CHECK(dev.at("NoAns_total") == 2);
   const auto questions = text::read_squad(o.dev);
-  const auto predicted = nlohmann::json::parse(std::ifstream(o.predictions)).get<squad::Predictions>();
+  const auto predicted = nlohmann::json::parse(std::ifstream(o.predictions)).get<metrics::squad::Predictions>();
   const auto odds = nlohmann::json::parse(std::ifstream(dir + "/predictions_null_odds.json")).get<std::map<std::string, double>>();
   REQUIRE(predicted.size() == 9);
   REQUIRE(odds.size() == 9);
   // (the answers as written: no cut on the null odds, which only the best_* search uses)
-  for (const auto& [name, value] : squad::evaluate_v2(gold_of(questions), predicted, odds, INFINITY))
+  for (const auto& [name, value] : metrics::squad::evaluate_v2(gold_of(questions), predicted, odds, INFINITY))
     CHECK(dev.at(name).get<double>() == Approx(value));
   for (const auto& [id, answer] : predicted)  // each answer is a span of its context, or ""
     for (const auto& q : questions)

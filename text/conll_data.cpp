@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "text/roberta_tokenizer.hpp"
 #include "text/unicode.hpp"
 #include "util/lines.hpp"
 
@@ -29,6 +30,9 @@ std::vector<std::string> split_whitespace(const std::string& row) {
   for (std::string f; in >> f;) fields.push_back(f);
   return fields;
 }
+
+// Byte-level BPE (RoBERTa) marks a word's leading space in its tokens.
+bool byte_level(const Tokenizer& tokenizer) { return dynamic_cast<const RobertaTokenizer*>(&tokenizer) != nullptr; }
 
 bool scheme_allows(TagScheme scheme, char prefix) {
   if (prefix == 'O' || prefix == 'B' || prefix == 'I') return true;
@@ -286,6 +290,35 @@ std::vector<WordSource> word_sources(const std::vector<TokenWindow>& windows, co
     }
   }
   return sources;
+}
+
+std::vector<Token> tokenize_as_words(const Tokenizer& tokenizer, const std::string& text, const std::string& where) {
+  if (!byte_level(tokenizer) || text.empty() || text[0] == ' ') return tokenizer.tokenize(text, where);
+  std::vector<Token> tokens = tokenizer.tokenize(" " + text, where);
+  for (auto& t : tokens) t.start = t.start > 0 ? t.start - 1 : 0, t.end = t.end > 0 ? t.end - 1 : 0;
+  return tokens;
+}
+
+std::vector<Token> tokenize_text_as_words(const Tokenizer& tokenizer, const std::string& raw, const std::string& where) {
+  const std::vector<char32_t> cps = decode_utf8(raw, InvalidUtf8::Error, where);
+  std::u32string joined;
+  std::vector<size_t> origin;  // per code point of `joined`, its index in `raw`
+  for (size_t i = 0; i < cps.size();) {
+    if (is_whitespace(cps[i])) {
+      ++i;
+      continue;
+    }
+    if (!joined.empty()) joined += U' ', origin.push_back(i);  // the space stands at the word's start
+    for (; i < cps.size() && !is_whitespace(cps[i]); ++i) joined += cps[i], origin.push_back(i);
+  }
+  std::vector<Token> tokens = tokenize_as_words(tokenizer, encode_utf8(joined), where);
+  const auto text_index = [&](size_t j) { return j < origin.size() ? origin[j] : cps.size(); };
+  for (auto& t : tokens) {
+    const size_t start = text_index(t.start);
+    t.end = t.end > t.start ? origin[t.end - 1] + 1 : start;
+    t.start = start;
+  }
+  return tokens;
 }
 
 }  // namespace xg::text

@@ -115,4 +115,16 @@ struct WordSource {
 std::vector<WordSource> word_sources(const std::vector<TokenWindow>& windows, const std::vector<size_t>& window_ids,
                                      size_t n_words);
 
+// Raw text tokenized as a CoNLL sentence's words are: with byte-level BPE the first word gets its
+// space mark too, as transformers' run_ner tokenizes words for these models (add_prefix_space),
+// unless the text starts with a space; offsets stay the text's own. `where` names the text in
+// errors.
+std::vector<Token> tokenize_as_words(const Tokenizer& tokenizer, const std::string& text, const std::string& where);
+
+// Raw text tokenized as tokenize_as_words tokenizes a sentence's words: split at whitespace
+// (Unicode White_Space, where BERT's and byte-level BPE's pre-tokenizers split), joined by single
+// spaces, offsets mapped back to the text's code points. Byte-level BPE would otherwise make a tab
+// or a run of spaces tokens of their own: words training never saw.
+std::vector<Token> tokenize_text_as_words(const Tokenizer& tokenizer, const std::string& raw, const std::string& where);
+
 }  // namespace xg::text

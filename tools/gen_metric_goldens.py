@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scikit-learn's and scipy's metrics on small cases (random ones and edge cases: one class only,
-a class never predicted, ties, constant inputs), for tests/test_eval_metrics.cpp.
+a class never predicted, ties, constant inputs), for tests/metrics/test_eval_metrics.cpp.
 
 Run: python3 -m venv /tmp/metrics-venv && /tmp/metrics-venv/bin/pip install scikit-learn scipy
      /tmp/metrics-venv/bin/python tools/gen_metric_goldens.py

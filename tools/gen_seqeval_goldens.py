@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""seqeval's entity-level scores on random and edge-case tag sequences, for tests/test_entity_metrics.cpp:
+"""seqeval's entity-level scores on random and edge-case tag sequences, for tests/metrics/test_entity_metrics.cpp:
 precision, recall and F1 (micro) and the per-type report (classification_report) in the default
 mode and in strict IOB2 mode (mode="strict", scheme=IOB2).
 

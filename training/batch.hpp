@@ -17,9 +17,8 @@ struct Batch {
 // split; masked positions flattened to b * seq_len + t.
 Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, int32_t pad_id);
 
-// Random token ids with pre-training's shape of targets (15% of positions predicted, sentence
-// labels), two segments where the model has two token types, for benchmarks: no data loading in
-// the timing.
+// models::random_inputs with pre-training's shape of targets (15% of positions predicted,
+// sentence labels), for benchmarks.
 Batch random_batch(size_t batch, size_t seq_len, size_t vocab_size, size_t type_vocab_size, Generator& gen);
 
 }  // namespace xg::training

@@ -15,7 +15,7 @@
 
 #include "nn/module.hpp"
 #include "optim/optimizer.hpp"
-#include "training/metrics.hpp"
+#include "training/metric_sinks.hpp"
 
 namespace xg::training {
 

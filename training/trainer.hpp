@@ -23,7 +23,7 @@
 
 #include "autograd/precision.hpp"
 #include "training/checkpoints.hpp"
-#include "training/metrics.hpp"
+#include "training/metric_sinks.hpp"
 #include "training/task.hpp"
 #include "util/options.hpp"
 

@@ -28,12 +28,12 @@
 #include "autograd/parallel.hpp"
 #include "examples/bert_infer/checkpoint_args.hpp"
 #include "examples/bert_infer/qa.hpp"
+#include "inference/benchmark.hpp"
+#include "inference/ner_tagging.hpp"
 #include "models/core/head_config.hpp"
 #include "models/core/sentence_embedding.hpp"
 #include "nn/fused_encoder.hpp"
 #include "nn/safetensors.hpp"
-#include "training/benchmark.hpp"
-#include "training/tasks/ner_data.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
 
@@ -62,7 +62,7 @@ struct EmbedArgs {
   size_t batch = 32;
 };
 struct BenchArgs {
-  training::InferenceBenchmarkOptions opt;
+  inference::InferenceBenchmarkOptions opt;
   std::string precision = "fp32";
 };
 struct NerArgs {
@@ -342,7 +342,7 @@ int ner(const NerArgs& a) {
   auto flush = [&] {
     NoGradGuard no_grad;
     const size_t first = lines_read - texts.size() + 1;
-    const auto found = training::tag_texts(texts, *tok, id2label, align, a.batch, forward,
+    const auto found = inference::tag_texts(texts, *tok, id2label, align, a.batch, forward,
                                            [&](size_t i) { return fmt::format("stdin line {}", first + i); });
     for (size_t i = 0; i < texts.size(); ++i) {
       nlohmann::json entities = nlohmann::json::array();
@@ -365,9 +365,9 @@ int ner(const NerArgs& a) {
 
 // Prints the timing as bert_pretrain --benchmark does, tokens/s last (scripts read that line).
 int bench(const BenchArgs& a) {
-  training::InferenceBenchmarkOptions opt = a.opt;
+  inference::InferenceBenchmarkOptions opt = a.opt;
   opt.precision = matmul_precision_from_name(a.precision);
-  const auto r = training::run_inference_benchmark(opt);
+  const auto r = inference::run_inference_benchmark(opt);
   fmt::print("inference (encoder forward{}, no tape, {}): {}, {:.2f}M parameters, {} threads, {} matmuls\n",
              opt.first_token ? " read at each first token" : "", r.fused ? "fused and padding-free" : "recorded path", opt.model,
              double(r.parameters) / 1e6, num_threads(), a.precision);

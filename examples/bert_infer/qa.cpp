@@ -6,7 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "training/qa_inference.hpp"
+#include "inference/qa.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
 
@@ -40,7 +40,7 @@ void answer(const std::vector<text::SquadQuestion>& questions, const text::Token
             const QaArgs& a, const text::SquadFeatureOptions& fo) {
   if (questions.empty()) return;
   const auto features = text::squad_features(questions, tok, fo);
-  const auto logits = training::span_logits(model, features, tok.pad_id(), features.size());
+  const auto logits = inference::span_logits(model, features, tok.pad_id(), features.size());
   const auto predictions = text::decode_squad_answers(questions, features, logits, a.decode);
   for (size_t i = 0; i < questions.size(); ++i) {
     const auto& p = predictions[i];

@@ -88,4 +88,13 @@ ModelInputs pad_sequences(const std::vector<Sequence>& sequences, int64_t pad_id
   return make_inputs(B, seq_len, std::move(ids), std::move(types), mask);
 }
 
+ModelInputs random_inputs(size_t batch, size_t seq_len, size_t vocab_size, size_t type_vocab_size, Generator& gen) {
+  std::vector<int64_t> ids, types;
+  for (size_t i = 0; i < batch * seq_len; ++i) {
+    ids.push_back(int64_t(gen.below(vocab_size)));
+    types.push_back(i % seq_len < seq_len / 2 || type_vocab_size < 2 ? 0 : 1);
+  }
+  return make_inputs(batch, seq_len, std::move(ids), std::move(types), std::vector<int64_t>(batch * seq_len, 1));
+}
+
 }  // namespace xg::models

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/tensor.hpp"
+#include "util/random.hpp"
 
 namespace xg::models {
 
@@ -39,5 +40,10 @@ struct Sequence {
 // Pads every sequence with pad_id to seq_len (0: the longest one's length); the attention mask
 // is 1 on real tokens, and padding gets segment 0. Throws if a sequence is longer than seq_len.
 ModelInputs pad_sequences(const std::vector<Sequence>& sequences, int64_t pad_id, size_t seq_len = 0);
+
+// Random ids below vocab_size in every position of batch rows of seq_len, all real tokens (an
+// all-ones mask, so timings include the masked attention real batches use); the second half of
+// each row segment 1 where the model has two token types. For benchmarks: no data loading.
+ModelInputs random_inputs(size_t batch, size_t seq_len, size_t vocab_size, size_t type_vocab_size, Generator& gen);
 
 }  // namespace xg::models

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/eval_metrics.hpp"
 #include "models/core/head_config.hpp"
-#include "training/eval_metrics.hpp"
 #include "training/tasks/finetuning.hpp"
 #include "util/atomic_file.hpp"
 

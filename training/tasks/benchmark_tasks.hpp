@@ -16,7 +16,7 @@
 #include "models/core/pretrained.hpp"
 #include "text/classification_data.hpp"
 #include "text/tokenizer.hpp"
-#include "training/metrics.hpp"
+#include "training/metric_sinks.hpp"
 
 namespace xg::training {
 

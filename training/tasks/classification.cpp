@@ -9,9 +9,9 @@
 #include <limits>
 #include <random>
 
+#include "metrics/eval_metrics.hpp"
 #include "models/core/head_config.hpp"
 #include "text/classification_data.hpp"
-#include "training/eval_metrics.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;

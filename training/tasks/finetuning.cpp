@@ -11,8 +11,9 @@
 
 #include "models/core/checkpoint.hpp"
 #include "models/core/config_fields.hpp"
-#include "models/core/registry.hpp"
 #include "models/core/family_tokenizer.hpp"
+#include "models/core/model_spec.hpp"
+#include "models/core/registry.hpp"
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -158,7 +159,7 @@ void FinetuneTask::load_model(const nlohmann::json& new_head, const std::functio
     }
     model_ = std::move(loaded.model);
   } else {
-    nlohmann::json j = fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
+    nlohmann::json j = models::fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
     j.update(new_head);
     const std::string source = "--model " + opt_.model;
     model_ = models::build_model(j, source, head_architecture(j.at("model_type").get<std::string>(), head_suffix_, source));

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "metrics/eval_metrics.hpp"
 #include "text/classification_data.hpp"
-#include "training/eval_metrics.hpp"
 
 namespace xg::training {
 

@@ -42,7 +42,7 @@ namespace {
 
 models::HeadConfig head_of(const models::PretrainedModel& m) { return models::HeadConfig::from_json(m.config_json(), m.architecture()); }
 
-LogitsFn logits_of(models::PretrainedModel& model) {
+inference::LogitsFn logits_of(models::PretrainedModel& model) {
   return [&model](const models::ModelInputs& in) { return model.forward_named(in).at("logits"); };
 }
 

@@ -11,11 +11,12 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
-#include "nn/transformer.hpp"
 #include "models/core/checkpoint.hpp"
+#include "models/core/model_spec.hpp"
 #include "models/core/pretraining.hpp"
 #include "models/core/registry.hpp"
 #include "models/core/vocab_extension.hpp"
+#include "nn/transformer.hpp"
 #include "text/bert_tokenizer.hpp"
 #include "text/domain_words.hpp"
 #include "training/batch.hpp"
@@ -81,52 +82,6 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
 }
 
 namespace {
-
-bool looks_like_path(const std::string& model) {
-  return model.find('/') != std::string::npos || fs::path(model).extension() == ".json";
-}
-
-// --model's family and size: "roberta-base" -> (roberta, base); "base" -> (bert, base).
-std::pair<std::string, std::string> family_and_size(const std::string& model) {
-  const size_t dash = model.find('-');
-  if (dash != std::string::npos) {
-    const std::string family = model.substr(0, dash);
-    for (const auto& t : models::registered_model_types())
-      if (t == family) return {family, model.substr(dash + 1)};
-  }
-  return {models::default_model_type(), model};
-}
-
-// `what` names where the path came from in errors ("--model", "resume").
-nlohmann::json read_config(const std::string& path, const std::string& what) {
-  if (!fs::is_regular_file(path)) throw std::invalid_argument(fmt::format("[pretraining] {} {}: no such config file", what, path));
-  std::ifstream in(path, std::ios::binary);
-  try {
-    return parse_json_bounded(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("[pretraining] {} {}: not valid JSON: {}", what, path, e.what()));
-  }
-}
-
-// The config.json --model names, before sizing.
-nlohmann::json base_config(const std::string& model) {
-  if (looks_like_path(model) || fs::is_regular_file(model)) {
-    nlohmann::json j = read_config(model, "--model");
-    if (!j.is_object()) throw std::invalid_argument(fmt::format("[pretraining] --model {}: not a JSON object", model));
-    if (!j.contains("model_type")) j["model_type"] = models::default_model_type();
-    return j;
-  }
-  const auto [family, size] = family_and_size(model);
-  nlohmann::json j = models::preset_config(family, size);
-  j["model_type"] = family;
-  return j;
-}
-
-std::string model_type_of(const std::string& model) {
-  const nlohmann::json j = base_config(model);
-  if (!j["model_type"].is_string()) throw std::invalid_argument(fmt::format("[pretraining] --model {}: model_type is not a string", model));
-  return j["model_type"].get<std::string>();
-}
 
 models::SentenceTask sentence_task_of(text::Pairing p) {
   switch (p) {
@@ -258,32 +213,8 @@ OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type) 
   return {r.optimizer, r.beta2, r.eps};
 }
 
-nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
-                                  int64_t sep_id, size_t seq_len) {
-  nlohmann::json j = base_config(model);
-  if (vocab_size > 0) j["vocab_size"] = vocab_size;
-  if (pad_id >= 0) j["pad_token_id"] = pad_id;
-  if (cls_id >= 0 && j.contains("bos_token_id")) j["bos_token_id"] = cls_id;  // RoBERTa's <s>, ALBERT's [CLS]
-  if (sep_id >= 0 && j.contains("eos_token_id")) j["eos_token_id"] = sep_id;
-  if (!j.contains("pad_token_id") || !j["pad_token_id"].is_number_integer())
-    throw std::invalid_argument(fmt::format("[pretraining] --model {}: no integer pad_token_id", model));
-  pad_id = j["pad_token_id"].get<int64_t>();
-  // A family whose positions follow padding counts them from pad_token_id + 1: the table must
-  // reach past the longest sequence.
-  const size_t first = models::first_position(j), needed = seq_len + first;
-  if (first > 0 && pad_id > 1024)
-    throw std::invalid_argument(fmt::format(
-        "[pretraining] the tokenizer's pad token has id {}: model_type '{}' counts positions from pad_token_id + 1, so the "
-        "position table would need {} rows. Use a vocabulary with its special tokens first (as roberta-base's: <s> 0, "
-        "<pad> 1, </s> 2, <unk> 3), e.g. --train-vocab", pad_id, j["model_type"].get<std::string>(), needed));
-  const size_t have = j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_unsigned()
-                          ? j["max_position_embeddings"].get<size_t>() : 0;
-  j["max_position_embeddings"] = std::max(have, needed);
-  return j;
-}
-
 std::string pretraining_architecture(const PretrainOptions& o) {
-  const std::string type = model_type_of(o.model_or_default());
+  const std::string type = models::spec_model_type(o.model_or_default());
   return architecture_for(type, resolve_pairing(o.pairing, type));
 }
 
@@ -521,7 +452,7 @@ class PretrainingTask : public Task {
 
   // The model and tokenizer of checkpoint `dir` (`what`: "resume" or "--init-from", in errors).
   void load_checkpoint(const std::string& dir, const std::string& what, const TaskContext& ctx) {
-    const nlohmann::json saved = read_config((fs::path(dir) / "config.json").string(), what);
+    const nlohmann::json saved = models::read_config_file((fs::path(dir) / "config.json").string(), what);
     if (!saved.is_object()) throw std::invalid_argument(fmt::format("[pretraining] {} {}: config.json is not a JSON object", what, dir));
     const std::string type = models::config_model_type(saved);
     const bool init = what == "--init-from";
@@ -541,10 +472,10 @@ class PretrainingTask : public Task {
   }
 
   void make_fresh_model(const TaskContext& ctx) {
-    const std::string model = opt_.model_or_default(), model_type = model_type_of(model);
+    const std::string model = opt_.model_or_default(), model_type = models::spec_model_type(model);
     tok_ = make_tokenizer(opt_, model_type, ctx, "", &vocabulary_trained_);
     pairing_ = resolve_pairing(opt_.pairing, model_type);
-    config_ = fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
+    config_ = models::fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
     refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     model_ = models::build_model(config_, model, architecture_for(model_type, pairing_));
     Generator init_gen(ctx.seed);
@@ -554,7 +485,7 @@ class PretrainingTask : public Task {
   // --init-from: the checkpoint's config shapes the model; a --model given anyway must agree with it.
   void check_model_matches(const nlohmann::json& saved, const std::string& type, const std::string& dir) const {
     if (opt_.model.empty()) return;
-    const nlohmann::json wanted = base_config(opt_.model);
+    const nlohmann::json wanted = models::spec_config(opt_.model);
     auto refuse = [&](const std::string& field, const nlohmann::json& a, const nlohmann::json& b) {
       throw std::invalid_argument(fmt::format("[pretraining] --model {} conflicts with --init-from {}: {} {} vs the checkpoint's {} "
                                               "(leave --model out: the checkpoint's config.json shapes the model)",

@@ -64,10 +64,6 @@ struct PretrainOptions : ResumableOptions {
 // at least one, and resume so.)
 std::vector<size_t> held_out_documents(size_t documents, const PretrainOptions& o);
 
-// The config.json of a fresh model: --model as "[family-]size" or a config.json path, sized for
-// the tokenizer (vocab_size 0 and ids < 0 keep the config's) and the sequence length.
-nlohmann::json fresh_model_config(const std::string& model, size_t vocab_size, int64_t pad_id, int64_t cls_id,
-                                  int64_t sep_id, size_t seq_len);
 // The optimizer a family's pre-training recipe names (LAMB for ALBERT) and its settings.
 OptimizerDefaults pretraining_optimizer_defaults(const std::string& model_type);
 // The head model --model and --pairing train (BertForPreTraining, RobertaForMaskedLM, ...).

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "training/qa_inference.hpp"
-#include "training/squad_metrics.hpp"
+#include "inference/qa.hpp"
+#include "metrics/squad_metrics.hpp"
 #include "util/atomic_file.hpp"
 #include "util/strings.hpp"
 
@@ -76,13 +76,13 @@ struct Answered {
 
 Answered answer_set(models::PretrainedModel& model, const QaSet& set, int64_t pad_id, size_t batch, const text::SquadDecodeOptions& d) {
   Answered a;
-  a.predictions = text::decode_squad_answers(set.questions, set.features, span_logits(model, set.features, pad_id, batch), d);
-  std::vector<squad::GoldAnswers> gold;
-  squad::Predictions predicted;
+  a.predictions = text::decode_squad_answers(set.questions, set.features, inference::span_logits(model, set.features, pad_id, batch), d);
+  std::vector<metrics::squad::GoldAnswers> gold;
+  metrics::squad::Predictions predicted;
   std::map<std::string, double> null_odds;
   for (size_t i = 0; i < set.questions.size(); ++i) {
     const auto& q = set.questions[i];
-    squad::GoldAnswers g{q.id, {}};
+    metrics::squad::GoldAnswers g{q.id, {}};
     for (const auto& ans : q.answers) g.answers.push_back(ans.text);
     gold.push_back(std::move(g));
     predicted[q.id] = a.predictions[i].text;
@@ -92,8 +92,8 @@ Answered answer_set(models::PretrainedModel& model, const QaSet& set, int64_t pa
   // v2.0: the answers as written (their no-answer choice already made with
   // --null-score-diff-threshold, as transformers' run_qa scores them), and the null odds for the
   // best_* threshold search alone; the script's own cut at 1.0 would score some answers as "".
-  s.values = d.version_2 ? squad::evaluate_v2(gold, predicted, null_odds, std::numeric_limits<double>::infinity())
-                         : squad::evaluate_v1(gold, predicted);
+  s.values = d.version_2 ? metrics::squad::evaluate_v2(gold, predicted, null_odds, std::numeric_limits<double>::infinity())
+                         : metrics::squad::evaluate_v1(gold, predicted);
   s.values.emplace_back("questions", double(set.questions.size()));
   const auto value = [&](const std::string& name) {
     for (const auto& [n, v] : s.values)
@@ -136,7 +136,7 @@ class QuestionAnsweringTask : public FinetuneTask {
     for (const QaSet* set : {&train_, &dev_})
       for (const auto& f : set->features)
         if (!longest || f.encoding.size() > longest->encoding.size()) longest = &f;
-    if (longest) check_fits(feature_sequence(*longest));
+    if (longest) check_fits(inference::feature_sequence(*longest));
   }
 
   std::string describe() const override {
@@ -156,7 +156,7 @@ class QuestionAnsweringTask : public FinetuneTask {
     size_t tokens = 0;
     for (size_t r : rows) {
       const text::SquadFeature& f = train_.features[r];
-      seqs.push_back(feature_sequence(f));
+      seqs.push_back(inference::feature_sequence(f));
       tokens += f.encoding.size();
       starts.push_back(f.start_position);
       ends.push_back(f.end_position);

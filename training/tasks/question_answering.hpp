@@ -4,7 +4,7 @@
 // --task squad (v1.1: every question has an answer) or squad_v2 (v2.0: unanswerable questions
 // are trained to point at [CLS] and answered "" when the null score wins). Training and scoring
 // run on run_qa's windows; answers are decoded as postprocess_qa_predictions does and scored by
-// the official evaluation scripts (training/squad_metrics.hpp). The best dev F1 picks OUT/best.
+// the official evaluation scripts (metrics/squad_metrics.hpp). The best dev F1 picks OUT/best.
 // --predictions writes the official format: {"id": "answer text"}, and for v2.0 the null odds
 // beside it (PREDICTIONS without .json, then "_null_odds.json"), evaluate-v2.0.py's --na-prob-file.
 #include <string>

@@ -223,7 +223,7 @@ TEST_CASE("a family registered from outside pre-trains, fine-tunes, saves and re
   const PretrainRun pre = small_pretrain_run("toy-tiny", dir + "/pretrain", 40, 500, 32, 5e-3f);
   REQUIRE(pre.go() == 40);
   std::vector<double> losses;
-  for (const auto& row : metrics(pre.trainer.out))
+  for (const auto& row : metrics_rows(pre.trainer.out))
     if (row.contains("loss")) losses.push_back(row["loss"]);
   REQUIRE(losses.size() == 40);
   CHECK(losses.back() < losses.front() - 0.5);  // it learns

@@ -1,9 +1,9 @@
-#include "training/qa_inference.hpp"
+#include "inference/qa.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace xg::training {
+namespace xg::inference {
 
 models::Sequence feature_sequence(const text::SquadFeature& f) {
   return {std::vector<int64_t>(f.encoding.ids.begin(), f.encoding.ids.end()),
@@ -30,4 +30,4 @@ std::vector<text::SpanLogits> span_logits(models::PretrainedModel& model, const 
   return out;
 }
 
-}  // namespace xg::training
+}  // namespace xg::inference

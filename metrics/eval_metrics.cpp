@@ -1,4 +1,4 @@
-#include "training/eval_metrics.hpp"
+#include "metrics/eval_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <stdexcept>
 
-namespace xg::training::metrics {
+namespace xg::metrics {
 
 namespace {
 template <class A, class B>
@@ -127,4 +127,4 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   return pearson(average_ranks(x), average_ranks(y));
 }
 
-}  // namespace xg::training::metrics
+}  // namespace xg::metrics

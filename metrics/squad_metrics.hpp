@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "training/metrics.hpp"
+#include "metrics/scalars.hpp"
 
-namespace xg::training::squad {
+namespace xg::metrics::squad {
 
 // The official normalize_answer (Python's str.lower, string.punctuation, \b(a|an|the)\b with
 // Unicode word characters, str.split).
@@ -41,4 +41,4 @@ Scalars evaluate_v1(const std::vector<GoldAnswers>& gold, const Predictions& pre
 Scalars evaluate_v2(const std::vector<GoldAnswers>& gold, const Predictions& predictions,
                     const std::map<std::string, double>& na_probs = {}, double na_prob_thresh = 1.0);
 
-}  // namespace xg::training::squad
+}  // namespace xg::metrics::squad

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
+#include "metrics/eval_metrics.hpp"
 #include "tests/golden.hpp"
-#include "training/eval_metrics.hpp"
 
-using namespace xg::training::metrics;
+using namespace xg::metrics;
 using Catch::Matchers::Contains;
 
 TEST_CASE("classification metrics equal scikit-learn's", "[metrics]") {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace xg::training::metrics {
+namespace xg::metrics {
 
 using TagSequences = std::vector<std::vector<std::string>>;
 
@@ -43,4 +43,4 @@ struct EntityReport {
 // lengths (std::invalid_argument "[seqeval] ..." otherwise).
 EntityReport entity_report(const TagSequences& truth, const TagSequences& predicted, EntityMode mode = EntityMode::Default);
 
-}  // namespace xg::training::metrics
+}  // namespace xg::metrics

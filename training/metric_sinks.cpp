@@ -1,4 +1,4 @@
-#include "training/metrics.hpp"
+#include "training/metric_sinks.hpp"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include "text/squad_data.hpp"
 #include "text/squad_predictions.hpp"
 
-namespace xg::training {
+namespace xg::inference {
 
 // The model's token ids and token types of a feature.
 models::Sequence feature_sequence(const text::SquadFeature& feature);
@@ -18,4 +18,4 @@ models::Sequence feature_sequence(const text::SquadFeature& feature);
 std::vector<text::SpanLogits> span_logits(models::PretrainedModel& model, const std::vector<text::SquadFeature>& features,
                                           int64_t pad_id, size_t batch);
 
-}  // namespace xg::training
+}  // namespace xg::inference

@@ -1,4 +1,4 @@
-#include "training/squad_metrics.hpp"
+#include "metrics/squad_metrics.hpp"
 
 #include <fmt/format.h>
 #include <utf8proc.h>
@@ -9,7 +9,7 @@
 
 #include "text/unicode.hpp"
 
-namespace xg::training::squad {
+namespace xg::metrics::squad {
 
 namespace {
 
@@ -218,4 +218,4 @@ Scalars evaluate_v2(const std::vector<GoldAnswers>& gold, const Predictions& pre
   return out;
 }
 
-}  // namespace xg::training::squad
+}  // namespace xg::metrics::squad

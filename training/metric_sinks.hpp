@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/scalars.hpp"
 #include "util/tensorboard.hpp"
 
 namespace xg::training {
 
-// Named values in the order they were produced ("loss", "mlm_loss", "lr", "eval_mlm_acc", ...).
-using Scalars = std::vector<std::pair<std::string, double>>;
+using metrics::Scalars;
 
 class MetricsSink {
  public:

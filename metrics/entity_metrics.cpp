@@ -1,4 +1,4 @@
-#include "training/entity_metrics.hpp"
+#include "metrics/entity_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "text/conll_data.hpp"
 
-namespace xg::training::metrics {
+namespace xg::metrics {
 
 bool Entity::operator<(const Entity& o) const {
   return std::tie(type, sentence, start, end) < std::tie(o.type, o.sentence, o.start, o.end);
@@ -138,4 +138,4 @@ EntityReport entity_report(const TagSequences& truth, const TagSequences& predic
   return r;
 }
 
-}  // namespace xg::training::metrics
+}  // namespace xg::metrics

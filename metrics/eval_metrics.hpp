@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace xg::training::metrics {
+namespace xg::metrics {
 
 using Ids = std::vector<int64_t>;
 
@@ -30,4 +30,4 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y);
 // 1-based ranks, ties averaged (scipy.stats.rankdata "average").
 std::vector<double> average_ranks(const std::vector<double>& x);
 
-}  // namespace xg::training::metrics
+}  // namespace xg::metrics

@@ -2,13 +2,14 @@
 // postprocess_qa_predictions (goldens from tools/gen_squad_goldens.py).
 #include <catch2/catch.hpp>
 
+#include "metrics/squad_metrics.hpp"
 #include "tests/golden.hpp"
 #include "text/load_tokenizer.hpp"
 #include "text/squad_predictions.hpp"
-#include "training/squad_metrics.hpp"
 
 using namespace xg;
-using namespace xg::training::squad;
+using namespace xg::metrics::squad;
+using xg::metrics::Scalars;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -20,7 +21,7 @@ std::vector<GoldAnswers> gold_of(const nlohmann::json& j) {
   return out;
 }
 
-void check_scores(const training::Scalars& got, const nlohmann::json& want) {
+void check_scores(const Scalars& got, const nlohmann::json& want) {
   REQUIRE(got.size() == want.size());
   for (const auto& [name, value] : got) {
     INFO(name);

@@ -6,10 +6,10 @@
 
 #include <cmath>
 
+#include "metrics/entity_metrics.hpp"
 #include "tests/golden.hpp"
-#include "training/entity_metrics.hpp"
 
-using namespace xg::training::metrics;
+using namespace xg::metrics;
 using Catch::Matchers::Contains;
 
 namespace {
