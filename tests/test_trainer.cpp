@@ -191,6 +191,67 @@ TEST_CASE("SIGTERM saves and stops like Ctrl-C, and the result says which signal
   fs::remove_all(temp_path("xgrad_trainer_no_signal"));
 }
 
+namespace {
+// A callback as a user writes one: it records what the loop reports, asks for an extra evaluation
+// at step 3 and stops the run once the weight is near 3.
+struct Recorder : TrainerCallback {
+  std::vector<std::string> events;
+  std::vector<int64_t> logged, evaluated, saved;
+  void on_train_begin(const LoopState& s) override { events.push_back(fmt::format("begin {}", s.step)); }
+  void on_step_end(const LoopState& s, LoopControl& control) override {
+    if (s.step == 3) control.evaluate = true;
+  }
+  void on_log(const LoopState& s, const Scalars& row) override {
+    logged.push_back(s.step);
+    CHECK(row.front().first == "loss");
+  }
+  void on_evaluate(const LoopState& s, const Evaluation& e, LoopControl& control) override {
+    evaluated.push_back(s.step);
+    if (e.metrics.front().second < 0.5) control.stop = true;  // weight_error
+  }
+  void on_save(const LoopState& s, const std::string& dir) override {
+    saved.push_back(s.step);
+    CHECK(fs::exists(dir + "/line.safetensors"));
+  }
+  void on_train_end(const LoopState& s) override {
+    events.push_back(fmt::format("end {} stopped {} converged {} signal {}", s.step, s.stopped, s.converged, s.signal));
+  }
+};
+}  // namespace
+
+TEST_CASE("callbacks see the loop's steps, logs, evaluations and checkpoints, and can ask for an evaluation or a stop",
+          "[trainer]") {
+  TrainerOptions t = line_trainer("xgrad_trainer_callbacks");
+  t.steps = 400;
+  t.lr = 0.1f;
+  t.log_every = 5;
+  t.eval_every = 10;
+  t.save_every = 50;
+  LineOptions o;
+  Trainer trainer(t, BoundOptions(LineOptions::table(), o),
+                  [&](const TaskContext& ctx) { return std::make_unique<LineTask>(o, ctx, -1, SIGINT); });
+  auto recorder = std::make_shared<Recorder>();
+  trainer.add_callback(recorder);
+  const RunResult r = trainer.run();
+  REQUIRE(r.step > 10);
+  REQUIRE(r.step < 400);  // stopped by the callback
+  CHECK(r.signal == 0);
+  CHECK(r.step % 10 == 0);  // after an evaluation of the cadence
+  REQUIRE(recorder->evaluated.size() >= 2);
+  CHECK(recorder->evaluated[0] == 3);  // asked for by the callback
+  CHECK(recorder->evaluated[1] == 10);
+  CHECK(recorder->logged.front() == 5);
+  CHECK(recorder->logged.back() == r.step);
+  CHECK(recorder->saved.back() == r.step);  // a stop saves, as an interruption does
+  CHECK(fs::exists(fmt::format("{}/checkpoint-{:06d}/line.safetensors", t.out, r.step)));
+  CHECK(recorder->events == std::vector<std::string>{"begin 0", fmt::format("end {} stopped true converged false signal 0", r.step)});
+  // the extra evaluation is in metrics.jsonl like the others
+  size_t at_3 = 0;
+  for (const auto& row : rows(t.out)) at_3 += row.contains("eval_weight_error") && row["step"] == 3;
+  CHECK(at_3 == 1);
+  fs::remove_all(t.out);
+}
+
 TEST_CASE("rotation removes only the run's older checkpoints, by renaming first, and cleans leftovers", "[trainer]") {
   TrainerOptions t = line_trainer("xgrad_trainer_rotation");
   t.save_every = 4;

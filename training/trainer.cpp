@@ -2,14 +2,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <optional>
 
@@ -18,14 +13,14 @@
 #include "autograd/parallel.hpp"
 #include "nn/transformer.hpp"
 #include "optim/optim.hpp"
+#include "training/builtin_callbacks.hpp"
 #include "training/checkpoints.hpp"
-#include "training/data_parallel.hpp"
 #include "training/distributed.hpp"
 #include "training/grad_sync.hpp"
 #include "training/output_dir.hpp"
 #include "training/rank_checks.hpp"
+#include "training/training_loop.hpp"
 #include "util/checksums.hpp"
-#include "util/progress.hpp"
 
 namespace fs = std::filesystem;
 
@@ -124,80 +119,6 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::v
 }
 
 namespace {
-
-std::atomic<int> g_signal{0};  // a stop signal received: save and stop
-void on_stop_signal(int sig) { g_signal = sig; }
-
-// Installs the stop handler for its lifetime on SIGINT and SIGTERM (Ctrl-C; `timeout`, container
-// stops, Slurm pre-emption) and on SIGUSR1 and SIGUSR2: Open MPI's mpirun passes those on to the
-// ranks and nothing more, while after passing SIGINT or SIGTERM on it kills the ranks a second
-// later (odls_base_sigkill_timeout), often before rank 0 has saved.
-class StopSignals {
- public:
-  StopSignals() {
-    g_signal = 0;
-    for (size_t i = 0; i < kSignals.size(); ++i) previous_[i] = std::signal(kSignals[i], on_stop_signal);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < kSignals.size(); ++i) std::signal(kSignals[i], previous_[i]);
-  }
-
- private:
-  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGUSR1, SIGUSR2};
-  using Handler = void (*)(int);
-  std::array<Handler, 4> previous_{};
-};
-
-// What the steps since the last log line add up to.
-struct Window {
-  int64_t steps = 0;
-  double loss = 0, tokens = 0;
-  Scalars parts;  // summed, in the task's order
-  Counts counts;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-
-  // One micro-batch of `micro_batches` in a step: its losses count 1 / micro_batches.
-  void add(const BatchLoss& b, size_t micro_batches) {
-    loss += double(b.loss.item()) / double(micro_batches);
-    add_parts(b.parts, 1.0 / double(micro_batches));
-    for (const auto& [name, v] : b.counts) counts[name] += v;
-    tokens += double(b.tokens);
-  }
-  // The micro-batches of one step, added up in `step` (its `steps` not counted).
-  void add_step(const Window& step) {
-    loss += step.loss;
-    add_parts(step.parts, 1.0);
-    for (const auto& [name, v] : step.counts) counts[name] += v;
-    tokens += step.tokens;
-    ++steps;
-  }
-  void add_parts(const Scalars& more, double weight) {
-    for (const auto& [name, v] : more) {
-      // (a lambda may not capture a structured binding before C++20: clang refuses it)
-      auto it = std::find_if(parts.begin(), parts.end(), [&part = name](const auto& p) { return p.first == part; });
-      if (it == parts.end()) parts.emplace_back(name, v * weight);
-      else it->second += v * weight;
-    }
-  }
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
-  // "loss 2.3456 (mlm 2.1000, nsp 0.2456)"
-  std::string loss_text() const {
-    std::string s = fmt::format("loss {:.4f}", loss / double(steps));
-    for (size_t i = 0; i < parts.size(); ++i)
-      s += fmt::format("{}{} {:.4f}", i == 0 ? " (" : ", ", parts[i].first, parts[i].second / double(steps));
-    return parts.empty() ? s : s + ")";
-  }
-  Scalars scalars(const Task& task) const {
-    Scalars s = {{"loss", loss / double(steps)}};
-    for (const auto& [name, v] : parts) s.emplace_back(name + "_loss", v / double(steps));
-    for (const auto& m : task.train_metrics(counts)) s.push_back(m);
-    return s;
-  }
-};
-
-void write_all(std::vector<std::unique_ptr<MetricsSink>>& sinks, int64_t step, const Scalars& s) {
-  for (auto& sink : sinks) sink->write(step, s);
-}
 
 // A fresh run's --steps (from --epochs, lengthened to --min-steps), warm-up and --eval-every; a
 // resumed run has the first two from its checkpoint. --min-steps lengthens a run of few examples;
@@ -403,7 +324,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
                     comm.size(), comm.size(), opt.batch, opt.grad_accum, sync->bucket_count()));
 
   // ---- checkpoints: the task's files, then the optimizer and training state, swapped in whole ----
-  auto save = [&](int64_t at_step, bool stopped_early) {
+  auto save = [&](int64_t at_step, bool stopped_early) -> std::string {
     const std::string dir = (fs::path(opt.out) / checkpoint_name(at_step)).string();
     if (!writer) return dir;  // rank 0 writes it
     TrainingState now{at_step, default_generator().state(), schedule, TrainerOptions::table().saved(opt), task->data_state(),
@@ -418,123 +339,22 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     return dir;
   };
 
-  // ---- the loop ----
-  StopSignals stop_signals;
-  struct AnomalyMode {  // on for this run only
-    explicit AnomalyMode(bool on) : previous(detect_anomaly()) { set_detect_anomaly(on); }
-    ~AnomalyMode() { set_detect_anomaly(previous); }
-    bool previous;
-  } anomaly_mode(opt.detect_anomaly);
-  Progress progress("step", size_t(opt.steps), "steps");
-  const bool tty = ::isatty(::fileno(stderr)) != 0 && !opt.quiet;
-  const int64_t first_step = step;
-  Window window;
-  std::string last_dir;
-  double allreduce_wait = 0;  // seconds waited for gradients after backward, in the log window
-  while (step < opt.steps) {
-    if (sync) manual_seed(rank_step_seed(opt.seed, comm.rank(), step));  // each rank its own dropout
-    model.zero_grad();
-    Window this_step;  // joins the log window only when its update is made
-    for (size_t micro = 0; micro < opt.grad_accum; ++micro) {
-      BatchLoss b = task->next_batch_loss(opt.batch);
-      if (sync) {
-        b = share_of_global_batch(comm, std::move(b), opt.batch);
-        sync->set_reducing(micro + 1 == opt.grad_accum);  // the earlier micro-batches only accumulate
-      }
-      mul(b.loss, Tensor::scalar(1.f / float(opt.grad_accum))).backward();
-      if (sync) sync->finish_backward();
-      this_step.add(b, opt.grad_accum);
-    }
-    if (sync) {
-      allreduce_wait += sync->wait();
-      sum_over_ranks(comm, this_step.loss, this_step.parts, this_step.counts, this_step.tokens);
-    }
-    const double loss = this_step.loss;
-    // The norm before clipping (also the non-finite guard's); the clipping itself happens inside
-    // the optimizer's pass (step's grad_scale), not in a pass of its own over the gradients.
-    const double norm = model.arena()->grad_norm();
-    const float lr = schedule.at(step);
-    ++step;
-    if (!std::isfinite(loss) || !std::isfinite(float(norm))) {  // a norm past float's range too
-      const std::string what = std::isfinite(loss) ? fmt::format("the gradient norm is {}", norm) : fmt::format("the loss is {}", loss);
-      if (opt.on_nonfinite == "stop")  // the loss and norm are the ranks' sums: every rank stops here, together
-        throw CollectiveError(fmt::format(
-            "[trainer] step {}: {}; stopped before updating the weights (last checkpoint: {}). A lower --lr or "
-            "--clip may help; --on-nonfinite skip skips such updates",
-            step, what, last_dir.empty() ? (ckpt.empty() ? std::string("none") : ckpt) : last_dir));
-      if (tty) fmt::print(stderr, "\r\033[K");
-      say(fmt::format("step {}: {}; update skipped", step, what));
-    } else {
-      optimizer->set_lr(lr);
-      optimizer->step(opt.clip > 0 ? optim::clip_scale(norm, opt.clip) : 1.0);
-      window.add_step(this_step);
-    }
-
-    const double tps = window.tokens / std::max(window.seconds(), 1e-9);
-    const std::string status = window.steps ? fmt::format("{}  lr {:.2e}  {:.0f} tokens/s", window.loss_text(), lr, tps) : "";
-    if (tty) progress.update(size_t(step), status);
-    if (window.steps > 0 && (step % opt.log_every == 0 || step == opt.steps)) {
-      const double elapsed = progress.elapsed_s();
-      const double eta = elapsed / double(step - first_step) * double(opt.steps - step);
-      if (!tty)
-        say(fmt::format("step {}/{}  {}  elapsed {}  ETA {}", step, opt.steps, status, Progress::format_duration(elapsed),
-                        Progress::format_duration(eta)));
-      Scalars row = window.scalars(*task);
-      row.insert(row.end(), {{"lr", lr}, {"tokens_per_s", tps}, {"elapsed_s", elapsed}});
-      if (sync) row.emplace_back("allreduce_wait_s", allreduce_wait / double(window.steps));
-      write_all(sinks, step, row);
-      window = Window();
-      allreduce_wait = 0;
-    }
-    if (sync && opt.check_every > 0 && (step % opt.check_every == 0 || step == opt.steps))
-      check_same_parameters(comm, *model.arena(), step);
-    bool converged = false;  // the task asked to stop (early stopping; rank 0 evaluates)
-    if (writer && opt.eval_every > 0 && (step % opt.eval_every == 0 || step == opt.steps)) {
-      Evaluation e;
-      {
-        NoGradGuard no_grad;
-        model.eval();
-        e = task->evaluate(opt.batch);
-        model.train();
-      }
-      if (!e.metrics.empty()) {
-        if (tty) fmt::print(stderr, "\r\033[K");
-        say(fmt::format("eval at step {}: {}", step, e.summary));
-        Scalars row;
-        for (const auto& [name, v] : e.metrics) row.emplace_back("eval_" + name, v);
-        write_all(sinks, step, row);
-      }
-      converged = e.stop;
-    }
-    if (!started && out_dir) out_dir->drop_replaced();  // the earlier run's files, kept until now
-    started = true;  // a step was made: what is in --out now is worth keeping
-    // mpirun passes a signal on to every rank, not at the same instant, and only rank 0 evaluates: agree
-    double seen[2] = {double(g_signal), converged ? 1.0 : 0.0};
-    comm.allreduce(seen, 2, ReduceOp::Max);
-    const int signal = int(seen[0]);
-    converged = seen[1] != 0;
-    const bool stop = signal != 0 || (opt.stop_at >= 0 && step >= opt.stop_at);
-    if (step == opt.steps || stop || converged || (opt.save_every > 0 && step % opt.save_every == 0))
-      last_dir = save(step, converged);
-    if (converged && !stop) {
-      if (tty) progress.finish();
-      say(fmt::format("stopped early at step {} of {}: the task asked to stop; checkpoint {}", step, opt.steps, last_dir));
-      return {step, 0, {}};
-    }
-    if (stop) {
-      if (tty) fmt::print(stderr, "\n");
-      const std::string why = signal == SIGINT    ? " (interrupted)"
-                              : signal == SIGTERM ? " (SIGTERM)"
-                              : signal == SIGUSR1 ? " (SIGUSR1)"
-                              : signal == SIGUSR2 ? " (SIGUSR2)"
-                                                  : "";  // --stop-at
-      say(fmt::format("stopped at step {}{}; resume with --resume {}", step, why, last_dir));
-      return {step, signal, {}};
-    }
-  }
-  if (tty) progress.finish();
-  say(fmt::format("done: step {}, checkpoint {}", step, last_dir));
-  return {step, 0, {}};
+  // ---- the loop, with the Trainer's callbacks before the caller's ----
+  StepCadence cadence(opt.log_every, opt.eval_every, opt.save_every, opt.stop_at);
+  StopOnSignals stop_signals;
+  ConsoleProgress console(opt.steps, opt.quiet);
+  MetricsLogging metrics_logging(std::move(sinks));
+  std::optional<RankWeightCheck> weight_check;
+  if (sync) weight_check.emplace(comm, *model.arena(), opt.check_every);
+  TrainingLoop loop{opt, *task, *optimizer, schedule, comm, sync.get(), {&cadence, &stop_signals, &console, &metrics_logging}, save,
+                    [&] {
+                      if (out_dir) out_dir->drop_replaced();  // the earlier run's files, kept until now
+                      started = true;
+                    }};
+  if (weight_check) loop.callbacks.push_back(&*weight_check);
+  for (const auto& c : callbacks_) loop.callbacks.push_back(c.get());
+  const LoopState end = loop.run(step, ckpt);
+  return {end.step, end.signal, {}};
 }
 
 }  // namespace xg::training

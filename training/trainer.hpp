@@ -1,9 +1,11 @@
 #pragma once
-// The training loop, for any Task: gradient accumulation, clipping, the learning-rate schedule,
+// The Trainer, for any Task: gradient accumulation, clipping, the learning-rate schedule,
 // evaluation every N steps, checkpoints (atomic, the newest --keep kept) with exact resume (model,
 // optimizer state, the saved schedule, RNG, data position), Ctrl-C and SIGTERM (save and stop),
 // a guard against non-finite losses and gradients, one run per locked --out directory, progress
-// (step, loss and its parts, lr, tokens/s, ETA) and metrics sinks.
+// (step, loss and its parts, lr, tokens/s, ETA) and metrics sinks. This file sets a run up; the
+// loop is training/training_loop.hpp, and what happens around its steps is callbacks
+// (training/trainer_callbacks.hpp, the Trainer's own in training/builtin_callbacks.hpp).
 //
 // Resume policy: the options that shape the data or the updates (OnResume::Restore: batch,
 // accumulation, lr, warm-up, steps, schedule, optimizer, ... and the task's) are saved with each
@@ -25,6 +27,7 @@
 #include "training/checkpoints.hpp"
 #include "training/metric_sinks.hpp"
 #include "training/task.hpp"
+#include "training/trainer_callbacks.hpp"
 #include "util/options.hpp"
 
 namespace xg::training {
@@ -97,6 +100,9 @@ class Trainer {
   // Trains to options.steps, or until --stop-at, or SIGINT/SIGTERM (both save a checkpoint and
   // stop). Throws when the run cannot start, or at a non-finite loss or gradient (by default).
   RunResult run();
+  // Adds a callback to the loop (training/trainer_callbacks.hpp), run after the Trainer's own and
+  // the ones added before it, on every rank.
+  void add_callback(std::shared_ptr<TrainerCallback> callback) { callbacks_.push_back(std::move(callback)); }
 
  private:
   // The run after its --out directory is taken: `started` turns true once a step was made.
@@ -107,6 +113,7 @@ class Trainer {
   TrainerOptions opt_;
   BoundOptions task_options_;
   TaskFactory make_task_;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
 };
 
 }  // namespace xg::training
