@@ -14,6 +14,9 @@ namespace xg {
 namespace gemm {
 class PackedB;
 }
+namespace vec {
+enum class Unary;  // autograd/kernels/unary_ops.def
+}
 
 enum class Reduction { None, Mean, Sum };
 enum class GeluApprox { None, Tanh };  // exact erf form, or BERT's tanh approximation
@@ -34,6 +37,10 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 // x * Phi(x); GeluApprox::Tanh is 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
 Tensor gelu(const Tensor& x, GeluApprox approx = GeluApprox::None);
+// The kernel `op` of autograd/kernels/unary_ops.def as an op, its backward that row's Grad kernel
+// (what tanh, sigmoid, relu and gelu are; nn's activations apply their row through it). Throws
+// for a row without one (neg, exp, log, sqrt: call those ops).
+Tensor apply_unary(vec::Unary op, const Tensor& x);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

@@ -28,16 +28,6 @@ constexpr size_t kPadding = size_t(-1);
 
 thread_local size_t t_last_output_rows = 0;  // last_fused_output_rows()
 
-vec::Unary unary_of(Activation a) {
-  switch (a) {
-    case Activation::Gelu: return vec::Unary::GeluErf;
-    case Activation::GeluTanh: return vec::Unary::GeluTanh;
-    case Activation::Relu: return vec::Unary::Relu;
-    case Activation::Tanh: return vec::Unary::Tanh;
-  }
-  throw std::logic_error(fmt::format("[fused encoder] no kernel for activation {}", int(a)));
-}
-
 const float* param(const Tensor& t) { return t.defined() ? t.data() : nullptr; }
 
 // Y (rows, out) = act(X (rows, in) W^T + bias) + beta Y, W stored (out, in) as Linear keeps it; Y
@@ -116,7 +106,7 @@ void self_attention(const SelfAttention& sa, const float* in, size_t rows, const
 void encoder_layer(const FusedLayerView& v, size_t rows, const std::vector<size_t>& cu_seqlens, Buffers& b,
                    const Selection* selected = nullptr, Buffers* out = nullptr) {
   const size_t H = v.attention->query->weight.size(0), I = v.up->weight.size(0);
-  const gemm::Epilogue up{param(v.up->bias), unary_of(v.act)};  // the feed-forward's first linear
+  const gemm::Epilogue up{param(v.up->bias), v.act};  // the feed-forward's first linear
   if (v.pre_layer_norm) layer_norm_rows(b.x.get(), *v.attention_norm, b.normed.get(), rows, H);
   const float* attention_in = v.pre_layer_norm ? b.normed.get() : b.x.get();
   Buffers& o = selected ? *out : b;

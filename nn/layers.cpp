@@ -1,6 +1,7 @@
 #include "nn/layers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -61,33 +62,38 @@ Dropout::Dropout(float prob) : p(prob) {
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
 
+namespace {
+// Each unary kernel's activation names (unary_ops.def), empty for a kernel that is no activation.
+struct ActivationNames {
+  Activation kernel;
+  std::vector<const char*> names;
+};
+const std::vector<ActivationNames>& activation_table() {
+  static const std::vector<ActivationNames> table = {
+#define XG_UNARY(name, grad, from, op, ...) {vec::Unary::name, {__VA_ARGS__}},
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+  };
+  return table;
+}
+}  // namespace
+
 Activation activation_from_name(const std::string& name) {
-  if (name == "gelu") return Activation::Gelu;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
-  if (name == "relu") return Activation::Relu;
-  if (name == "tanh") return Activation::Tanh;
-  throw std::invalid_argument(fmt::format(
-      "[activation] unknown activation '{}' (known: gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)", name));
+  std::vector<std::string> known;
+  for (const auto& row : activation_table())
+    for (const char* n : row.names) {
+      if (name == n) return row.kernel;
+      known.emplace_back(n);
+    }
+  throw std::invalid_argument(fmt::format("[activation] unknown activation '{}' (known: {})", name, fmt::join(known, ", ")));
 }
 
 std::string activation_name(Activation a) {
-  switch (a) {
-    case Activation::Gelu: return "gelu";
-    case Activation::GeluTanh: return "gelu_new";
-    case Activation::Relu: return "relu";
-    case Activation::Tanh: return "tanh";
-  }
-  return "gelu";
+  for (const auto& row : activation_table())
+    if (row.kernel == a && !row.names.empty()) return row.names.front();
+  throw std::invalid_argument(fmt::format("[activation] {} is not an activation", vec::op_name(a)));
 }
 
-Tensor activate(const Tensor& x, Activation a) {
-  switch (a) {
-    case Activation::Gelu: return gelu(x);
-    case Activation::GeluTanh: return gelu(x, GeluApprox::Tanh);
-    case Activation::Relu: return relu(x);
-    case Activation::Tanh: return tanh(x);
-  }
-  return x;
-}
+Tensor activate(const Tensor& x, Activation a) { return apply_unary(a, x); }
 
 }  // namespace xg::nn

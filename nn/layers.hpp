@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/kernels/vec.hpp"
 #include "nn/module.hpp"
 
 namespace xg::nn {
@@ -48,9 +49,13 @@ class Dropout : public UnaryModule {
   float p;
 };
 
-enum class Activation { Gelu, GeluTanh, Relu, Tanh };
-// Parses Hugging Face's hidden_act names: "gelu", "gelu_new" / "gelu_pytorch_tanh", "relu", "tanh".
+// An activation is a row of autograd/kernels/unary_ops.def with activation names (Gelu, GeluTanh,
+// Relu, Tanh): the same kernel runs on the tape (apply_unary) and in the fused inference path.
+using Activation = vec::Unary;
+// Parses Hugging Face's hidden_act names, as the table lists them ("gelu", "gelu_new",
+// "gelu_pytorch_tanh", "relu", "tanh", ...).
 Activation activation_from_name(const std::string& name);
+// The name written back to config.json (the row's first); throws for a kernel that is no activation.
 std::string activation_name(Activation a);
 Tensor activate(const Tensor& x, Activation a);
 

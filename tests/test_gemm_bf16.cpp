@@ -268,7 +268,7 @@ TEST_CASE("sgemm_bf16 with a bias and an activation gives the bits of the passes
               const size_t lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3;
               const auto A = random_vec((ta ? K : M) * lda + 1, 51), B = random_vec((tb ? N : K) * ldb + 1, 52);
               const auto bias = random_vec(N, 53);
-              const auto activation = beta != 0.f ? std::optional{vec::Unary::GeluErf} : std::nullopt;
+              const auto activation = beta != 0.f ? std::optional{vec::Unary::Gelu} : std::nullopt;
               const gemm::Epilogue epilogue{bias.data(), activation};
               auto C = random_vec(M * ldc, 54), R = C, P = C;
               gemm::sgemm_bf16(ta, tb, M, N, K, 1.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, epilogue);

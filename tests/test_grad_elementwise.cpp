@@ -1,6 +1,8 @@
 // Finite-difference gradient tests: element-wise ops (with broadcasting) and reductions.
 #include <catch2/catch.hpp>
 
+#include "autograd/kernels/vec.hpp"
+#include "nn/layers.hpp"
 #include "tests/gradcheck.hpp"
 
 using namespace xg;
@@ -56,6 +58,40 @@ TEST_CASE("grad: unary maps", "[grad][elementwise]") {
   const Tensor at_zero = Tensor::zeros({20}, true);  // x^0 is constant: a zero gradient, not 0 * 0^-1 = NaN
   sum(pow(at_zero, 0.f)).backward();
   CHECK(at_zero.grad().to_vector() == std::vector<float>(20, 0.f));
+}
+
+TEST_CASE("grad: every unary kernel with a backward kernel, and every activation, from the op table", "[grad][elementwise]") {
+  // Rows of autograd/kernels/unary_ops.def: a new row is checked here without another line.
+  const std::vector<vec::Unary> rows = {
+#define XG_UNARY(name, ...) vec::Unary::name,
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+  };
+  // away from 0 (ReLU's kink), inside (0, inf) for log and sqrt were they to gain a backward kernel
+  const Tensor x = rand_away_from_zero({4, 9}, 13, 0.1f, /*positive=*/false);
+  size_t with_kernel = 0, activations = 0;
+  for (vec::Unary op : rows) {
+    INFO(vec::op_name(op));
+    if (!vec::has_backward_kernel(op)) {
+      CHECK_THROWS_WITH(apply_unary(op, x), Catch::Matchers::Contains("no backward kernel"));
+      continue;
+    }
+    ++with_kernel;
+    check_gradients([op](const V& v) { return apply_unary(op, v[0]); }, {x});
+    std::string name;
+    try {
+      name = nn::activation_name(op);
+    } catch (const std::invalid_argument&) {
+      continue;  // a kernel that is no activation (sigmoid)
+    }
+    ++activations;
+    CHECK(nn::activation_from_name(name) == op);
+    CHECK(nn::activate(x, op).to_vector() == apply_unary(op, x).to_vector());
+  }
+  CHECK(with_kernel == 5);  // tanh, sigmoid, relu and the two GELUs
+  CHECK(activations == 4);
+  CHECK(nn::activation_from_name("gelu_pytorch_tanh") == vec::Unary::GeluTanh);
+  CHECK_THROWS_WITH(nn::activation_from_name("swish"), Catch::Matchers::Contains("known: tanh, relu, gelu, gelu_new"));
 }
 
 TEST_CASE("grad: scalar operators", "[grad][elementwise]") {

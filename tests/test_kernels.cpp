@@ -108,14 +108,14 @@ TEST_CASE("simd unary kernels and their backward match scalar", "[kernels]") {
   for (size_t n : kSizes) {
     const auto x = random_vec(n, 3, -6.f, 6.f), pos = random_vec(n, 4, 0.01f, 50.f),
                g = random_vec(n, 5, -3.f, 3.f);
-    for (U op : {U::Neg, U::Exp, U::Log, U::Sqrt, U::Tanh, U::Sigmoid, U::Relu, U::GeluErf, U::GeluTanh}) {
+    for (U op : {U::Neg, U::Exp, U::Log, U::Sqrt, U::Tanh, U::Sigmoid, U::Relu, U::Gelu, U::GeluTanh}) {
       const auto& in = (op == U::Log || op == U::Sqrt) ? pos : x;
       std::vector<float> o1(n), o2(n);
       vec::unary(op, in.data(), o1.data(), n);
       vec::scalar::unary(op, in.data(), o2.data(), n);
       check_close(o1, o2, 4e-6, 1e-6, "unary op " + std::to_string(int(op)));
     }
-    for (U op : {U::Tanh, U::Sigmoid, U::Relu, U::GeluErf, U::GeluTanh}) {
+    for (U op : {U::Tanh, U::Sigmoid, U::Relu, U::Gelu, U::GeluTanh}) {
       std::vector<float> d1(n), d2(n);
       vec::unary_backward(op, x.data(), g.data(), d1.data(), n);
       vec::scalar::unary_backward(op, x.data(), g.data(), d2.data(), n);
@@ -158,8 +158,8 @@ TEST_CASE("simd erf GELU and its gradient are within a few 1e-7 of the exact fun
   const size_t n = x.size();
   std::vector<float> y(n), dx(n);
   const std::vector<float> ones(n, 1.f);
-  vec::unary(vec::Unary::GeluErf, x.data(), y.data(), n);
-  vec::unary_backward(vec::Unary::GeluErf, x.data(), ones.data(), dx.data(), n);
+  vec::unary(vec::Unary::Gelu, x.data(), y.data(), n);
+  vec::unary_backward(vec::Unary::Gelu, x.data(), ones.data(), dx.data(), n);
   double worst_abs = 0, worst_rel = 0, worst_grad = 0;
   for (size_t i = 0; i < n; ++i) {
     const double v = x[i], cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <type_traits>
 
 #include "autograd/kernels/vec_ops.hpp"
 
@@ -29,6 +31,15 @@ void map2(const float* x, const float* g, float* out, size_t n, F f) {
   for (; i < n; ++i) out[i] = f(x[i], g[i]);
 }
 
+// unary_backward of one row of unary_ops.def: its Grad functor, or an error for NoGrad.
+template <class Grad>
+void map_grad(const float* x, const float* g, float* out, size_t n) {
+  if constexpr (std::is_same_v<Grad, NoGrad>)
+    throw std::logic_error("[unary_backward] op has no fused backward kernel");
+  else
+    map2(x, g, out, n, Grad{});
+}
+
 template <class F>
 void binary_strided(const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n,
                     F f) {
@@ -49,11 +60,6 @@ void binary_strided(const float* a, size_t sa, const float* b, size_t sb, float*
     for (; i < n; ++i) out[i] = v;
   }
 }
-
-struct AddF { template <class T> T operator()(const T& a, const T& b) const { return a + b; } };
-struct SubF { template <class T> T operator()(const T& a, const T& b) const { return a - b; } };
-struct MulF { template <class T> T operator()(const T& a, const T& b) const { return a * b; } };
-struct DivF { template <class T> T operator()(const T& a, const T& b) const { return a / b; } };
 
 float row_max(const float* x, size_t n) {
   size_t i = 0;
@@ -104,15 +110,15 @@ float dot(const float* a, const float* b, size_t n) {
 
 void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n) {
   switch (op) {
-    case Binary::Add: return binary_strided(a, sa, b, sb, out, n, AddF{});
-    case Binary::Sub: return binary_strided(a, sa, b, sb, out, n, SubF{});
-    case Binary::Mul: return binary_strided(a, sa, b, sb, out, n, MulF{});
-    case Binary::Div: return binary_strided(a, sa, b, sb, out, n, DivF{});
+#define XG_BINARY(name) \
+  case Binary::name: return binary_strided(a, sa, b, sb, out, n, name{});
+#include "autograd/kernels/binary_ops.def"
+#undef XG_BINARY
   }
 }
 
 void add(const float* a, const float* b, float* out, size_t n) {
-  binary_strided(a, 1, b, 1, out, n, AddF{});
+  binary_strided(a, 1, b, 1, out, n, Add{});
 }
 
 void axpy(float alpha, const float* x, float* y, size_t n) {
@@ -123,7 +129,7 @@ void axpy(float alpha, const float* x, float* y, size_t n) {
 }
 
 void scale(const float* x, float alpha, float* out, size_t n) {
-  binary_strided(x, 1, &alpha, 0, out, n, MulF{});
+  binary_strided(x, 1, &alpha, 0, out, n, Mul{});
 }
 
 void dropout_apply(const uint32_t* bits, uint32_t threshold, const float* x, float scale, float* out,
@@ -182,20 +188,45 @@ void lamb_direction(const LambStep& c, const float* w, const float* g, float* m,
 
 void unary(Unary op, const float* x, float* out, size_t n) {
   switch (op) {
-    case Unary::Neg: return map1(x, out, n, Neg{});
-    case Unary::Exp: return map1(x, out, n, Exp{});
-    case Unary::Log: return map1(x, out, n, Log{});
-    case Unary::Sqrt: return map1(x, out, n, Sqrt{});
-    case Unary::Tanh: return map1(x, out, n, Tanh{});
-    case Unary::Sigmoid: return map1(x, out, n, Sigmoid{});
-    case Unary::Relu: return map1(x, out, n, Relu{});
-    case Unary::GeluErf: return map1(x, out, n, GeluErf{});
-    case Unary::GeluTanh: return map1(x, out, n, GeluTanh{});
+#define XG_UNARY(name, ...) \
+  case Unary::name: return map1(x, out, n, name{});
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
   }
 }
 
+bool has_backward_kernel(Unary op) {
+  switch (op) {
+#define XG_UNARY(name, grad, ...) \
+  case Unary::name: return !std::is_same_v<grad, NoGrad>;
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+  }
+  return false;
+}
+
+GradFrom backward_reads(Unary op) {
+  switch (op) {
+#define XG_UNARY(name, grad, from, ...) \
+  case Unary::name: return GradFrom::from;
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+  }
+  return GradFrom::Input;
+}
+
+const char* op_name(Unary op) {
+  switch (op) {
+#define XG_UNARY(name, grad, from, op_name, ...) \
+  case Unary::name: return op_name;
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+  }
+  return "unary";
+}
+
 void pow_scalar(const float* x, float p, float* out, size_t n) {
-  if (p == 2.f) return binary_strided(x, 1, x, 1, out, n, MulF{});
+  if (p == 2.f) return binary_strided(x, 1, x, 1, out, n, Mul{});
   const fbatch vp(p);
   size_t i = 0;
   for (; i + W <= n; i += W) {
@@ -213,12 +244,10 @@ void pow_scalar(const float* x, float p, float* out, size_t n) {
 
 void unary_backward(Unary op, const float* xy, const float* g, float* dx, size_t n) {
   switch (op) {
-    case Unary::Relu: return map2(xy, g, dx, n, ReluGrad{});
-    case Unary::Tanh: return map2(xy, g, dx, n, TanhGrad{});
-    case Unary::Sigmoid: return map2(xy, g, dx, n, SigmoidGrad{});
-    case Unary::GeluErf: return map2(xy, g, dx, n, GeluErfGrad{});
-    case Unary::GeluTanh: return map2(xy, g, dx, n, GeluTanhGrad{});
-    default: throw std::logic_error("[unary_backward] op has no fused backward kernel");
+#define XG_UNARY(name, grad, ...) \
+  case Unary::name: return map_grad<grad>(xy, g, dx, n);
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
   }
 }
 
@@ -286,7 +315,7 @@ float log_sum_exp(const float* x, size_t n) {
 void log_softmax(const float* x, float* y, size_t rows, size_t cols) {
   for (size_t r = 0; r < rows; ++r) {
     const float lse = log_sum_exp(x + r * cols, cols);
-    binary_strided(x + r * cols, 1, &lse, 0, y + r * cols, cols, SubF{});
+    binary_strided(x + r * cols, 1, &lse, 0, y + r * cols, cols, Sub{});
   }
 }
 

@@ -7,8 +7,24 @@
 
 namespace xg::vec {
 
-enum class Binary { Add, Sub, Mul, Div };
-enum class Unary { Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, GeluErf, GeluTanh };
+// The kernels of binary_ops.def and unary_ops.def, by name.
+enum class Binary {
+#define XG_BINARY(name) name,
+#include "autograd/kernels/binary_ops.def"
+#undef XG_BINARY
+};
+enum class Unary {
+#define XG_UNARY(name, ...) name,
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
+};
+
+// What a unary kernel's backward reads: its input x or its output y.
+enum class GradFrom { Input, Output };
+// Per unary_ops.def: whether unary_backward has a kernel for `op`, what it reads, the op's name.
+bool has_backward_kernel(Unary op);
+GradFrom backward_reads(Unary op);
+const char* op_name(Unary op);
 
 // The constants of one Adam step (optim::Adam works them out once per step).
 struct AdamStep {

@@ -14,6 +14,11 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;    // 1/sqrt(2*pi)
 constexpr float kSqrt2OverPi = 0.7978845608028654f;   // sqrt(2/pi)
 constexpr float kGeluCubic = 0.044715f;
 
+struct Add { template <class T> T operator()(const T& a, const T& b) const { return a + b; } };
+struct Sub { template <class T> T operator()(const T& a, const T& b) const { return a - b; } };
+struct Mul { template <class T> T operator()(const T& a, const T& b) const { return a * b; } };
+struct Div { template <class T> T operator()(const T& a, const T& b) const { return a / b; } };
+
 struct Neg {
   float operator()(float x) const { return -x; }
   fbatch operator()(const fbatch& x) const { return -x; }
@@ -85,7 +90,7 @@ NormalCdfPdf normal_cdf_pdf(const fbatch& x) {
 
 // GELU(x) = x * Phi(x). The float overload (the scalar twin, and the tail of a SIMD loop) takes
 // Phi(x) = erfc(-z) / 2 from std::erfc, with no cancellation for x < 0 either.
-struct GeluErf {
+struct Gelu {
   float operator()(float x) const { return 0.5f * x * std::erfc(-x * kSqrtHalf); }
   fbatch operator()(const fbatch& x) const { return x * normal_cdf_pdf<false>(x).cdf; }
 };
@@ -101,7 +106,8 @@ struct GeluTanh {
   }
 };
 
-// Backward functors: (x or y, g) -> dx.
+// Backward functors: (x or y, g) -> dx. NoGrad: an op whose backward is other ops.
+struct NoGrad {};
 struct ReluGrad {
   float operator()(float x, float g) const { return x > 0.f ? g : 0.f; }
   fbatch operator()(const fbatch& x, const fbatch& g) const {
@@ -116,7 +122,7 @@ struct SigmoidGrad {  // from y = sigmoid(x)
   template <class T>
   T operator()(const T& y, const T& g) const { return g * y * (T(1.f) - y); }
 };
-struct GeluErfGrad {  // Phi(x) + x * phi(x)
+struct GeluGrad {  // Phi(x) + x * phi(x)
   float operator()(float x, float g) const {
     const float cdf = 0.5f * std::erfc(-x * kSqrtHalf);
     const float pdf = kInvSqrt2Pi * std::exp(-0.5f * x * x);

@@ -2,6 +2,7 @@
 // Sums accumulate in double, so they are the more accurate of the two.
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 
 #include "autograd/kernels/vec.hpp"
 #include "autograd/kernels/vec_ops.hpp"
@@ -9,15 +10,17 @@
 namespace xg::vec::scalar {
 using namespace xg::vec::detail;
 
+template <class F>
+static void map_strided(const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n, F f) {
+  for (size_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+}
+
 void binary(Binary op, const float* a, size_t sa, const float* b, size_t sb, float* out, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const float x = a[i * sa], y = b[i * sb];
-    switch (op) {
-      case Binary::Add: out[i] = x + y; break;
-      case Binary::Sub: out[i] = x - y; break;
-      case Binary::Mul: out[i] = x * y; break;
-      case Binary::Div: out[i] = x / y; break;
-    }
+  switch (op) {
+#define XG_BINARY(name) \
+  case Binary::name: return map_strided(a, sa, b, sb, out, n, name{});
+#include "autograd/kernels/binary_ops.def"
+#undef XG_BINARY
   }
 }
 
@@ -58,15 +61,10 @@ static void map1(const float* x, float* out, size_t n, F f) {
 
 void unary(Unary op, const float* x, float* out, size_t n) {
   switch (op) {
-    case Unary::Neg: return map1(x, out, n, Neg{});
-    case Unary::Exp: return map1(x, out, n, Exp{});
-    case Unary::Log: return map1(x, out, n, Log{});
-    case Unary::Sqrt: return map1(x, out, n, Sqrt{});
-    case Unary::Tanh: return map1(x, out, n, Tanh{});
-    case Unary::Sigmoid: return map1(x, out, n, Sigmoid{});
-    case Unary::Relu: return map1(x, out, n, Relu{});
-    case Unary::GeluErf: return map1(x, out, n, GeluErf{});
-    case Unary::GeluTanh: return map1(x, out, n, GeluTanh{});
+#define XG_UNARY(name, ...) \
+  case Unary::name: return map1(x, out, n, name{});
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
   }
 }
 
@@ -79,14 +77,20 @@ static void map2(const float* x, const float* g, float* out, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) out[i] = f(x[i], g[i]);
 }
 
+template <class Grad>
+static void map_grad(const float* x, const float* g, float* out, size_t n) {
+  if constexpr (std::is_same_v<Grad, NoGrad>)
+    throw std::logic_error("[unary_backward] op has no fused backward kernel");
+  else
+    map2(x, g, out, n, Grad{});
+}
+
 void unary_backward(Unary op, const float* xy, const float* g, float* dx, size_t n) {
   switch (op) {
-    case Unary::Relu: return map2(xy, g, dx, n, ReluGrad{});
-    case Unary::Tanh: return map2(xy, g, dx, n, TanhGrad{});
-    case Unary::Sigmoid: return map2(xy, g, dx, n, SigmoidGrad{});
-    case Unary::GeluErf: return map2(xy, g, dx, n, GeluErfGrad{});
-    case Unary::GeluTanh: return map2(xy, g, dx, n, GeluTanhGrad{});
-    default: throw std::logic_error("[unary_backward] op has no fused backward kernel");
+#define XG_UNARY(name, grad, ...) \
+  case Unary::name: return map_grad<grad>(xy, g, dx, n);
+#include "autograd/kernels/unary_ops.def"
+#undef XG_UNARY
   }
 }
 

@@ -137,37 +137,21 @@ Tensor pow(const Tensor& x_in, float exponent) {
   });
 }
 
-Tensor tanh(const Tensor& x) {
-  Tensor out = unary_forward(vec::Unary::Tanh, x);
-  const Tensor y = out.detach();
-  return record("tanh", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> {
-    return {unary_grad(vec::Unary::Tanh, y, g)};
-  });
-}
-
-Tensor sigmoid(const Tensor& x) {
-  Tensor out = unary_forward(vec::Unary::Sigmoid, x);
-  const Tensor y = out.detach();
-  return record("sigmoid", out, {x}, {y}, [y](const Tensor& g) -> std::vector<Tensor> {
-    return {unary_grad(vec::Unary::Sigmoid, y, g)};
-  });
-}
-
-Tensor relu(const Tensor& x) {
-  Tensor out = unary_forward(vec::Unary::Relu, x);
-  const Tensor dx = x.detach();
-  return record("relu", out, {x}, {dx}, [dx](const Tensor& g) -> std::vector<Tensor> {
-    return {unary_grad(vec::Unary::Relu, dx, g)};
-  });
-}
-
-Tensor gelu(const Tensor& x, GeluApprox approx) {
-  const vec::Unary op = approx == GeluApprox::Tanh ? vec::Unary::GeluTanh : vec::Unary::GeluErf;
+Tensor apply_unary(vec::Unary op, const Tensor& x) {
+  if (!vec::has_backward_kernel(op))
+    throw std::invalid_argument(fmt::format("[apply_unary] {} has no backward kernel: call the op itself", vec::op_name(op)));
   Tensor out = unary_forward(op, x);
-  const Tensor dx = x.detach();
-  return record("gelu", out, {x}, {dx}, [dx, op](const Tensor& g) -> std::vector<Tensor> {
-    return {unary_grad(op, dx, g)};
+  const Tensor saved = vec::backward_reads(op) == vec::GradFrom::Output ? out.detach() : x.detach();
+  return record(vec::op_name(op), out, {x}, {saved}, [saved, op](const Tensor& g) -> std::vector<Tensor> {
+    return {unary_grad(op, saved, g)};
   });
+}
+
+Tensor tanh(const Tensor& x) { return apply_unary(vec::Unary::Tanh, x); }
+Tensor sigmoid(const Tensor& x) { return apply_unary(vec::Unary::Sigmoid, x); }
+Tensor relu(const Tensor& x) { return apply_unary(vec::Unary::Relu, x); }
+Tensor gelu(const Tensor& x, GeluApprox approx) {
+  return apply_unary(approx == GeluApprox::Tanh ? vec::Unary::GeluTanh : vec::Unary::Gelu, x);
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
