@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "util/options.hpp"
 
@@ -48,5 +49,21 @@ CLI::Validator positive();
 // program should run.
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv,
                                  std::ostream& out = std::cout, std::ostream& err = std::cerr);
+
+// A path a flag names.
+struct FlagPath {
+  std::string flag, path;
+};
+
+// The existing files the flags given on `app`'s command line name (its subcommands' too), but for
+// `outputs`: what a run may read.
+std::vector<FlagPath> given_files(const CLI::App& app, const std::vector<std::string>& outputs);
+
+// An output file written when the work is done (a report, predictions), checked before the work
+// starts: throws std::invalid_argument naming the flag and path when it is a directory, its folder
+// is missing or not writable, or it is the same file as one of `inputs` (compared as resolved
+// files: symbolic and hard links, "..", relative and absolute spellings), which writing it would
+// replace.
+void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inputs);
 
 }  // namespace xg::cli

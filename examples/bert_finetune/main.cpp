@@ -13,6 +13,7 @@
 #include "training/tasks/multitask.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
+#include "util/cli.hpp"
 
 using xg::training::FinetuneOptions;
 using xg::training::TrainerOptions;
@@ -110,6 +111,10 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    // the files written at the end, checked before any training
+    const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
+    for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})
+      if (!path.empty()) xg::cli::check_output_file({flag, path}, inputs);
     const bool multitask = is_multitask(multi, trainer);  // --multi-task, or resuming such a run
     if (multitask) refuse_single_task_flags(app);
     if (!multitask)

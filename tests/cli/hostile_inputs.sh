@@ -466,6 +466,20 @@ finetune)
   ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --report "$W/report.json"
   cases=$((cases + 1))
   grep -q '"accuracy"' "$W/report.json" || fail "no accuracy in $W/report.json"
+  # an output that is an input (however spelled, or linked), or that cannot be written, is refused
+  # before any training, and the input is left as it was
+  cp "$W/train.tsv" "$W/dev_copy.tsv" && ln -sf dev_copy.tsv "$W/dev_link.tsv"
+  before=$(sha256sum < "$W/dev_copy.tsv")
+  dev=$W/dev_copy.tsv ft && expect 1 "--predictions $W/dev_copy.tsv is the file --dev $W/dev_copy.tsv reads" \
+    "$F" "${FT[@]}" --epochs 1 --predictions "$W/dev_copy.tsv"
+  dev=$W/dev_copy.tsv ft && expect 1 "is the file --dev $W/dev_copy.tsv reads" \
+    "$F" "${FT[@]}" --epochs 1 --report "$W/../$(basename "$W")/dev_link.tsv"
+  cases=$((cases + 1))
+  [[ $(sha256sum < "$W/dev_copy.tsv") == "$before" ]] || fail "--predictions/--report replaced the dev set"
+  ft && expect 1 "--report $W/no_such_dir/r.json: the folder $W/no_such_dir does not exist" \
+    "$F" "${FT[@]}" --epochs 1 --report "$W/no_such_dir/r.json"
+  ft && expect 1 "--predictions $W: a directory" "$F" "${FT[@]}" --epochs 1 --predictions "$W"
+  ft && expect 1 "--test $W/none.tsv: no such file" "$F" "${FT[@]}" --epochs 1 --test "$W/none.tsv"
   # padding-free layers: texts of different lengths, so the batch has padding to drop
   printf 'label\ttext\n1\tgood and fine and well\n0\tbad\n' > "$W/ragged.tsv"
   train=$W/ragged.tsv dev=$W/ragged.tsv ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --padding-free

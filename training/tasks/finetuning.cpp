@@ -362,6 +362,8 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   // a resumed run takes both from its checkpoint's options
   if (task.dev.empty() && trainer.resume.empty())
     throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
+  if (!task.test.empty() && !fs::is_regular_file(task.test))  // read at the end: found missing now, not after training
+    throw std::invalid_argument(fmt::format("[finetune] --test {}: no such file", task.test));
   const bool rank0 = Communicator::world().rank() == 0;
   const size_t ranks = size_t(Communicator::world().size());
   size_t pool = 0, sampled = 0;
