@@ -272,7 +272,7 @@ TEST_CASE("rotation removes only the run's older checkpoints, by renaming first,
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(t.out)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"checkpoint-000006", "checkpoint-000008", "checkpoint-000012", "metrics.jsonl"});
+  CHECK(names == std::vector<std::string>{".xgrad-run", "checkpoint-000006", "checkpoint-000008", "checkpoint-000012", "metrics.jsonl"});
   // The first run's rows after step 4 were dropped on resuming there: each step is logged once.
   std::vector<int64_t> steps;
   for (const auto& r : rows(t.out))
@@ -342,14 +342,35 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
   {
     TrainerOptions unsaved = line_trainer("xgrad_trainer_unsaved");
     fs::create_directories(unsaved.out);
+    std::ofstream(unsaved.out + "/.xgrad-run") << "{}";  // every run marks its --out
     std::ofstream(unsaved.out + "/metrics.jsonl") << "";
     try {
       train_line(unsaved);
       FAIL("a non-empty --out was taken");
     } catch (const std::exception& e) {
-      CHECK_THAT(e.what(), Contains("holds no checkpoint") && Contains("--overwrite") && !Contains("--resume"));
+      CHECK_THAT(e.what(), Contains("an earlier run's files (metrics.jsonl) but no checkpoint") && Contains("--overwrite") &&
+                               !Contains("--resume"));
     }
     fs::remove_all(unsaved.out);
+  }
+  // a folder of the user's own files, named as a run's would be (a vocabulary beside a corpus), is
+  // no run's: refused with or without --overwrite, and nothing in it is touched
+  {
+    TrainerOptions mine = line_trainer("xgrad_trainer_users_folder");
+    fs::create_directories(mine.out);
+    std::ofstream(mine.out + "/vocab.txt") << "[PAD]\n[UNK]\n";
+    std::ofstream(mine.out + "/corpus.txt") << "a line\n";
+    for (bool overwrite : {false, true}) {
+      mine.overwrite = overwrite;
+      CHECK_THROWS_WITH(train_line(mine), Contains("holds files no training run wrote (corpus.txt, vocab.txt)") &&
+                                              Contains("--overwrite replaces only an earlier run's files"));
+      CHECK(fs::file_size(mine.out + "/vocab.txt") == 12);
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(mine.out)) names.push_back(e.path().filename().string());
+      std::sort(names.begin(), names.end());
+      CHECK(names == std::vector<std::string>{"corpus.txt", "vocab.txt"});  // no mark, no stash left
+    }
+    fs::remove_all(mine.out);
   }
   // ... unless the start that left them was killed before its first step (its mark is there): what
   // it wrote is removed and the new run goes on
@@ -383,6 +404,7 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
     const std::string out = temp_path("xgrad_trainer_killed_overwrite");
     fs::remove_all(out);
     fs::create_directories(out + "/.replaced.999/checkpoint-000001");
+    std::ofstream(out + "/.xgrad-run") << "{}";
     std::ofstream(out + "/.replaced.999/metrics.jsonl") << "the earlier run's\n";
     std::ofstream(out + "/metrics.jsonl") << "";
     std::ofstream(out + "/vocab.txt.tmp") << "[PAD]\n";
@@ -429,6 +451,10 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
     CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
     CHECK(fs::exists(t.out + "/best"));
   }
+  // a file the new run reads (--init-from OUT/checkpoint-N) is not set aside: refused, nothing moved
+  CHECK_THROWS_WITH(OutputDirectory(t.out, false, true, {t.out + "/./checkpoint-000012/line.safetensors"}),
+                    Contains("--overwrite would set aside checkpoint-000012, which this run reads"));
+  CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
   REQUIRE(train_line(t) == 5);
   CHECK(!fs::exists(t.out + "/checkpoint-000012"));
   CHECK(!fs::exists(t.out + "/best"));

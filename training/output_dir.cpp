@@ -26,6 +26,11 @@ constexpr const char* kReplacedPrefix = ".replaced.";
 // SIGTERM while it reads the corpus, kill -9, out of memory) leaves it, and the next run here
 // removes what that start wrote: nothing it holds can be resumed.
 constexpr const char* kStartingMarker = ".starting";
+// Written by every run into its --out directory and kept: the proof that the run files there
+// (checkpoints, metrics, a trained vocabulary) are a run's, which --overwrite may replace.
+constexpr const char* kRunMarker = ".xgrad-run";
+
+bool is_run_marker(const std::string& name) { return name == kRunMarker; }
 
 bool is_checkpoint(const std::string& name) { return starts_with(name, "checkpoint-"); }
 
@@ -50,6 +55,26 @@ bool is_run_file_or_part(const std::string& name) {
   static const char* const kFiles[] = {"metrics.jsonl.", "vocab.txt.", "vocab.json.", "merges.txt.", "spiece.model."};
   return is_run_file(name) || std::any_of(std::begin(kFiles), std::end(kFiles), [&](const char* f) { return starts_with(name, f); });
 }
+// Whether `dir` provably holds a run's files: its run mark, or (runs written before the mark) a
+// checkpoint with its training state.
+bool holds_a_run(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kRunMarker, ec)) return true;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_checkpoint(e.path().filename().string()) && fs::exists(e.path() / "training_state.json", ec)) return true;
+  return false;
+}
+
+// Whether `inner` is `outer` or lies inside it (both resolved).
+bool within(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(inner, ec), b = fs::weakly_canonical(outer, ec);
+  auto ia = a.begin();
+  for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia)
+    if (ia == a.end() || *ia != *ib) return false;
+  return true;
+}
+
 // A start killed before its first step left its mark in `dir`: when no checkpoint is there, what it
 // wrote goes (returned, sorted); then the mark.
 std::vector<std::string> clear_killed_start(const fs::path& dir) {
@@ -79,7 +104,8 @@ void put_back(const fs::path& stash, const fs::path& dir, bool replace) {
 }
 }  // namespace
 
-OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool overwrite) : path_(path) {
+OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool overwrite, const std::vector<std::string>& inputs)
+    : path_(path) {
   std::error_code ec;
   created_ = !fs::exists(path, ec);
   fs::create_directories(path, ec);
@@ -115,27 +141,44 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
     for (const auto& name : stashes) put_back(fs::path(path) / name, path, /*replace=*/false);
     for (const auto& e : fs::directory_iterator(path)) {
       const std::string name = e.path().filename().string();
-      if (!is_leftover(name)) held.push_back(name);
+      if (!is_leftover(name) && !is_run_marker(name)) held.push_back(name);
     }
     std::sort(held.begin(), held.end());
     if (!resuming && !held.empty()) {
+      std::string shown;
+      for (size_t i = 0; i < held.size() && i < 3; ++i) shown += (i ? ", " : "") + held[i];
+      if (held.size() > 3) shown += fmt::format(" and {} more", held.size() - 3);
+      if (!holds_a_run(path))
+        throw std::runtime_error(fmt::format("[trainer] --out {} holds files no training run wrote ({}): a run writes into an "
+                                             "empty or new directory (--overwrite replaces only an earlier run's files); "
+                                             "choose another --out", path, shown));
       if (!overwrite) {
-        std::string shown;
-        for (size_t i = 0; i < held.size() && i < 3; ++i) shown += (i ? ", " : "") + held[i];
-        if (held.size() > 3) shown += fmt::format(" and {} more", held.size() - 3);
         // a run killed after its first step but before its first save has nothing to resume
         if (std::none_of(held.begin(), held.end(), is_checkpoint))
-          throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}) but holds no checkpoint (a run stopped "
-                                               "before its first save?): --overwrite replaces it, or choose another --out",
-                                               path, shown));
+          throw std::runtime_error(fmt::format("[trainer] --out {} holds an earlier run's files ({}) but no checkpoint (a run "
+                                               "stopped before its first save): --overwrite replaces them, or choose another "
+                                               "--out", path, shown));
         throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}): --resume {} continues the run saved there, "
                                              "--overwrite replaces it, or choose another --out",
                                              path, shown, path));
       }
+      for (const auto& name : held)
+        for (const auto& in : inputs)
+          if (is_run_file(name) && within(in, fs::path(path) / name))
+            throw std::runtime_error(fmt::format("[trainer] --out {} --overwrite would set aside {}, which this run reads ({}): "
+                                                 "copy it out of {} first, or choose another --out", path, name, in, path));
       overwriting_ = true;
       set_aside(is_run_file);
     }
-    if (!resuming) std::ofstream(marker.string()) << "a run started here and has not made its first step\n";
+    if (!resuming) {
+      std::ofstream(marker.string()) << "a run started here and has not made its first step\n";
+      const fs::path run_marker = fs::path(path) / kRunMarker;
+      if (!fs::exists(run_marker)) {
+        std::ofstream(run_marker.string()) << "{\"format\": 1, \"written_by\": \"an xgrad training run: its checkpoints, "
+                                              "metrics and trained vocabulary here may be replaced by --overwrite\"}\n";
+        marked_here_ = true;
+      }
+    }
   } catch (...) {
     ::close(fd_);
     fd_ = -1;
@@ -185,6 +228,7 @@ void OutputDirectory::discard_start() {
     return;
   }
   fs::remove(fs::path(path_) / kStartingMarker, ec);
+  if (marked_here_) fs::remove(fs::path(path_) / kRunMarker, ec);
   if (replaced_.empty()) return;
   put_back(replaced_, path_, /*replace=*/true);  // over what the failed start wrote (a vocabulary)
   replaced_.clear();

@@ -17,8 +17,13 @@ class OutputDirectory {
   // A fresh start marks the directory (.starting) until its first step; the next run in a
   // directory so marked removes what that start wrote (metrics.jsonl, a trained vocabulary) when it
   // saved no checkpoint, and puts back what it had set aside.
+  // A run marks the directory as a run's (.xgrad-run) when it takes it; --overwrite replaces
+  // files only in a directory so marked (or holding a checkpoint with its training state, as runs
+  // wrote before the mark): a folder of the user's own files is refused, --overwrite or not.
+  // `inputs`: paths the run reads (its flags' values); --overwrite refuses to set aside a file that
+  // holds one.
   // Throws naming the path and what is wrong.
-  OutputDirectory(const std::string& path, bool resuming, bool overwrite);
+  OutputDirectory(const std::string& path, bool resuming, bool overwrite, const std::vector<std::string>& inputs = {});
   ~OutputDirectory();  // releases the lock (the kernel does too when the process dies)
   OutputDirectory(const OutputDirectory&) = delete;
   OutputDirectory& operator=(const OutputDirectory&) = delete;
@@ -40,6 +45,7 @@ class OutputDirectory {
   std::string path_;
   int fd_ = -1;
   bool created_ = false;
+  bool marked_here_ = false;  // this start wrote the run mark (a failed start takes it away again)
   void set_aside(bool (*which)(const std::string&));
   bool overwriting_ = false;
   std::string replaced_;  // .replaced.PID while it holds an earlier run's files

@@ -163,6 +163,17 @@ void say_unless_quiet(const TrainerOptions& opt, const std::string& s) {
   std::fflush(stdout);  // logs redirected to a file show progress as it happens
 }
 
+// The values of `settings` (a run's saved options) that name existing files or directories: what
+// the run reads (its data, tokenizer, model, the checkpoint it starts from).
+std::vector<std::string> existing_paths(const nlohmann::json& settings) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& [key, value] : settings.items())
+    if (value.is_string() && !value.get<std::string>().empty() && fs::exists(value.get<std::string>(), ec))
+      paths.push_back(value.get<std::string>());
+  return paths;
+}
+
 bool same_directory(const std::string& a, const std::string& b) {
   std::error_code ec;
   return fs::equivalent(a, b, ec) && !ec;
@@ -230,7 +241,9 @@ RunResult Trainer::run_on_this_rank() {
   bool started = false;
   try {
     fail_together(comm, [&] {  // also a barrier: the others build their task (which may read --out) once it exists
-      if (comm.rank() == 0) out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite);
+      if (comm.rank() == 0)
+        out_dir.emplace(opt.out, !ckpt.empty() && same_directory(run_directory_of(ckpt), opt.out), opt.overwrite,
+                        existing_paths(settings));
     });
     if (out_dir && !out_dir->cleared().empty())
       say(fmt::format("removed {} from {}: left by a start stopped before its first step", fmt::join(out_dir->cleared(), ", "),

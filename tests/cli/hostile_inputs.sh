@@ -161,6 +161,17 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   before=$(snapshot "$R")
   expect 1 "--out $R is not empty (checkpoint-000002, checkpoint-000004" "$P" "${SMALL[@]}" --steps 4 --out "$R"
   expect_unchanged "$R" "$before" "a new run into it"
+  # --overwrite replaces only what a run provably wrote: a folder of the user's corpus and vocabulary
+  # is refused whole, and an input inside an earlier run's files is not moved away from the run
+  mkdir -p "$W/mine" && cp "$CORPUS" "$W/mine/corpus.txt" && cp "$VOCAB" "$W/mine/vocab.txt"
+  mine=$(snapshot "$W/mine")
+  expect 1 "--out $W/mine holds files no training run wrote (corpus.txt, vocab.txt)" \
+    "$P" "${SMALL[@]:2}" --corpus "$W/mine/corpus.txt" --train-vocab 500 --steps 2 --out "$W/mine" --overwrite
+  expect_unchanged "$W/mine" "$mine" "--overwrite into a folder of the user's files"
+  [[ -z $(ls -A "$W/mine" | grep -v -e corpus.txt -e vocab.txt) ]] || fail "files left in $W/mine: $(ls -A "$W/mine")"
+  expect 1 "--overwrite would set aside checkpoint-000004, which this run reads" \
+    "$P" "${SMALL[@]}" --init-from "$R/checkpoint-000004" --steps 2 --out "$R" --overwrite
+  expect_unchanged "$R" "$before" "--overwrite of the run --init-from reads"
   expect 1 "--lr 0.5 differs from the checkpoint's" "$P" --resume "$R" --lr 0.5
   expect 1 "--seq-len 64 differs" "$P" --resume "$R" --seq-len 64
   expect 1 "--seq-len 128 differs from the checkpoint's 32" "$P" --resume "$R" --seq-len 128  # the default, given

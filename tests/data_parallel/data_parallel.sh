@@ -171,7 +171,7 @@ faults)
       fail "not both ranks ended with '$expected' ($program $*):"$'\n'"$out"
     [[ $out != *"ending every rank"* ]] || fail "a setup error ended the ranks through MPI_Abort ($program $*):"$'\n'"$out"
   }
-  setup_error bert_pretrain "is not empty" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
+  setup_error bert_pretrain "holds files no training run wrote" "${PRETRAIN[@]}" --batch 4 --out "$W/taken"
   setup_error bert_pretrain "no checkpoint with" "${PRETRAIN[@]}" --batch 4 --resume "$W/taken"
   setup_error bert_pretrain "notes.txt: cannot create the directory" "${PRETRAIN[@]}" --batch 4 --out "$W/tb" \
     --tensorboard "$W/taken/notes.txt"
