@@ -173,3 +173,39 @@ TEST_CASE("train_sentencepiece trains a unigram model with ALBERT's special piec
   std::filesystem::remove(out);
   CHECK_THROWS_WITH(train_sentencepiece("/nonexistent/corpus.txt", 600, out), Contains("/nonexistent/corpus.txt"));
 }
+
+TEST_CASE("train_sentencepiece refuses what libsentencepiece would end the process over, and learns from long lines", "[spiece]") {
+  const std::string corpus = temp_path("spiece-hostile.txt"), out = temp_path("spiece-hostile.model");
+  const auto write = [&](const std::string& text) { std::ofstream(corpus, std::ios::binary) << text; };
+  // only control characters, only whitespace: the library's CHECK would exit(-1) inside Train
+  for (const std::string text : {std::string("\x01\x02\x03\n\x04\x05\n"), std::string("   \n\t\t\n\n")}) {
+    write(text);
+    CHECK_THROWS_WITH(train_sentencepiece(corpus, 100, out, 1), Contains(corpus) && Contains("the corpus has no words"));
+  }
+  write("ok\n\xff\xfe binary\n");
+  CHECK_THROWS_WITH(train_sentencepiece(corpus, 100, out, 1), Contains(corpus + ":2: invalid UTF-8 at byte 0"));
+  write("a few words\n");
+  CHECK_THROWS_WITH(train_sentencepiece(corpus, 5, out, 1), Contains("a vocabulary of 5 pieces") && Contains("<pad>, <unk>"));
+  // the library's own errors come back as exceptions from the child process it trains in
+  write("a b c\n");
+  CHECK_THROWS_WITH(train_sentencepiece(corpus, 5000, out, 1),
+                    Contains("[train_sentencepiece] training on " + corpus) && Contains("more than this corpus yields (at most"));
+  CHECK(!std::filesystem::exists(out));
+  CHECK(!std::filesystem::exists(out + ".training.model"));
+  // a line past the library's default 4192 bytes is learned from, not skipped
+  {
+    std::ofstream o(corpus);
+    for (int i = 0; i < 40; ++i) o << "the cat sat on the mat and the dog ran in the park\n";
+    for (int i = 0; i < 600; ++i) o << "quixotry ";
+    o << "\n";
+  }
+  CHECK_THROWS_WITH(train_sentencepiece(corpus, 24, out, 1), Contains("too small: this corpus needs at least 25"));
+  train_sentencepiece(corpus, 27, out, 1);
+  const SentencePieceTokenizer t(out);
+  EncodeOptions plain;
+  plain.add_special_tokens = false;
+  CHECK(t.encode("quixotry", plain).ids.size() <= 2);  // only in the long line
+  std::filesystem::remove(out);
+  std::filesystem::remove(corpus);
+}
+

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
@@ -16,8 +17,10 @@
 #include <cctype>
 #include <cstdint>
 
+#include "text/corpus_summary.hpp"
 #include "text/hf_tokenizer_files.hpp"
 #include "text/unicode.hpp"
+#include "util/child_process.hpp"
 #include "util/threads.hpp"
 
 namespace fs = std::filesystem;
@@ -344,20 +347,53 @@ void train_sentencepiece(const std::string& corpus_path, size_t vocab_size, cons
                          size_t threads, bool case_fold, const std::function<bool(size_t line)>& skip_line) {
   if (!fs::is_regular_file(corpus_path))
     throw std::runtime_error(fmt::format("[train_sentencepiece] {}: no such file", corpus_path));
+  // What libsentencepiece would end the process over (a CHECK), or skip with only a log line.
+  const CorpusSummary corpus = summarize_corpus(corpus_path, skip_line);
+  if (!corpus.has_words)
+    throw std::invalid_argument(fmt::format("[train_sentencepiece] {}: the corpus has no words (only whitespace or control "
+                                            "characters{}): nothing to learn pieces from",
+                                            corpus_path, skip_line ? ", in the lines not held out" : ""));
+  constexpr size_t kMetaPieces = 5;  // <pad>, <unk>, [CLS], [SEP], [MASK]
+  if (vocab_size <= kMetaPieces)
+    throw std::invalid_argument(fmt::format("[train_sentencepiece] a vocabulary of {} pieces: it needs more than its {} special "
+                                            "ones (<pad>, <unk>, [CLS], [SEP], [MASK])", vocab_size, kMetaPieces));
   const std::string prefix = out_model_path + ".training";
   const size_t n = threads ? threads : default_thread_count();
   std::unordered_map<std::string, std::string> args = {
       {"input", corpus_path}, {"model_prefix", prefix}, {"model_type", "unigram"},
       {"vocab_size", std::to_string(vocab_size)}, {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "-1"},
       {"eos_id", "-1"}, {"control_symbols", "[CLS],[SEP],[MASK]"}, {"character_coverage", "1.0"},
-      {"num_threads", std::to_string(n)}, {"minloglevel", "1"}};  // warnings only: not a line per EM step
+      {"num_threads", std::to_string(n)}, {"minloglevel", "1"},  // warnings only: not a line per EM step
+      // every line learned from, however long (the library skips lines over 4192 bytes by default)
+      {"max_sentence_length", std::to_string(std::max<size_t>(4192, corpus.longest_line + 1))}};
   if (case_fold) args["normalization_rule_name"] = "nmt_nfkc_cf";
-  std::unique_ptr<LinesExcept> lines;
-  if (skip_line) {
-    args.erase("input");
-    lines = std::make_unique<LinesExcept>(corpus_path, skip_line);
+  const std::string what = fmt::format("[train_sentencepiece] training on {}", corpus_path);
+  try {
+    // libsentencepiece ends the process on some inputs (a CHECK) instead of returning an error
+    run_in_child_process([&] {
+      std::unique_ptr<LinesExcept> lines;
+      if (skip_line) {
+        args.erase("input");
+        lines = std::make_unique<LinesExcept>(corpus_path, skip_line);
+      }
+      const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, lines.get());
+      std::smatch most;
+      const std::string message = status.ToString();
+      if (std::regex_search(message, most, std::regex("Vocabulary size too high .*<= ([0-9]+)")))
+        throw std::invalid_argument(fmt::format("{}: a vocabulary of {} pieces is more than this corpus yields (at most {}): "
+                                                "ask for fewer, or train on more text", what, vocab_size, most[1].str()));
+      if (std::regex_search(message, most, std::regex("smaller than required_chars\\. [0-9]+ vs ([0-9]+)")))
+        throw std::invalid_argument(fmt::format("{}: a vocabulary of {} pieces is too small: this corpus needs at least {} (a "
+                                                "piece for each of its characters, and the special ones)",
+                                                what, vocab_size, most[1].str()));
+      check(status, what);
+    }, what);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(prefix + ".model", ec);
+    fs::remove(prefix + ".vocab", ec);
+    throw;
   }
-  check(sentencepiece::SentencePieceTrainer::Train(args, lines.get()), fmt::format("training on {}", corpus_path));
   fs::rename(prefix + ".model", out_model_path);
   fs::remove(prefix + ".vocab");
 }

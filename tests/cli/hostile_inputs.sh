@@ -146,6 +146,18 @@ files)  # corpora, vocabularies and configs, broken in the ways files break
   printf '{"hidden_size": 1000000000, "num_attention_heads": 1, "intermediate_size": 4, "num_hidden_layers": 1}' > "$W/huge.json"
   model=$W/huge.json small
   expect 1 "hidden_size 1000000000, intermediate_size 4" "$P" "${SMALL[@]}" --out "$W/o"
+  # a trained vocabulary of nothing: control characters or whitespace only (libsentencepiece would
+  # end the process), for each kind of trainer; a binary corpus; too few pieces
+  printf '\x01\x02\x03\n\x04\x05\n' > "$W/controls.txt"
+  printf '   \n\t\t\n\n' > "$W/blank.txt"
+  for m in albert-tiny roberta-tiny tiny; do
+    for c in controls blank; do
+      expect 1 "$W/$c.txt: the corpus has no words" "$P" --model "$m" --corpus "$W/$c.txt" --train-vocab 300 --steps 2 --out "$W/o"
+    done
+  done
+  expect 1 "$W/binary.txt:2: invalid UTF-8" "$P" --model albert-tiny --corpus "$W/binary.txt" --train-vocab 300 --steps 2 --out "$W/o"
+  expect 1 "a vocabulary of 1 pieces: it needs more than its 5 special ones" \
+    "$P" --model albert-tiny --corpus "$CORPUS" --train-vocab 1 --steps 2 --out "$W/o"
   small
   [[ -e $W/o ]] && fail "failed starts left $W/o behind"
   # one 150,000-word line (no newlines): linear, no longer ~30 s an instance

@@ -12,6 +12,7 @@
 #include "models/core/family_tokenizer.hpp"
 #include "models/core/registry.hpp"
 #include "text/bpe_trainer.hpp"
+#include "text/corpus_summary.hpp"
 #include "text/pretraining_data.hpp"
 #include "text/roberta_tokenizer.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
@@ -123,7 +124,12 @@ std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
           "[vocabulary] {} is not a regular file (a pipe?): a vocabulary (--train-vocab, or the default for {} without "
           "--tokenizer) is trained from the corpus, which training then reads again; write it to a file, or pass --tokenizer",
           r.corpus, r.model_type));
-    trained = train(r, held_out_lines(r));
+    const SkipLine skip = held_out_lines(r);
+    // every trainer: refused before it learns from nothing (or from bytes that are no text)
+    if (fs::is_regular_file(r.corpus) && !text::summarize_corpus(r.corpus, skip).has_words)
+      throw std::invalid_argument(fmt::format("[vocabulary] {}: the corpus has no words (only whitespace or control characters{}): "
+                                              "nothing to train a vocabulary on", r.corpus, skip ? ", in the lines not held out" : ""));
+    trained = train(r, skip);
   });
   comm.broadcast(trained);
   if (train) {
