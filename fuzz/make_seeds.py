@@ -171,6 +171,78 @@ def squad_seeds():
     put("fuzz_squad", "unicode", json.dumps(v1, ensure_ascii=False).replace("The bridge", "Thé brïdge 東京"))
 
 
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def proto_fields(data):
+    """[(field number, wire type, raw field bytes including its key)] of one protobuf message."""
+    fields, pos = [], 0
+
+    def read_varint():
+        nonlocal pos
+        v, shift = 0, 0
+        while True:
+            b = data[pos]
+            pos += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+
+    while pos < len(data):
+        start = pos
+        key = read_varint()
+        wire = key & 7
+        if wire == 0:
+            read_varint()
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            n = read_varint()  # (before pos: read_varint moves it)
+            pos += n
+        fields.append((key >> 3, wire, data[start:pos]))
+    return fields
+
+
+def payload(raw):
+    """The value of a length-delimited field's raw bytes (key and length dropped)."""
+    pos = 1
+    while raw[pos] & 0x80:
+        pos += 1
+    return raw[pos + 1:]
+
+
+def spiece_seeds():
+    """ALBERT's test spiece.model cut to its first 300 pieces (its <pad>, <unk>, [CLS], [SEP],
+    [MASK] among them), with the normalizer's precompiled character map (a double-array trie the
+    tokenizer checks on load) and without it (small, for the pieces)."""
+    path = os.path.join(os.path.dirname(ROOT), "..", "tests", "data", "spiece", "spiece.model")
+    with open(path, "rb") as f:
+        model = f.read()
+    pieces, rest = [], []
+    for number, _, raw in proto_fields(model):
+        (pieces if number == 1 else rest).append((number, raw))
+    kept = b"".join(raw for _, raw in pieces[:300])
+    with_map = kept + b"".join(raw for _, raw in rest)
+    without_map = kept
+    for number, raw in rest:
+        if number == 3:  # NormalizerSpec without field 2 (precompiled_charsmap)
+            spec = b"".join(r for n, _, r in proto_fields(payload(raw)) if n != 2)
+            raw = varint(3 << 3 | 2) + varint(len(spec)) + spec
+        without_map += raw
+    put("fuzz_spiece", "albert-300-pieces", with_map)
+    put("fuzz_spiece", "albert-300-pieces-no-charsmap", without_map)
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
@@ -179,3 +251,4 @@ if __name__ == "__main__":
     shard_seeds()
     torch_pickle_seeds()
     squad_seeds()
+    spiece_seeds()

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <cctype>
+#include <cmath>
+#include <cstring>
+#include <iterator>
 
 #include <filesystem>
 #include <fstream>
@@ -207,5 +210,75 @@ TEST_CASE("train_sentencepiece refuses what libsentencepiece would end the proce
   CHECK(t.encode("quixotry", plain).ids.size() <= 2);  // only in the long line
   std::filesystem::remove(out);
   std::filesystem::remove(corpus);
+}
+
+namespace {
+// The byte offset of the normalizer's precompiled character map in a model file and its length,
+// found as NormalizerSpec lays it out: name (field 1, "nmt_nfkc"), then the map (field 2).
+std::pair<size_t, size_t> charsmap_span(const std::string& model) {
+  const size_t name = model.find("nmt_nfkc");
+  REQUIRE(name != std::string::npos);
+  size_t at = name + 8;
+  REQUIRE(uint8_t(model[at++]) == 0x12);  // field 2, length-delimited
+  size_t length = 0;
+  for (int shift = 0;; shift += 7) {
+    const uint8_t b = uint8_t(model[at++]);
+    length |= size_t(b & 0x7F) << shift;
+    if (!(b & 0x80)) break;
+  }
+  return {at, length};
+}
+}  // namespace
+
+TEST_CASE("a corrupted spiece.model is refused when it loads, never crashes the first encode", "[spiece]") {
+  const std::string path = std::string(XGRAD_TEST_DATA_DIR) + "/spiece/spiece.model";
+  std::string model;
+  {
+    std::ifstream in(path, std::ios::binary);
+    model.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto [map, map_size] = charsmap_span(model);
+  uint32_t trie_bytes = 0;
+  std::memcpy(&trie_bytes, model.data() + map, 4);
+  REQUIRE(trie_bytes > 1024);
+  REQUIRE(trie_bytes < map_size);
+  const std::string out = temp_path("spiece-corrupt.model");
+  const auto load_and_encode = [&](const std::string& bytes) {
+    std::ofstream(out, std::ios::binary) << bytes;
+    const SentencePieceTokenizer t(out);
+    t.encode("Hello, wörld! ＡＢＣ ① ﬁne Å東京 \t tabs\u00a0and nbsp");
+  };
+  // the first unit of the trie all ones, its size intact (the library loads it and crashes in
+  // Normalizer::NormalizePrefix on the first encode)
+  std::string bad = model;
+  std::memset(bad.data() + map + 4, 0xFF, 4);
+  CHECK_THROWS_WITH(load_and_encode(bad), Contains(out) && Contains("normalizer's character map has a trie transition"));
+  // random corruptions of the trie and of its strings: refused or harmless, never a crash
+  uint64_t state = 42;
+  const auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  size_t refused = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    bad = model;
+    for (int k = 0; k < 1 + trial % 8; ++k) bad[map + 4 + next() % (map_size - 4)] = char(next());
+    try {
+      load_and_encode(bad);
+    } catch (const std::runtime_error&) {
+      ++refused;
+    }
+  }
+  CHECK(refused > 0);
+  // pieces that are not text, scores that are not numbers
+  // the piece "▁the" as its message holds it: field 1 (6 bytes), then its score (field 2, a float)
+  const size_t piece = model.find(std::string("\x0a\x06\xe2\x96\x81the\x15", 9));
+  REQUIRE(piece != std::string::npos);
+  bad = model;
+  bad[piece + 5] = char(0xFF);
+  CHECK_THROWS_WITH(load_and_encode(bad), Contains("is not text: invalid UTF-8"));
+  bad = model;
+  const size_t score = piece + 8;
+  const float nan = std::nanf("");
+  std::memcpy(bad.data() + score + 1, &nan, 4);
+  CHECK_THROWS_WITH(load_and_encode(bad), Contains("'▁the' has the score nan"));
+  std::filesystem::remove(out);
 }
 

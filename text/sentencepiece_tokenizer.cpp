@@ -19,6 +19,7 @@
 
 #include "text/corpus_summary.hpp"
 #include "text/hf_tokenizer_files.hpp"
+#include "text/sentencepiece_model_check.hpp"
 #include "text/unicode.hpp"
 #include "util/child_process.hpp"
 #include "util/threads.hpp"
@@ -102,6 +103,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, Se
   if (!status.ok())
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: not a SentencePiece model: {}", model_path,
                                          status.ToString()));
+  check_sentencepiece_charsmaps(sp_->serialized_model_proto(), model_path);
+  for (int id = 0; id < sp_->GetPieceSize(); ++id) check_sentencepiece_piece(id, sp_->IdToPiece(id), sp_->GetScore(id), model_path);
   special_tokens_ = {"<unk>", "[CLS]", "[SEP]", "<pad>", "[MASK]", "", "", {}};
   special_ids_.assign(sp_->GetPieceSize(), false);
   for (const std::string* t : {&special_tokens_.unk, &special_tokens_.cls, &special_tokens_.sep, &special_tokens_.pad,

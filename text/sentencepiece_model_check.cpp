@@ -1,0 +1,138 @@
+#include "text/sentencepiece_model_check.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "text/unicode.hpp"
+
+namespace xg::text {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: {}", where, what));
+}
+
+// The fields of one protobuf message, in order. Debian's libsentencepiece-dev installs no schema
+// classes for ModelProto (sentencepiece_model.pb.h), so the two byte fields needed here are read
+// from the wire format directly; the library has already parsed the same bytes when this runs.
+class WireFields {
+ public:
+  WireFields(std::string_view bytes, const std::string& where) : s_(bytes), where_(where) {}
+  // The next length-delimited field numbered `number`, skipping others; false at the end.
+  bool next_bytes(uint32_t number, std::string_view& out) {
+    while (pos_ < s_.size()) {
+      const uint64_t key = varint();
+      const uint32_t field = uint32_t(key >> 3), wire = uint32_t(key & 7);
+      if (wire == 0) varint();
+      else if (wire == 1) skip(8);
+      else if (wire == 5) skip(4);
+      else if (wire == 2) {
+        const uint64_t n = varint();
+        if (n > s_.size() - pos_) fail(where_, "the model's protobuf data is truncated");
+        const std::string_view value = s_.substr(pos_, size_t(n));
+        pos_ += size_t(n);
+        if (field == number) {
+          out = value;
+          return true;
+        }
+      } else {
+        fail(where_, fmt::format("the model's protobuf data has an unknown wire type {}", wire));
+      }
+    }
+    return false;
+  }
+
+ private:
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= s_.size()) fail(where_, "the model's protobuf data is truncated");
+      const uint8_t b = uint8_t(s_[pos_++]);
+      v |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    fail(where_, "the model's protobuf data has a varint over 10 bytes");
+  }
+  void skip(size_t n) {
+    if (n > s_.size() - pos_) fail(where_, "the model's protobuf data is truncated");
+    pos_ += n;
+  }
+  std::string_view s_;
+  const std::string& where_;
+  size_t pos_ = 0;
+};
+
+// A Darts-clone double-array unit (as libsentencepiece's normalizer reads it).
+uint32_t offset_of(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
+uint32_t label_of(uint32_t u) { return u & ((1u << 31) | 0xFFu); }
+bool has_leaf(uint32_t u) { return ((u >> 8) & 1) != 0; }
+uint32_t value_of(uint32_t u) { return u & ((1u << 31) - 1); }
+
+constexpr size_t kMaxTrieUnits = size_t(1) << 22;  // 16 MiB of trie; ALBERT's and T5's maps are ~0.2 MiB
+
+// The blob [uint32 trie bytes][trie units][NUL-terminated replacements]: every transition any input
+// can take from the root stays inside the trie, and every leaf's replacement inside the strings.
+void check_charsmap(std::string_view blob, const std::string& where, const char* spec) {
+  if (blob.empty()) return;  // no map: the normalizer does not use one
+  const auto bad = [&](const std::string& what) { fail(where, fmt::format("the {} character map {}", spec, what)); };
+  if (blob.size() < 4) bad("is shorter than its size field");
+  uint32_t trie_bytes = 0;
+  std::memcpy(&trie_bytes, blob.data(), 4);
+  if (trie_bytes < 4 || trie_bytes % 4 != 0 || trie_bytes > blob.size() - 4)
+    bad(fmt::format("gives its trie {} bytes of the {} that follow", trie_bytes, blob.size() - 4));
+  const size_t n = trie_bytes / 4;
+  if (n > kMaxTrieUnits) bad(fmt::format("has a trie of {} units, more than {} plausible", n, kMaxTrieUnits));
+  std::vector<uint32_t> units(n);
+  std::memcpy(units.data(), blob.data() + 4, trie_bytes);
+  const std::string_view strings = blob.substr(4 + trie_bytes);
+  std::vector<bool> seen(n, false);
+  std::vector<size_t> todo;
+  const auto reach = [&](size_t node, const std::string& via) {
+    if (node >= n) bad(fmt::format("has a trie transition {} to unit {} of {}", via, node, n));
+    if (!seen[node]) seen[node] = true, todo.push_back(node);
+  };
+  reach(offset_of(units[0]), "from the root");
+  while (!todo.empty()) {
+    const size_t node = todo.back();
+    todo.pop_back();
+    for (uint32_t c = 0; c < 256; ++c) {
+      const size_t child = node ^ c;
+      if (child >= n) bad(fmt::format("has a trie transition on byte {} to unit {} of {}", c, child, n));
+      const uint32_t u = units[child];
+      if (label_of(u) != c) continue;
+      const size_t next = child ^ offset_of(u);
+      reach(next, fmt::format("on byte {}", c));
+      if (!has_leaf(u)) continue;
+      const uint32_t at = value_of(units[next]);
+      if (at >= strings.size() || std::memchr(strings.data() + at, 0, strings.size() - at) == nullptr)
+        bad(fmt::format("has a replacement at byte {} of its {} bytes of strings, with no end inside them", at, strings.size()));
+    }
+  }
+}
+
+}  // namespace
+
+void check_sentencepiece_charsmaps(std::string_view serialized, const std::string& where) {
+  // ModelProto: normalizer_spec = 3, denormalizer_spec = 5; NormalizerSpec: precompiled_charsmap = 2.
+  for (const auto& [field, spec] : {std::pair{3u, "normalizer's"}, {5u, "denormalizer's"}}) {
+    WireFields model(serialized, where);
+    std::string_view normalizer, charsmap;
+    while (model.next_bytes(field, normalizer)) {
+      WireFields fields(normalizer, where);
+      while (fields.next_bytes(2, charsmap)) check_charsmap(charsmap, where, spec);
+    }
+  }
+}
+
+void check_sentencepiece_piece(int id, std::string_view piece, float score, const std::string& where) {
+  if (const size_t at = invalid_utf8_at(piece); at != std::string_view::npos)
+    fail(where, fmt::format("piece {} is not text: {}", id, invalid_utf8_message(piece, at)));
+  if (!std::isfinite(score)) fail(where, fmt::format("piece {} '{}' has the score {}", id, piece, score));
+}
+
+}  // namespace xg::text
