@@ -92,7 +92,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   };
   MatmulPrecisionGuard timed_precision(opt.precision);
   std::unique_ptr<nn::InferenceWeights> packed;  // as bert_infer serves a model
-  if (nn::packed_weights_enabled()) packed = std::make_unique<nn::InferenceWeights>(encoder, opt.precision);
+  if (encoder.execution().packed_weights) packed = std::make_unique<nn::InferenceWeights>(encoder, opt.precision);
   double max_diff = -1, mean_diff = -1;
   if (opt.precision != MatmulPrecision::FP32) {
     Tensor reference;
@@ -133,7 +133,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   BenchmarkResult r{double(tokens) / secs, secs / double(n), peak_rss_mb(), encoder.num_parameters(), max_diff, mean_diff};
   r.real_tokens = tokens_of[0];
   r.padded_tokens = batches[0].batch() * batches[0].seq_len();
-  r.fused = nn::fused_inference_enabled();  // every family's encoder takes it (BERT, RoBERTa, ALBERT)
+  r.fused = encoder.execution().fused_inference;  // every family's encoder takes it (BERT, RoBERTa, ALBERT)
   return r;
 }
 

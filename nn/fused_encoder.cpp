@@ -19,8 +19,6 @@
 namespace xg::nn {
 namespace {
 
-EnvSwitch g_fused{"XGRAD_FUSED_INFERENCE", true};
-
 // A mask value at or below this gives its key exactly zero weight (exp underflows in fp32).
 constexpr float kIgnoredKey = -1e4f;
 // A padded position's packed row: none.
@@ -148,9 +146,7 @@ Selection select_packed_rows(const OutputRows& wanted, const std::vector<size_t>
 
 }  // namespace
 
-bool fused_inference_enabled() { return g_fused.get(); }
 size_t last_fused_output_rows() { return t_last_output_rows; }
-void set_fused_inference(bool on) { g_fused.set(on); }
 
 bool is_padding_mask(const Tensor& mask) {
   if (!mask.defined()) return true;
@@ -176,7 +172,7 @@ FusedLayerView fused_view(const EncoderLayer& layer) {
 }
 
 bool use_fused_inference(const Module& m, const Tensor& mask) {
-  return !grad_enabled() && !m.is_training() && fused_inference_enabled() && is_padding_mask(mask);
+  return !grad_enabled() && !m.is_training() && m.execution().fused_inference && is_padding_mask(mask);
 }
 
 Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& mask, const OutputRows* wanted) {

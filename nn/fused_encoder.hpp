@@ -14,17 +14,9 @@
 // and the mask is a padding mask; at padded positions its output rows are zero (real positions
 // agree with the recorded path to float rounding). Under MatmulPrecision::BF16 its GEMMs are
 // sgemm_bf16, as linear() would run them.
-#include "nn/switch.hpp"
 #include "nn/transformer.hpp"
 
 namespace xg::nn {
-
-// On unless XGRAD_FUSED_INFERENCE=0; set_fused_inference overrides (tests compare both paths).
-bool fused_inference_enabled();
-void set_fused_inference(bool on);
-// Sets the switch for a scope (bert_infer dump uses the recorded path so that padded positions
-// are computed as transformers computes them).
-using FusedInferenceGuard = SwitchGuard<fused_inference_enabled, set_fused_inference>;
 
 // Whether `mask` (undefined, or additive (B, T)) only says attend (0) or ignore (<= -1e4), the
 // one kind of mask packing can express.
@@ -60,8 +52,8 @@ Tensor fused_encoder_forward(const Encoder& enc, const Tensor& x, const Tensor& 
 // How many rows the last fused_encoder_forward on this thread ran its last layer's feed-forward
 // at: every attended position, or the wanted ones there (the tests see which path ran).
 size_t last_fused_output_rows();
-// Whether a module's forward should take the fused path now: gradients off, eval mode, the
-// switch on, a padding mask.
+// Whether a module's forward should take the fused path now: gradients off, eval mode,
+// m.execution().fused_inference, a padding mask.
 bool use_fused_inference(const Module& m, const Tensor& mask);
 
 }  // namespace xg::nn

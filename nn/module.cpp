@@ -101,6 +101,11 @@ void Module::train(bool on) {
   for (auto& [_, m] : children_) m->train(on);
 }
 
+void Module::set_execution(const ExecutionOptions& options) {
+  execution_ = options;
+  for (auto& [_, m] : children_) m->set_execution(options);
+}
+
 void Module::apply(const std::function<void(Module&)>& fn) {
   fn(*this);
   for (auto& [_, m] : children_) m->apply(fn);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/xgrad.hpp"
+#include "nn/execution.hpp"
 
 namespace xg::nn {
 
@@ -50,6 +51,10 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
+  // Which implementations this module's forward takes (nn/execution.hpp); set_execution sets them
+  // on every sub-module too.
+  const ExecutionOptions& execution() const { return execution_; }
+  void set_execution(const ExecutionOptions& options);
   // Drops every parameter's gradient (once flattened, the arena's zero_grad: no pass over the
   // gradient block).
   void zero_grad();
@@ -94,6 +99,7 @@ class Module {
   std::shared_ptr<ParameterArena> arena_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  ExecutionOptions execution_ = default_execution();
 };
 
 // A module with one tensor in and one out, so it can sit in a Sequential.

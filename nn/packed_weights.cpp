@@ -7,7 +7,6 @@
 #include "autograd/engine.hpp"
 #include "autograd/kernels/gemm.hpp"
 #include "autograd/ops.hpp"
-#include "nn/switch.hpp"
 
 namespace xg::nn {
 
@@ -37,11 +36,6 @@ struct SelfAttention::PackedQkvWeight {
   const InferenceWeights* owner;
   std::shared_ptr<const gemm::PackedB> b;  // op(B) = [Wq; Wk; Wv]^T, (in, 3 x out)
 };
-
-bool packed_weights_enabled() {
-  static EnvSwitch enabled{"XGRAD_PACKED_WEIGHTS", true};
-  return enabled.get();
-}
 
 namespace {
 

@@ -46,10 +46,6 @@ class InferenceWeights {
   std::vector<SelfAttention*> attentions_;
 };
 
-// Whether programs that serve a model pack its weights (bert_infer, bert_infer bench): on unless
-// XGRAD_PACKED_WEIGHTS=0 (each GEMM then packs its weight on every call, as before).
-bool packed_weights_enabled();
-
 // lin's packed weight when one is held for the current matmul precision and still belongs to
 // lin.weight (same storage and shape); else null. A shared copy: the holder may drop its own.
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin);

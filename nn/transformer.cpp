@@ -55,15 +55,6 @@ void refuse_zero_one_mask(const Tensor& mask) {
 
 AttentionMask::AttentionMask(const Tensor& mask) : additive(mask) { refuse_zero_one_mask(mask); }
 
-namespace {
-EnvSwitch g_flash_attention{"XGRAD_FLASH_ATTENTION", true};
-EnvSwitch g_padding_free{"XGRAD_PADDING_FREE", false};
-EnvSwitch g_sparse_last_layer{"XGRAD_SPARSE_LAST_LAYER", true};
-}  // namespace
-
-bool sparse_last_layer_enabled() { return g_sparse_last_layer.get(); }
-void set_sparse_last_layer(bool on) { g_sparse_last_layer.set(on); }
-
 void OutputRows::check(const Shape& x) const {
   if (x.size() != 3 || per_sequence == 0 || rows.size() != x[0] * per_sequence)
     throw std::invalid_argument(fmt::format("[OutputRows] {} rows of {} per sequence do not fit a batch of {}", rows.size(),
@@ -83,9 +74,6 @@ Tensor OutputRows::select(const Tensor& x) const {
   const long B = long(x.size(0)), T = long(x.size(1)), H = long(x.size(2));
   return reshape(index_select(reshape(x, {B * T, H}), 0, rows), {B, long(per_sequence), H});
 }
-
-bool flash_attention_enabled() { return g_flash_attention.get(); }
-void set_flash_attention(bool on) { g_flash_attention.set(on); }
 
 SelfAttention::SelfAttention(const TransformerOptions& opt)
     : num_heads(opt.num_heads), attention_dropout(opt.attention_dropout) {
@@ -129,7 +117,7 @@ Tensor SelfAttention::forward(const Tensor& x, const AttentionMask& attention_ma
                                             query->weight.size(1), shape_str(x.shape())));
   const Tensor& mask = attention_mask.additive;
   const auto [q, k, v] = project_qkv(*this, x);
-  if (flash_attention_enabled())
+  if (execution().flash_attention)
     return multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
   return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
 }
@@ -145,7 +133,7 @@ Tensor SelfAttention::forward_queries(const Tensor& xq, const Tensor& x, const T
   // The unfused weights (B, heads, Tq, T) are at most one (B, T, H) activation while heads x Tq <=
   // H, and at so few queries they measured faster than the blocked op (mini pre-training 8 x 128:
   // 2-10% a step), whose per-head copies of the keys and values do not shrink with the queries.
-  if (queries_take_blocked_attention(num_heads, xq.size(1), x.size(2)))
+  if (queries_take_blocked_attention(execution(), num_heads, xq.size(1), x.size(2)))
     return multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
   return unfused_multi_head_attention(q, k, v, mask, num_heads, attention_dropout, is_training());
 }
@@ -164,20 +152,22 @@ OutputRows OutputRows::first_tokens(size_t batch, size_t seq_len) {
   return r;
 }
 
-bool queries_take_blocked_attention(size_t heads, size_t queries, size_t width) {
-  return flash_attention_enabled() && heads * queries > width;
+bool queries_take_blocked_attention(const ExecutionOptions& exec, size_t heads, size_t queries, size_t width) {
+  return exec.flash_attention && heads * queries > width;
 }
 
-bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden, size_t intermediate) {
-  if (flash_attention_enabled()) return rows.per_sequence < seq_len;
+bool sparse_layer_pays(const ExecutionOptions& exec, const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden,
+                       size_t intermediate) {
+  if (exec.flash_attention) return rows.per_sequence < seq_len;
   return rows.cheaper_than_dense(seq_len, heads, hidden, intermediate);
 }
 
-RowsPath rows_path(bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows, const LastLayerShape* last) {
-  if (!sparse_last_layer_enabled()) return RowsPath::SelectFromAll;
+RowsPath rows_path(const ExecutionOptions& exec, bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows,
+                   const LastLayerShape* last) {
+  if (!exec.sparse_last_layer) return RowsPath::SelectFromAll;
   if (fused) return RowsPath::FusedAtRows;  // its attention is blocked: no (T, T) weights to weigh
-  if (!last || x.dim() != 3 || use_packed_rows(mask) ||
-      !sparse_layer_pays(rows, x.size(1), last->heads, last->hidden, last->intermediate))
+  if (!last || x.dim() != 3 || use_packed_rows(exec, mask) ||
+      !sparse_layer_pays(exec, rows, x.size(1), last->heads, last->hidden, last->intermediate))
     return RowsPath::SelectFromAll;
   return RowsPath::SparseLastLayer;
 }
@@ -244,7 +234,7 @@ Encoder::Encoder(const TransformerOptions& opt, size_t num_layers) {
 
 Tensor Encoder::forward(const Tensor& x, const Tensor& mask) {
   if (use_fused_inference(*this, mask)) return fused_encoder_forward(*this, x, mask);
-  return forward_without_padding(x, mask, [this](const Tensor& in, const AttentionMask& m) {
+  return forward_without_padding(execution(), x, mask, [this](const Tensor& in, const AttentionMask& m) {
     Tensor h = in;
     for (auto& l : *layer) h = run_layer(*l, h, [m, lp = l.get()](const Tensor& v) { return lp->forward(v, m); });
     return final_layer_norm ? final_layer_norm->forward(h) : h;
@@ -255,7 +245,7 @@ Tensor Encoder::forward_rows(const Tensor& x, const Tensor& mask, const OutputRo
   LastLayerShape shape{};
   if (layer->size() > 0)
     shape = {last_layer().attention->self->num_heads, x.dim() == 3 ? x.size(2) : 0, last_layer().intermediate->dense->weight.size(0)};
-  switch (rows_path(use_fused_inference(*this, mask), x, mask, rows, layer->size() > 0 ? &shape : nullptr)) {
+  switch (rows_path(execution(), use_fused_inference(*this, mask), x, mask, rows, layer->size() > 0 ? &shape : nullptr)) {
     case RowsPath::FusedAtRows: return fused_encoder_forward(*this, x, mask, &rows);
     case RowsPath::SelectFromAll: return rows.select(forward(x, mask));
     case RowsPath::SparseLastLayer: break;
@@ -310,22 +300,17 @@ Tensor PackedBatch::unpack(const Tensor& h) const {
   return reshape(index_select(with_zero, 0, source), {long(batch), long(seq_len), long(H)});
 }
 
-bool padding_free_enabled() { return g_padding_free.get(); }
-void set_padding_free(bool on) { g_padding_free.set(on); }
-
-bool padding_free_active() { return padding_free_enabled() && flash_attention_enabled(); }
-
-bool use_packed_rows(const Tensor& mask) {
-  if (!mask.defined() || !padding_free_active() || !is_padding_mask(mask)) return false;
+bool use_packed_rows(const ExecutionOptions& exec, const Tensor& mask) {
+  if (!mask.defined() || !exec.padding_free_active() || !is_padding_mask(mask)) return false;
   const Tensor m = mask.contiguous();
   for (size_t i = 0; i < m.numel(); ++i)
     if (m.data()[i] != 0.f) return true;
   return false;  // nothing to drop
 }
 
-Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
+Tensor forward_without_padding(const ExecutionOptions& exec, const Tensor& x, const Tensor& mask,
                                const std::function<Tensor(const Tensor&, const AttentionMask&)>& layers) {
-  if (!use_packed_rows(mask)) return layers(x, AttentionMask(mask));
+  if (!use_packed_rows(exec, mask)) return layers(x, AttentionMask(mask));
   AttentionMask packed;
   packed.packed = std::make_shared<const PackedBatch>(PackedBatch::from_mask(mask));
   return packed.packed->unpack(layers(packed.packed->pack(x), packed));

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "nn/layers.hpp"
-#include "nn/switch.hpp"
 
 namespace xg::nn {
 
@@ -28,13 +27,6 @@ struct TransformerOptions {
 // The additive mask attention wants from a (B, T) 0/1 attention mask: 0 where attended, the
 // lowest float where padded (as Hugging Face does), so padded keys get exactly zero weight.
 Tensor additive_attention_mask(const Tensor& attention_mask);
-
-// Attention is one multi_head_attention op (memory linear in T, training included) unless
-// XGRAD_FLASH_ATTENTION=0 or set_flash_attention(false): then it records the unfused composition
-// (matmul, attention_softmax, dropout, matmul), which keeps (B, heads, T, T) weights per layer.
-bool flash_attention_enabled();
-void set_flash_attention(bool on);
-using FlashAttentionGuard = SwitchGuard<flash_attention_enabled, set_flash_attention>;
 
 // The real tokens of a padded batch, for running the encoder without its padding: packed row r
 // is position rows[r] of the B * T positions, sequence b the packed rows [cu_seqlens[b],
@@ -64,24 +56,13 @@ struct AttentionMask {
 // inference encoder): throws on a mask of 0s and 1s with a 1 in it.
 void refuse_zero_one_mask(const Tensor& mask);
 
-// Padding-free layers outside the inference path: off unless XGRAD_PADDING_FREE=1,
-// set_padding_free(true) or a PaddingFreeGuard (the Trainer's --padding-free). Off by default
-// because rows at padded positions are then zero, not what transformers computes there (question
-// answering then leaves those positions out of its loss, models/core/heads.hpp).
-bool padding_free_enabled();
-void set_padding_free(bool on);
-using PaddingFreeGuard = SwitchGuard<padding_free_enabled, set_padding_free>;
-// Whether the switches let encoders drop padding: padding-free on, and multi_head_attention on
-// (packed rows need it; with XGRAD_FLASH_ATTENTION=0 padding-free does nothing).
-bool padding_free_active();
-
-// Whether an encoder should drop a batch's padding before its layers: padding_free_active(), a
-// padding mask (0 / <= -1e4) with at least one padded position.
-bool use_packed_rows(const Tensor& mask);
-// Runs `layers` on x's real rows only when use_packed_rows(mask), else on x as it is; the result
-// is zero at padded positions in the first case. Encoders (BERT's, ALBERT's) wrap their layer loop
-// in it.
-Tensor forward_without_padding(const Tensor& x, const Tensor& mask,
+// Whether an encoder running under `exec` should drop a batch's padding before its layers:
+// exec.padding_free_active(), and a padding mask (0 / <= -1e4) with at least one padded position.
+bool use_packed_rows(const ExecutionOptions& exec, const Tensor& mask);
+// Runs `layers` on x's real rows only when use_packed_rows(exec, mask), else on x as it is; the
+// result is zero at padded positions in the first case. Encoders (BERT's, ALBERT's) wrap their
+// layer loop in it, with their own execution().
+Tensor forward_without_padding(const ExecutionOptions& exec, const Tensor& x, const Tensor& mask,
                                const std::function<Tensor(const Tensor&, const AttentionMask&)>& layers);
 
 // Positions of a padded (B, T, H) batch at which an encoder's output is wanted: `per_sequence`
@@ -106,31 +87,27 @@ struct OutputRows {
   bool cheaper_than_dense(size_t seq_len, size_t heads, size_t hidden, size_t intermediate) const;
 };
 
-// Encoder::forward_rows computes its last layer at the wanted rows only (mathematically the same
-// rows as the whole output's, in fewer flops) unless XGRAD_SPARSE_LAST_LAYER=0
-// or set_sparse_last_layer(false): then it runs every row and selects them.
-bool sparse_last_layer_enabled();
-void set_sparse_last_layer(bool on);
-// Whether SelfAttention::forward_queries takes the blocked op (flash attention on): where the
+// Whether SelfAttention::forward_queries takes the blocked op (exec.flash_attention): where the
 // unfused weights, heads x queries x T per sequence, would outgrow an activation, T x width.
-bool queries_take_blocked_attention(size_t heads, size_t queries, size_t width);
-// Whether a last layer at `rows` only beats computing every row: with flash attention on
+bool queries_take_blocked_attention(const ExecutionOptions& exec, size_t heads, size_t queries, size_t width);
+// Whether a last layer at `rows` only beats computing every row: with flash attention
 // (SelfAttention::forward_queries keeps its memory linear in T), whenever fewer rows than positions
-// are wanted; with it off (the weights (B, heads, per_sequence, T) stored), where
+// are wanted; without (the weights (B, heads, per_sequence, T) stored), where
 // rows.cheaper_than_dense says so.
-bool sparse_layer_pays(const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden, size_t intermediate);
-using SparseLastLayerGuard = SwitchGuard<sparse_last_layer_enabled, set_sparse_last_layer>;
+bool sparse_layer_pays(const ExecutionOptions& exec, const OutputRows& rows, size_t seq_len, size_t heads, size_t hidden,
+                       size_t intermediate);
 
 // The sizes of an encoder's last layer that choose forward_rows' path.
 struct LastLayerShape {
   size_t heads, hidden, intermediate;
 };
-// How an encoder's forward_rows runs (nn::Encoder's, ALBERT's transformer): the fused inference pass
-// at the rows alone (`fused`: use_fused_inference said yes), every row then the wanted ones (the
-// sparse switch off, no layers (`last` null), x not (B, T, H), packed rows, or where
-// sparse_layer_pays says no), or the recorded layers with the last at the rows only.
+// How an encoder's forward_rows runs under `exec` (nn::Encoder's, ALBERT's transformer): the fused
+// inference pass at the rows alone (`fused`: use_fused_inference said yes), every row then the
+// wanted ones (exec.sparse_last_layer off, no layers (`last` null), x not (B, T, H), packed rows, or
+// where sparse_layer_pays says no), or the recorded layers with the last at the rows only.
 enum class RowsPath { FusedAtRows, SelectFromAll, SparseLastLayer };
-RowsPath rows_path(bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows, const LastLayerShape* last);
+RowsPath rows_path(const ExecutionOptions& exec, bool fused, const Tensor& x, const Tensor& mask, const OutputRows& rows,
+                   const LastLayerShape* last);
 
 // Scaled dot-product self-attention over num_heads heads: the "self" module of BERT.
 class SelfAttention : public Module {
@@ -142,7 +119,7 @@ class SelfAttention : public Module {
   // The context at some rows only: queries from xq (B, Tq, H), rows of x; keys and values from
   // every row of x (B, T, H) under the additive (B, T) mask (or none). Unfused while its weights
   // (B, heads, Tq, T) are no larger than x (heads x Tq <= H), else through multi_head_attention
-  // (memory linear in T) unless flash attention is off.
+  // (memory linear in T) unless execution().flash_attention is off.
   Tensor forward_queries(const Tensor& xq, const Tensor& x, const Tensor& mask);
   std::shared_ptr<Linear> query, key, value;
   size_t num_heads;
@@ -203,13 +180,13 @@ class Encoder : public Module {
  public:
   Encoder(const TransformerOptions& opt, size_t num_layers);
   // x (B, T, H), mask undefined or additive (B, T). For inference (gradients off, eval mode) under
-  // a padding mask it runs nn/fused_encoder.hpp's packed path, and with padding_free_enabled()
-  // training runs on the real tokens only too (forward_without_padding); either way rows at padded
-  // positions are zero (transformers computes values there, which the default training path and
-  // nn::FusedInferenceGuard(false) give).
+  // a padding mask it runs nn/fused_encoder.hpp's packed path (execution().fused_inference), and
+  // with execution().padding_free training runs on the real tokens only too
+  // (forward_without_padding); either way rows at padded positions are zero (transformers computes
+  // values there, which the default training path and fused_inference off give).
   Tensor forward(const Tensor& x, const Tensor& mask);
   // forward(x, mask) at `rows` only, (B, per_sequence, H): every layer but the last runs as in
-  // forward, the last at those rows (see sparse_last_layer_enabled); on the fused inference path
+  // forward, the last at those rows (execution().sparse_last_layer); on the fused inference path
   // too, where rows at padded positions are zero as forward's are. Where forward would drop the
   // padding, it does, and the rows are selected from its output.
   Tensor forward_rows(const Tensor& x, const Tensor& mask, const OutputRows& rows);

@@ -298,11 +298,18 @@ namespace {
 
 // Parameter gradients and outputs at real positions of `run(model)` under sum(w * y) over real
 // positions, for a fresh copy of a model built by `make`, with or without packing.
+// Flash attention and padding-free: on (packed rows) or off (the unfused, padded composition).
+nn::ExecutionOptions packed_rows(bool on) {
+  nn::ExecutionOptions e;
+  e.flash_attention = on;
+  e.padding_free = on;
+  return e;
+}
+
 template <class Make, class Run>
 std::vector<Tensor> train_grads(Make make, Run run, const Tensor& real, bool packed_path, bool checkpointing = false) {
-  nn::FlashAttentionGuard sw(packed_path);
-  nn::PaddingFreeGuard pf(packed_path);
   auto model = make();
+  model->set_execution(packed_rows(packed_path));
   model->train();
   default_generator().set_state(Generator(17).state());  // the same dropout draws for every run
   Tensor y = run(*model, checkpointing);
@@ -351,22 +358,17 @@ TEST_CASE("packed training: BERT's and ALBERT's encoders train the same without 
   // packed (multi_head_attention over packed rows) against padded and unfused
   check_same(train_grads(make_bert, run_bert, real, true), train_grads(make_bert, run_bert, real, false), 1e-4);
   {
-    nn::FlashAttentionGuard on(true);
-    {
-      nn::PaddingFreeGuard pf_off(false);
-      CHECK_FALSE(nn::use_packed_rows(mask));  // padding-free is opt-in
-    }
-    nn::PaddingFreeGuard pf(true);
-    CHECK(nn::use_packed_rows(mask));
-    CHECK_FALSE(nn::use_packed_rows(padding_mask({70, 70, 70}, T)));  // nothing to drop
-    nn::FlashAttentionGuard off(false);
-    CHECK_FALSE(nn::use_packed_rows(mask));  // packing needs multi_head_attention
+    CHECK_FALSE(nn::use_packed_rows(nn::ExecutionOptions{}, mask));  // padding-free is opt-in
+    nn::ExecutionOptions e = packed_rows(true);
+    CHECK(nn::use_packed_rows(e, mask));
+    CHECK_FALSE(nn::use_packed_rows(e, padding_mask({70, 70, 70}, T)));  // nothing to drop
+    e.flash_attention = false;
+    CHECK_FALSE(nn::use_packed_rows(e, mask));  // packing needs multi_head_attention
   }
   // the packed path zeroes padded positions
   {
-    nn::FlashAttentionGuard on(true);
-    nn::PaddingFreeGuard pf(true);
     auto enc = make_bert();
+    enc->set_execution(packed_rows(true));
     enc->train();
     const Tensor y = enc->forward(x, mask).contiguous();
     double padded = 0;
@@ -418,15 +420,14 @@ TEST_CASE("padding-free question answering: a padded batch's loss is its example
   const auto loss = [&](const models::ModelInputs& in, const models::Labels& l) {
     return m.forward_named(in, l).at("loss").item();
   };
-  nn::FlashAttentionGuard attention_op(true);
-  nn::PaddingFreeGuard on(true);
-  REQUIRE(nn::use_packed_rows(nn::additive_attention_mask(both.attention_mask)));
+  m.set_execution(packed_rows(true));
+  REQUIRE(nn::use_packed_rows(m.execution(), nn::additive_attention_mask(both.attention_mask)));
   const float alone = (loss(models::make_inputs(1, 6, {2, 5, 7, 9, 11, 3}), spans({1}, {3})) +
                        loss(models::make_inputs(1, 4, {2, 6, 8, 3}), spans({2}, {2}))) / 2;
   CHECK(loss(both, spans({1, 2}, {3, 2})) == Approx(alone).epsilon(1e-5));
   const Tensor start = m.forward_named(both, {}).at("start_logits").contiguous();
   CHECK(start.data()[11] == -1e4f);  // no span starts in the padding
   // transformers' way (the default): the padded positions' logits enter the second example's softmax
-  nn::PaddingFreeGuard off(false);
+  m.set_execution(nn::ExecutionOptions{});
   CHECK(loss(both, spans({1, 2}, {3, 2})) != Approx(alone).epsilon(1e-5));
 }

@@ -26,8 +26,14 @@ std::vector<float> normal_vec(size_t n, Generator& g, float std = 1.f) {
   return v;
 }
 
+nn::ExecutionOptions fused_inference(bool on) {
+  nn::ExecutionOptions e;
+  e.fused_inference = on;
+  return e;
+}
+
 Tensor run_encoder(nn::Encoder& enc, const Tensor& x, const Tensor& mask, bool fused) {
-  nn::FusedInferenceGuard sw(fused);
+  enc.set_execution(fused_inference(fused));
   NoGradGuard no_grad;
   return enc.forward(x, mask).contiguous();
 }
@@ -180,7 +186,7 @@ TEST_CASE("Encoder::forward takes the fused path only for inference under a padd
   const Tensor x = Tensor::from_vector(normal_vec(2 * 5 * 32, g), {2, 5, 32});
   const Tensor pad = nn::additive_attention_mask(Tensor::from_vector({1, 1, 1, 1, 1, 1, 1, 0, 0, 0}, {2, 5}));
   auto padded_row = [&](const Tensor& out) { return out.contiguous().data()[(5 + 4) * 32]; };
-  nn::FusedInferenceGuard on(true);
+  enc.set_execution(fused_inference(true));
   enc.eval();
   {
     NoGradGuard no_grad;
@@ -219,7 +225,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   in.input_ids = Tensor::from_ints(ids, {B, T});
   in.attention_mask = Tensor::from_vector(mask01, {B, T});
   auto hidden = [&](bool fused) {
-    nn::FusedInferenceGuard sw(fused);
+    model.set_execution(fused_inference(fused));
     NoGradGuard no_grad;
     return model.forward(in).last_hidden_state.contiguous();
   };
@@ -228,7 +234,7 @@ TEST_CASE("BERT's fused inference equals its recorded forward, in fp32 and withi
   // A sentence classifier's forward (the last layer at the first tokens only) gives the fused
   // output's first rows: plain, and below through packed weights at either precision.
   auto first_tokens_match = [&] {
-    nn::FusedInferenceGuard sw(true);
+    model.set_execution(fused_inference(true));
     NoGradGuard no_grad;
     const Tensor all = nn::OutputRows::first_tokens(B, T).select(model.forward(in).last_hidden_state).contiguous();
     const Tensor some = model.forward_first_tokens(in).last_hidden_state.contiguous();

@@ -201,28 +201,46 @@ TEST_CASE("Encoder: checkpoint_activations gives the same loss and gradients", "
   }
 }
 
-TEST_CASE("environment switches: on/off spellings, a bad value names the variable", "[module][errors]") {
-  const char* name = "XGRAD_TEST_SWITCH";
+TEST_CASE("execution options: the environment's spellings, a bad value names the variable; set_execution reaches every layer",
+          "[module][errors]") {
+  const char* name = "XGRAD_FUSED_INFERENCE";
   ::unsetenv(name);
-  CHECK(nn::env_switch(name, true));
-  CHECK_FALSE(nn::env_switch(name, false));
+  CHECK(nn::ExecutionOptions::from_environment().fused_inference);
   for (const char* off : {"0", "off", "false", "no"}) {
     ::setenv(name, off, 1);
-    CHECK_FALSE(nn::env_switch(name, true));
+    CHECK_FALSE(nn::ExecutionOptions::from_environment().fused_inference);
   }
   for (const char* on : {"1", "on", "true", "yes"}) {
     ::setenv(name, on, 1);
-    CHECK(nn::env_switch(name, false));
+    CHECK(nn::ExecutionOptions::from_environment().fused_inference);
   }
   ::setenv(name, "maybe", 1);
-  CHECK_THROWS_WITH(nn::env_switch(name, true), Catch::Contains("XGRAD_TEST_SWITCH='maybe'"));
-  // read on first use, so the bad value surfaces there (not before main); set() overrides it
-  nn::EnvSwitch lazy{name, true};
-  CHECK_THROWS_WITH(lazy.get(), Catch::Contains("maybe"));
-  lazy.set(false);
-  CHECK_FALSE(lazy.get());
-  ::setenv(name, "off", 1);
-  nn::EnvSwitch fresh{name, true};
-  CHECK_FALSE(fresh.get());
+  CHECK_THROWS_WITH(nn::ExecutionOptions::from_environment(), Catch::Contains("XGRAD_FUSED_INFERENCE='maybe'"));
   ::unsetenv(name);
+  ::setenv("XGRAD_PADDING_FREE", "1", 1);
+  CHECK(nn::ExecutionOptions::from_environment().padding_free);
+  ::unsetenv("XGRAD_PADDING_FREE");
+
+  // a module starts from the process default and set_execution reaches all its sub-modules
+  nn::TransformerOptions opt;
+  opt.hidden_size = 8;
+  opt.num_heads = 2;
+  opt.intermediate_size = 16;
+  const nn::ExecutionOptions saved = nn::default_execution();
+  nn::ExecutionOptions unfused;
+  unfused.flash_attention = false;
+  nn::set_default_execution(unfused);
+  nn::Encoder enc(opt, 2);
+  nn::set_default_execution(saved);
+  CHECK_FALSE(enc.execution().flash_attention);
+  nn::ExecutionOptions packed;
+  packed.padding_free = true;
+  enc.set_execution(packed);
+  size_t modules = 0;
+  enc.apply([&](nn::Module& m) {
+    ++modules;
+    CHECK(m.execution().padding_free);
+    CHECK(m.execution().flash_attention);
+  });
+  CHECK(modules > 10);
 }

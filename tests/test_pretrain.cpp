@@ -13,6 +13,7 @@
 #include "nn/safetensors.hpp"
 #include "nn/transformer.hpp"
 #include "optim/schedule.hpp"
+#include "tests/default_execution.hpp"
 #include "tests/run_files.hpp"
 #include "tests/temp_path.hpp"
 #include "tests/thread_count.hpp"
@@ -284,8 +285,10 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
   // That run drew its attention dropout masks with dropout() on the (B, heads, T, T) weights;
   // multi_head_attention draws other (equally random) masks, so it follows the run only unfused.
   // It drew them at every row of the last layer too, which the sparse last layer does not compute.
-  nn::FlashAttentionGuard unfused(false);
-  nn::SparseLastLayerGuard dense(false);
+  nn::ExecutionOptions unfused_dense;
+  unfused_dense.flash_attention = false;
+  unfused_dense.sparse_last_layer = false;
+  test::ScopedDefaultExecution as_that_run(unfused_dense);
   Run resumed;  // defaults everywhere: the checkpoint decides
   resumed.trainer.out = out.string();
   resumed.trainer.resume = out.string();

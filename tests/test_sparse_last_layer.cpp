@@ -37,6 +37,14 @@ nn::OutputRows rows_at(const std::vector<std::vector<int64_t>>& positions, size_
   return r;
 }
 
+// Execution with the sparse last layer on or off, attention fused (the op) or not.
+nn::ExecutionOptions sparse_layer(bool on, bool flash_attention = true) {
+  nn::ExecutionOptions e;
+  e.sparse_last_layer = on;
+  e.flash_attention = flash_attention;
+  return e;
+}
+
 // Each parameter's gradient, by name, after `loss` of a fresh backward.
 std::map<std::string, Tensor> gradients_of(nn::Module& m, const std::function<Tensor()>& loss) {
   m.zero_grad();
@@ -122,7 +130,7 @@ TEST_CASE("Encoder::forward_rows equals forward's rows: post- and pre-LN, paddin
       const Tensor weights = randn({B, rows.per_sequence, H}, 13).detach();
       Tensor sparse_out, dense_out;
       auto run = [&](bool sparse, Tensor& out) {
-        nn::SparseLastLayerGuard guard(sparse);
+        encoder.set_execution(sparse_layer(sparse));
         Tensor xi = x;
         xi.zero_grad();
         return gradients_of(encoder, [&] {
@@ -154,7 +162,6 @@ TEST_CASE("fused inference at some rows equals the fused output's rows: post- an
       nn::Encoder encoder(small_options(0.f, pre_ln), layers);
       encoder.eval();
       NoGradGuard no_grad;
-      nn::FusedInferenceGuard fused(true);
       const Tensor x = randn({4, T, H}, 31);
       const Tensor all = nn::fused_encoder_forward(encoder, x, mask);
       const size_t all_rows = nn::last_fused_output_rows();
@@ -164,10 +171,10 @@ TEST_CASE("fused inference at some rows equals the fused output's rows: post- an
       REQUIRE(some.shape() == Shape{4, 4, H});
       CHECK(max_scaled_error(some, rows.select(all)) < 1e-6);
       // Encoder::forward_rows takes it on the fused path, the sparse switch on; off, every row
-      nn::SparseLastLayerGuard on(true);
+      encoder.set_execution(sparse_layer(true));
       CHECK(max_scaled_error(encoder.forward_rows(x, mask, rows), some) == 0.0);
       CHECK(nn::last_fused_output_rows() == (layers ? 10 : 0));
-      nn::SparseLastLayerGuard off(false);
+      encoder.set_execution(sparse_layer(false));
       CHECK(max_scaled_error(encoder.forward_rows(x, mask, rows), rows.select(all)) == 0.0);
       CHECK(nn::last_fused_output_rows() == all_rows);
     }
@@ -234,27 +241,26 @@ TEST_CASE("Encoder::forward_rows takes the sparse path where it pays, and only t
   encoder.train();
   const size_t T = 9;
   const Tensor x = randn({2, T, 16}, 21), mask = padding_mask({9, 6}, T);
+  bool flash = false;  // unfused attention stores its weights: the sparse layer runs while they stay small
   auto output = [&](bool sparse, const nn::OutputRows& rows) {
-    nn::SparseLastLayerGuard guard(sparse);
+    encoder.set_execution(sparse_layer(sparse, flash));
     manual_seed(3);
     return encoder.forward_rows(x, mask, rows).to_vector();
   };
   const nn::OutputRows few = rows_at({{0, 4, 8}, {0, 2, 5}}, T);  // 2 x 3 x 9 weights per head: pays
   const nn::OutputRows most = rows_at({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1, 2, 3, 4, 5, 6, 7}}, T);
   const nn::OutputRows all = rows_at({{0, 1, 2, 3, 4, 5, 6, 7, 8}, {0, 1, 2, 3, 4, 5, 6, 7, 8}}, T);
-  {  // unfused attention stores its weights: the sparse layer runs while they stay small
-    nn::FlashAttentionGuard unfused(false);
-    REQUIRE(few.cheaper_than_dense(T, 2, 16, 24));
-    CHECK(output(true, few) != output(false, few));
-    REQUIRE_FALSE(most.cheaper_than_dense(T, 2, 16, 24));  // does not pay
-    CHECK(output(true, most) == output(false, most));
-  }
+  REQUIRE(few.cheaper_than_dense(T, 2, 16, 24));
+  CHECK(output(true, few) != output(false, few));
+  REQUIRE_FALSE(most.cheaper_than_dense(T, 2, 16, 24));  // does not pay
+  CHECK_FALSE(nn::sparse_layer_pays(sparse_layer(true, false), most, T, 2, 16, 24));
+  CHECK(output(true, most) == output(false, most));
   // the memory-linear op stores none: it runs whenever fewer rows than positions are wanted
-  nn::FlashAttentionGuard flash(true);
-  CHECK(nn::sparse_layer_pays(most, T, 2, 16, 24));
+  flash = true;
+  CHECK(nn::sparse_layer_pays(sparse_layer(true), most, T, 2, 16, 24));
   CHECK(output(true, few) != output(false, few));
   CHECK(output(true, most) != output(false, most));
-  CHECK_FALSE(nn::sparse_layer_pays(all, T, 2, 16, 24));
+  CHECK_FALSE(nn::sparse_layer_pays(sparse_layer(true), all, T, 2, 16, 24));
   CHECK(output(true, all) == output(false, all));
 }
 
@@ -262,24 +268,22 @@ TEST_CASE("Encoder::forward_rows: many queries go through the memory-linear op, 
   // 2 heads x 10 rows > width 16: the unfused weights would outgrow an activation
   const size_t T = 12, H = 16;
   {
-    nn::FlashAttentionGuard flash(true);
-    CHECK(nn::queries_take_blocked_attention(2, 10, H));
-    CHECK_FALSE(nn::queries_take_blocked_attention(2, 8, H));
-    CHECK_FALSE(nn::queries_take_blocked_attention(12, 21, 768));  // BERT-base at 8 x 128: unfused
-    CHECK(nn::queries_take_blocked_attention(12, 78, 768));        // at 512 tokens: blocked
-    nn::FlashAttentionGuard off(false);
-    CHECK_FALSE(nn::queries_take_blocked_attention(2, 10, H));
+    const nn::ExecutionOptions flash = sparse_layer(true), unfused = sparse_layer(true, false);
+    CHECK(nn::queries_take_blocked_attention(flash, 2, 10, H));
+    CHECK_FALSE(nn::queries_take_blocked_attention(flash, 2, 8, H));
+    CHECK_FALSE(nn::queries_take_blocked_attention(flash, 12, 21, 768));  // BERT-base at 8 x 128: unfused
+    CHECK(nn::queries_take_blocked_attention(flash, 12, 78, 768));        // at 512 tokens: blocked
+    CHECK_FALSE(nn::queries_take_blocked_attention(unfused, 2, 10, H));
   }
   const Tensor mask = padding_mask({12, 7}, T);
   const nn::OutputRows many = rows_at({{0, 1, 2, 3, 4, 5, 6, 7, 8, 11}, {0, 1, 2, 3, 4, 5, 6, 8, 9, 3}}, T);
-  nn::FlashAttentionGuard flash(true);
   nn::Encoder encoder(small_options(0.f), 2);
   encoder.train();
   const Tensor x = randn({2, T, H}, 41);
   const Tensor weights = randn({2, many.per_sequence, H}, 42).detach();
   Tensor sparse_out, dense_out;
   auto run = [&](bool sparse, Tensor& out) {
-    nn::SparseLastLayerGuard guard(sparse);
+    encoder.set_execution(sparse_layer(sparse));
     return gradients_of(encoder, [&] {
       out = encoder.forward_rows(x, mask, many);
       return sum(mul(out, weights));
@@ -357,7 +361,7 @@ TEST_CASE("sentence heads read one row of the last layer: logits, loss and gradi
     }
     NamedOutputs sparse, dense;
     auto run = [&](bool on, NamedOutputs& out) {
-      nn::SparseLastLayerGuard guard(on);
+      model->set_execution(sparse_layer(on));
       return gradients_of(*model, [&] {
         out = model->forward_named(in, labels);
         return out.at("loss");
@@ -387,11 +391,10 @@ TEST_CASE("inference: sentence heads and pre-training models run the fused last 
     auto model = small_model(family, arch);
     model->eval();
     NoGradGuard no_grad;
-    nn::FusedInferenceGuard fused(true);
     const ModelInputs in = two_sequences(family != "roberta");
     const bool classifier = arch.find("Classification") != std::string::npos;
     auto run = [&](bool on) {
-      nn::SparseLastLayerGuard guard(on);
+      model->set_execution(sparse_layer(on));
       const Tensor out = classifier ? model->forward_named(in, {}).at("logits")
                                     : dynamic_cast<PretrainingHeads&>(*model).forward_pretraining(in, t).mlm_logits;
       return std::make_pair(out, nn::last_fused_output_rows());
@@ -440,7 +443,7 @@ TEST_CASE("pre-training models: the sparse last layer gives the dense run's loss
       heads.set_checkpoint_activations(checkpointed);
       PretrainingOutput sparse, dense;
       auto run = [&](bool on, PretrainingOutput& out) {
-        nn::SparseLastLayerGuard guard(on);
+        model->set_execution(sparse_layer(on));
         return gradients_of(*model, [&] {
           out = heads.forward_pretraining(in, t);
           return out.loss;
@@ -459,7 +462,7 @@ TEST_CASE("pre-training models: the sparse last layer gives the dense run's loss
     // last layer's masks at its rows only, so under one seed it gives another loss.
     auto with_dropout = small_model(family, arch, 0.2);
     auto loss = [&](bool on) {
-      nn::SparseLastLayerGuard guard(on);
+      with_dropout->set_execution(sparse_layer(on));
       manual_seed(9);
       return dynamic_cast<PretrainingHeads&>(*with_dropout).forward_pretraining(in, t).loss.item();
     };

@@ -29,7 +29,7 @@ namespace {
 BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& model, const OptimizerDefaults& recipe,
                            size_t tokens_per_step, const std::function<Tensor(size_t)>& loss_of) {
   MatmulPrecisionGuard precision(training_precision(opt));
-  nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
+  set_padding_free(model, opt.padding_free);
   model.train();
   model.flatten_parameters();
   const auto optimizer = make_optimizer(opt, optim::bert_param_groups(model.named_parameters(), opt.weight_decay), recipe);

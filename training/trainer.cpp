@@ -99,6 +99,12 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
   return t;
 }
 
+void set_padding_free(nn::Module& model, bool padding_free) {
+  nn::ExecutionOptions execution = model.execution();
+  execution.padding_free = execution.padding_free || padding_free;
+  model.set_execution(execution);
+}
+
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainerOptions& o, std::vector<optim::ParamGroup> groups,
                                                  const OptimizerDefaults& recipe) {
   const std::string name = o.optimizer != "auto" ? o.optimizer : recipe.optimizer.value_or("adamw");
@@ -290,8 +296,8 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
     plan_steps(opt, *task, size_t(comm.size()), ckpt.empty(), say);
   });
   MatmulPrecisionGuard precision(training_precision(opt));  // for training and evaluation alike
-  nn::PaddingFreeGuard padding_free(opt.padding_free || nn::padding_free_enabled());
   nn::Module& model = task->model();
+  set_padding_free(model, opt.padding_free);
   std::unique_ptr<optim::Optimizer> optimizer;
   fail_together(comm, [&] {
     model.train();

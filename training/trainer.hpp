@@ -52,7 +52,7 @@ struct TrainerOptions : ResumableOptions {
   float clip = 1.0f;       // global gradient norm; 0 disables
   uint64_t seed = 42;
   std::string precision = "fp32";  // fp32, or bf16: linear layers' GEMMs in bf16 (autograd/precision.hpp)
-  bool padding_free = false;  // encoder layers on real tokens only (nn::PaddingFreeGuard)
+  bool padding_free = false;  // encoder layers on real tokens only (nn::ExecutionOptions::padding_free)
   // run control (each run's own values)
   std::string out;           // empty: the resumed run's directory, or default_out for a new run
   bool overwrite = false;   // a new run may replace the files of an earlier run in --out
@@ -79,6 +79,9 @@ MatmulPrecision training_precision(const TrainerOptions& opt);
 // The precision a run trains (and so scores) at: --precision, or on --resume the one saved with
 // the checkpoint (a resumed run keeps it).
 MatmulPrecision run_precision(const TrainerOptions& opt);
+
+// --padding-free on `model` (its execution and its sub-modules'), or'ed with what it had.
+void set_padding_free(nn::Module& model, bool padding_free);
 
 // --optimizer (auto: the recipe's, else AdamW) over `groups`, with --beta2 and --eps when set,
 // else the recipe's, else the optimizer's own defaults.

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "nn/execution.hpp"
 #include "training/benchmark.hpp"
 #include "training/checkpoints.hpp"
 #include "training/tasks/finetuning.hpp"
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     // the files written at the end, checked before any training
     const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})

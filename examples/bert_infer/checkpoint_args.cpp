@@ -88,7 +88,7 @@ Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const
   if (!head_suffix.empty() && !ends_with(architecture, head_suffix))
     throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));
   set_matmul_precision(matmul_precision_from_name(a.precision));
-  if (nn::packed_weights_enabled())
+  if (c.model().execution().packed_weights)
     c.packed_weights = std::make_unique<nn::InferenceWeights>(c.model(), matmul_precision());
   return c;
 }

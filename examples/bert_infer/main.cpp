@@ -126,8 +126,9 @@ int dump(const DumpArgs& a) {
   {
     // every position as transformers computes it, padding included (the fused and packed paths
     // zero padded positions, and question answering's loss then leaves them out)
-    const nn::FusedInferenceGuard recorded(false);
-    const nn::PaddingFreeGuard unpacked(false);
+    nn::ExecutionOptions recorded = model.execution();
+    recorded.fused_inference = recorded.padding_free = false;
+    model.set_execution(recorded);
     std::unique_ptr<NoGradGuard> no_grad;
     if (!grads) no_grad = std::make_unique<NoGradGuard>();
     out = model.forward_named(in, labels);
@@ -462,6 +463,7 @@ int main(int argc, char** argv) {
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
+    nn::set_default_execution(nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     if (*dump_cmd) return dump(d);
     if (*tokenize_cmd) return tokenize(t);
     if (*fill_mask_cmd) return fill_mask(f);

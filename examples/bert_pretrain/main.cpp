@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "nn/execution.hpp"
 #include "training/benchmark.hpp"
 #include "training/tasks/pretraining.hpp"
 #include "training/trainer.hpp"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a bad command line: 2, as the other programs
   }
   try {
+    xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",

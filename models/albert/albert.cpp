@@ -97,7 +97,7 @@ std::vector<nn::FusedLayerView> AlbertTransformer::fused_views() const {
 Tensor AlbertTransformer::forward(const Tensor& embedded, const Tensor& mask) {
   Tensor h = embedding_hidden_mapping_in->forward(embedded);
   if (nn::use_fused_inference(*this, mask)) return nn::fused_encoder_forward(fused_views(), nullptr, h, mask);
-  return nn::forward_without_padding(h, mask, [&](const Tensor& in, const nn::AttentionMask& m) {
+  return nn::forward_without_padding(execution(), h, mask, [&](const Tensor& in, const nn::AttentionMask& m) {
     Tensor x = in;
     for (size_t i = 0; i < num_hidden_layers; ++i) {
       AlbertLayerGroup* group = &(*albert_layer_groups)[group_of_layer(i)];
@@ -114,7 +114,7 @@ Tensor AlbertTransformer::forward_rows(const Tensor& embedded, const Tensor& mas
   const AlbertLayer* last_layer = inner > 0 ? &(*last->albert_layers)[inner - 1] : nullptr;
   nn::LastLayerShape shape{};
   if (last_layer) shape = {last_layer->attention->num_heads, last_layer->ffn->weight.size(1), last_layer->ffn->weight.size(0)};
-  switch (nn::rows_path(nn::use_fused_inference(*this, mask), embedded, mask, rows, last_layer ? &shape : nullptr)) {
+  switch (nn::rows_path(execution(), nn::use_fused_inference(*this, mask), embedded, mask, rows, last_layer ? &shape : nullptr)) {
     case nn::RowsPath::FusedAtRows:
       return nn::fused_encoder_forward(fused_views(), nullptr, embedding_hidden_mapping_in->forward(embedded), mask, &rows);
     case nn::RowsPath::SelectFromAll: return rows.select(forward(embedded, mask));

@@ -49,7 +49,8 @@ AlbertForQuestionAnswering::AlbertForQuestionAnswering(const AlbertConfig& c, He
 Tensor AlbertForQuestionAnswering::forward(const ModelInputs& in) { return qa_outputs->forward(albert->forward(in).last_hidden_state); }
 
 NamedOutputs AlbertForQuestionAnswering::forward_named(const ModelInputs& in, const Labels& labels) {
-  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask);
+  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask,
+                                    execution().padding_free_active());
 }
 
 AlbertForMultipleChoice::AlbertForMultipleChoice(const AlbertConfig& c, HeadConfig h)

@@ -52,7 +52,8 @@ BertForQuestionAnswering::BertForQuestionAnswering(const BertConfig& c, HeadConf
 Tensor BertForQuestionAnswering::forward(const ModelInputs& in) { return qa_outputs->forward(bert->forward(in).last_hidden_state); }
 
 NamedOutputs BertForQuestionAnswering::forward_named(const ModelInputs& in, const Labels& labels) {
-  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask);
+  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask,
+                                    execution().padding_free_active());
 }
 
 BertForMultipleChoice::BertForMultipleChoice(const BertConfig& c, HeadConfig h) : BertHeadModel(c, std::move(h)) {

@@ -130,10 +130,10 @@ constexpr float kPaddedSpanLogit = -1e4f;
 }  // namespace
 
 NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture,
-                                        const Tensor& attention_mask) {
+                                        const Tensor& attention_mask, bool dropped_padding) {
   check_label_names(labels, {"start_positions", "end_positions"}, architecture);
   auto [start, end] = split_span_logits(logits);
-  if (nn::padding_free_active() && attention_mask.defined()) {
+  if (dropped_padding && attention_mask.defined()) {
     if (attention_mask.shape() != start.shape())
       throw std::invalid_argument(fmt::format("[{}] attention_mask {} does not match the logits' {}", architecture,
                                               shape_str(attention_mask.shape()), shape_str(start.shape())));

@@ -50,11 +50,12 @@ NamedOutputs sequence_classification_outputs(const Tensor& logits, const Labels&
 // Token classification: "logits" (B, T, C) and, with "labels" ((B, T), -100 ignored), "loss".
 NamedOutputs token_classification_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture);
 // Question answering from (B, T, 2) logits: "start_logits", "end_logits" and, with both
-// "start_positions" and "end_positions", "loss". With nn::padding_free_active() (whose encoder
-// output is zero at padded positions) the logits at positions attention_mask marks as padding
-// are set to -1e4 (exp underflows to 0, the loss stays finite), so no span starts or ends there
-// and the loss leaves them out; as transformers does, the default path keeps them in its softmax.
+// "start_positions" and "end_positions", "loss". When `dropped_padding` (the model ran under
+// padding-free execution, nn::ExecutionOptions::padding_free_active: its encoder output is zero at
+// padded positions) the logits at positions attention_mask marks as padding are set to -1e4 (exp
+// underflows to 0, the loss stays finite), so no span starts or ends there and the loss leaves
+// them out; as transformers does, the default path keeps them in its softmax.
 NamedOutputs question_answering_outputs(const Tensor& logits, const Labels& labels, const std::string& architecture,
-                                        const Tensor& attention_mask = Tensor());
+                                        const Tensor& attention_mask = Tensor(), bool dropped_padding = false);
 
 }  // namespace xg::models

@@ -63,7 +63,8 @@ Tensor RobertaForQuestionAnswering::forward(const ModelInputs& in) {
 }
 
 NamedOutputs RobertaForQuestionAnswering::forward_named(const ModelInputs& in, const Labels& labels) {
-  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask);
+  return question_answering_outputs(forward(in), labels, kArchitecture, in.attention_mask,
+                                    execution().padding_free_active());
 }
 
 RobertaForMultipleChoice::RobertaForMultipleChoice(const RobertaConfig& c, HeadConfig h)

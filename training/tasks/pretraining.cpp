@@ -258,7 +258,7 @@ MemoryEstimate training_memory(const ModelShape& c, size_t batch, size_t seq_len
   const double h = c.hidden, t = double(seq_len);
   const double params = (c.vocab + c.positions + c.types) * h + c.layers * (4 * h * h + 2 * h * c.intermediate) + c.vocab + h * h;
   // multi_head_attention keeps one log-sum-exp per query and head, the unfused one (T, T) weights
-  const double attention = nn::flash_attention_enabled() ? c.heads * t : c.heads * t * t * 3;
+  const double attention = nn::default_execution().flash_attention ? c.heads * t : c.heads * t * t * 3;  // as a new model runs
   const double per_layer = t * h * 20 + t * c.intermediate * 3 + attention;
   const double per_sequence = (checkpoint_activations ? per_layer + c.layers * t * h : c.layers * per_layer) +
                               double(max_predictions) * c.vocab * 3;

@@ -55,11 +55,11 @@ TEST_CASE("BERT matches PyTorch: outputs, losses and all gradients", "[bert][par
     CHECK(loaded.notes.empty());
     for (const bool fused : {false, true}) {  // the recorded forward, then the inference path
       INFO("fused inference " << fused);
-      const bool previous = nn::fused_inference_enabled();
-      nn::set_fused_inference(fused);
+      nn::ExecutionOptions exec;
+      exec.fused_inference = fused;
+      m.set_execution(exec);
       NoGradGuard no_grad;
       const auto full = m.forward_full(c.inputs);
-      nn::set_fused_inference(previous);
       // the recorded path at every position (padding too, as transformers computes it); the fused
       // one at real positions (it leaves padding zero)
       const Tensor real = fused ? c.inputs.attention_mask : Tensor();
