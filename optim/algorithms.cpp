@@ -14,7 +14,7 @@
 namespace xg::optim {
 
 // ---- SGD ----
-Sgd::Sgd(std::vector<ParamGroup> groups, float lr, SgdOptions opt) : ElementwiseOptimizer(std::move(groups), lr), opt_(opt) {
+Sgd::Sgd(ParamGroups groups, float lr, SgdOptions opt) : ElementwiseOptimizer(std::move(groups), lr), opt_(opt) {
   if (opt_.nesterov && (opt_.momentum <= 0.f || opt_.dampening != 0.f))
     throw std::invalid_argument("[sgd] nesterov needs momentum > 0 and dampening 0");
 }
@@ -42,7 +42,7 @@ nlohmann::json Sgd::settings() const {
 }
 
 // ---- Adam / AdamW ----
-Adam::Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt) : ElementwiseOptimizer(std::move(groups), lr), opt_(opt) {
+Adam::Adam(ParamGroups groups, float lr, AdamOptions opt) : ElementwiseOptimizer(std::move(groups), lr), opt_(opt) {
   if (!(opt_.beta1 >= 0.f && opt_.beta1 < 1.f && opt_.beta2 >= 0.f && opt_.beta2 < 1.f && opt_.eps > 0.f))
     throw std::invalid_argument(fmt::format("[adam] betas ({}, {}) must be in [0, 1) and eps {} > 0", opt_.beta1,
                                             opt_.beta2, opt_.eps));
@@ -77,7 +77,7 @@ void AdamW::update_elements(const Span& s) const {
 }
 
 // ---- LAMB ----
-Lamb::Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt) : Optimizer(std::move(groups), lr), opt_(opt) {
+Lamb::Lamb(ParamGroups groups, float lr, LambOptions opt) : Optimizer(std::move(groups), lr), opt_(opt) {
   if (!(opt_.beta1 >= 0.f && opt_.beta1 < 1.f && opt_.beta2 >= 0.f && opt_.beta2 < 1.f && opt_.eps > 0.f))
     throw std::invalid_argument(fmt::format("[lamb] betas ({}, {}) must be in [0, 1) and eps {} > 0", opt_.beta1,
                                             opt_.beta2, opt_.eps));

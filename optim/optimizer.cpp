@@ -28,7 +28,15 @@ std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float 
   return {decay, no_decay};
 }
 
-Optimizer::Optimizer(std::vector<ParamGroup> groups, float lr) : groups_(std::move(groups)) {
+ParamGroups::ParamGroups(nn::NamedTensors params) : groups{ParamGroup{std::move(params)}} {}
+
+ParamGroups::ParamGroups(const std::vector<Tensor>& params) {
+  ParamGroup g;
+  for (size_t i = 0; i < params.size(); ++i) g.params.emplace_back(std::to_string(i), params[i]);
+  groups.push_back(std::move(g));
+}
+
+Optimizer::Optimizer(ParamGroups groups, float lr) : groups_(std::move(groups.groups)) {
   set_lr(lr);
   // A tensor is one parameter however many names reach it in a group (tied or shared weights): it
   // is stepped once, under its first name. The same name for two tensors, a tensor in two groups

@@ -24,6 +24,18 @@ struct ParamGroup {
   bool layer_adaptation = true;
 };
 
+// What an optimizer steps: parameter groups, or one group (no weight decay) of a model's
+// parameters, as PyTorch's optimizers take them: model.named_parameters() (state saved under
+// their names) or model.parameters() (named by position, "0", "1", ..., as PyTorch's optimizer
+// state_dict numbers them).
+struct ParamGroups {
+  std::vector<ParamGroup> groups;
+  ParamGroups(std::vector<ParamGroup> g) : groups(std::move(g)) {}
+  ParamGroups(std::initializer_list<ParamGroup> g) : groups(g) {}
+  ParamGroups(nn::NamedTensors params);
+  ParamGroups(const std::vector<Tensor>& params);
+};
+
 // BERT's grouping: biases and LayerNorm weights (by name, as transformers groups them, and any
 // parameter of fewer than 2 dimensions, so a norm named otherwise in a model of one's own) get no
 // weight decay (nor LAMB's layer adaptation); matrices and embedding tables do.
@@ -31,7 +43,7 @@ std::vector<ParamGroup> bert_param_groups(const nn::NamedTensors& params, float 
 
 class Optimizer {
  public:
-  Optimizer(std::vector<ParamGroup> groups, float lr);
+  Optimizer(ParamGroups groups, float lr);
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
 
@@ -132,7 +144,7 @@ struct SgdOptions {
 // gradient.
 class Sgd : public ElementwiseOptimizer {
  public:
-  Sgd(std::vector<ParamGroup> groups, float lr, SgdOptions opt = {});
+  Sgd(ParamGroups groups, float lr, SgdOptions opt = {});
   std::string name() const override { return "sgd"; }
 
  protected:
@@ -150,7 +162,7 @@ struct AdamOptions {
 // Adam with L2 weight decay (added to the gradient), as torch.optim.Adam.
 class Adam : public ElementwiseOptimizer {
  public:
-  Adam(std::vector<ParamGroup> groups, float lr, AdamOptions opt = {});
+  Adam(ParamGroups groups, float lr, AdamOptions opt = {});
   std::string name() const override { return "adam"; }
 
  protected:
@@ -173,7 +185,7 @@ class Adam : public ElementwiseOptimizer {
 // Adam with decoupled weight decay (p -= lr * wd * p before the Adam step), as torch.optim.AdamW.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<ParamGroup> groups, float lr, AdamOptions opt = {}) : Adam(std::move(groups), lr, opt) {}
+  AdamW(ParamGroups groups, float lr, AdamOptions opt = {}) : Adam(std::move(groups), lr, opt) {}
   std::string name() const override { return "adamw"; }
 
  protected:
@@ -191,7 +203,7 @@ struct LambOptions {
 // either norm is 0). Not elementwise: each tensor needs its norms first.
 class Lamb : public Optimizer {
  public:
-  Lamb(std::vector<ParamGroup> groups, float lr, LambOptions opt = {});
+  Lamb(ParamGroups groups, float lr, LambOptions opt = {});
   std::string name() const override { return "lamb"; }
 
  protected:

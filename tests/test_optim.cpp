@@ -376,3 +376,27 @@ TEST_CASE("an optimizer refuses what it could not train, and keeps frozen parame
   CHECK(b.to_vector() == std::vector<float>{0.5f, 0.5f});
   CHECK(w.to_vector() == std::vector<float>{0.5f, 0.5f});
 }
+
+TEST_CASE("optimizers take model.parameters() and model.named_parameters() as PyTorch's do", "[optim]") {
+  Tiny grouped, positional, named;
+  for (Tiny* m : {&grouped, &positional, &named}) load_init(*m);
+  AdamW by_groups({{grouped.named_parameters()}}, 0.05f);
+  AdamW by_position(positional.parameters(), 0.05f);
+  AdamW by_name(named.named_parameters(), 0.05f);
+  for (int step = 0; step < 3; ++step)
+    for (auto [m, opt] : {std::pair{&grouped, &by_groups}, {&positional, &by_position}, {&named, &by_name}}) {
+      opt->zero_grad();
+      loss_of(*m).backward();
+      opt->step();
+    }
+  const auto a = grouped.named_parameters(), b = positional.named_parameters(), c = named.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    CHECK(b[i].second.to_vector() == a[i].second.to_vector());
+    CHECK(c[i].second.to_vector() == a[i].second.to_vector());
+  }
+  // state by position, as torch.optim numbers it, and by name
+  CHECK(by_position.state_tensors().count("0.exp_avg") == 1);
+  CHECK(by_position.state_tensors().count(std::to_string(a.size() - 1) + ".exp_avg_sq") == 1);
+  CHECK(by_name.state_tensors().count("dense.weight.exp_avg") == 1);
+}

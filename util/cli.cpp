@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "util/version.hpp"
 
 namespace xg::cli {
 
@@ -23,6 +24,10 @@ CLI::Validator positive() {
 }
 
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  const CLI::App* program = &app;  // the name is argv[0]'s when the App was given none
+  app.set_version_flag("--version", std::function<std::string()>([program] {
+    return fmt::format("{} (xgrad {})", std::filesystem::path(program->get_name()).filename().string(), XGRAD_VERSION);
+  }));
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     return fmt::format("{}: {}\nRun with --help for more information.\n", a->get_name(), e.what());
   });

@@ -44,7 +44,8 @@ CLI::Option* add_number(CLI::App& app, const std::string& name, T& field, const 
 // (CLI11's PositiveNumber names the range as 0 to DBL_MAX written out in full.)
 CLI::Validator positive();
 
-// Parses the command line. Returns the exit code when main should return now: 0 after --help,
+// Parses the command line, with --version ("<program> (xgrad X.Y.Z)"). Returns the exit code
+// when main should return now: 0 after --help or --version,
 // 2 after "<program>: <error>" (unknown flag, bad or missing value) on `err`; nothing when the
 // program should run.
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv,

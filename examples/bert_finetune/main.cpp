@@ -106,11 +106,7 @@ int main(int argc, char** argv) {
   app.add_flag("--benchmark", benchmark,
                "time --steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
                "ids (--batch x --max-len, every token real, at --precision); prints examples/s last, and no training");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     // the files written at the end, checked before any training

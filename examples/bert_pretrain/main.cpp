@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "util/cli.hpp"
 #include "nn/execution.hpp"
 #include "training/benchmark.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -14,7 +15,7 @@ using xg::training::PretrainOptions;
 using xg::training::TrainerOptions;
 
 namespace {
-// The quick-start recipe, what a run with no flags trains (README: "What the default run learns"):
+// The quick-start recipe, what a run with no flags trains (docs/pretraining.md, "What the default run learns"):
 // 3000 steps of 32 sequences of 64 tokens (about 5 minutes of the tiny model on two cores) with a
 // WordPiece vocabulary of 8000 tokens trained on the corpus first (BERT's 30522 leave most rows
 // barely trained on a few MB of text). It clears the most-frequent-token baseline twice over, where
@@ -61,11 +62,7 @@ int main(int argc, char** argv) {
   app.add_flag("--eval-only", eval_only,
                "evaluate the --init-from checkpoint (extended per --extend-vocab) on the corpus's held-out documents, as "
                "training would, and stop; then one 'name: value' line per metric (mlm_acc, perplexity, ...)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help: 0; a bad command line: 2, as the other programs
-  }
+  if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     if (benchmark) {
