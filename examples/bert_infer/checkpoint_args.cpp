@@ -66,38 +66,16 @@ models::LoadedModel load_model(const std::string& dir) {
   return loaded;  // in eval mode
 }
 
-Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix,
-                           const std::string& head_name) {
-  Checkpoint c{tokenizer_for(a, command), load_model(a.model), nullptr};
-  // Found before any output: ids past the model's vocab_size have no embedding.
-  const auto& config = c.model().config_json();
-  if (config.contains("vocab_size") && config.at("vocab_size").is_number_unsigned() &&
-      c.tok->vocab_size() > config.at("vocab_size").get<size_t>())
-    throw std::invalid_argument(fmt::format("--model {}: config.json vocab_size is {}, but the tokenizer has {} tokens",
-                                            a.model, config.at("vocab_size").get<size_t>(), c.tok->vocab_size()));
-  // A family whose positions follow padding numbers them past pad_token_id over the ids that are
-  // not it: padding with another id would give padded positions real ones (and the real tokens
-  // after them shifted).
-  if (models::family_entry(c.model().model_type()).positions_follow_padding && config.contains("pad_token_id") &&
-      config.at("pad_token_id").is_number_integer() &&
-      int64_t(c.tok->pad_id()) != config.at("pad_token_id").get<int64_t>())
-    throw std::invalid_argument(fmt::format("--model {}: config.json pad_token_id is {}, but the tokenizer pads with id {} ({})",
-                                            a.model, config.at("pad_token_id").get<int64_t>(), c.tok->pad_id(),
-                                            c.tok->special_tokens().pad));
-  const std::string architecture = c.model().architecture();
+inference::Pipeline open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix,
+                                    const std::string& head_name) {
+  inference::PipelineOptions options;
+  options.precision = matmul_precision_from_name(a.precision);
+  auto tokenizer = tokenizer_for(a, command);
+  inference::Pipeline p(load_model(a.model), std::move(tokenizer), options, "--model " + a.model);
+  const std::string architecture = p.model().architecture();
   if (!head_suffix.empty() && !ends_with(architecture, head_suffix))
     throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));
-  set_matmul_precision(matmul_precision_from_name(a.precision));
-  if (c.model().execution().packed_weights)
-    c.packed_weights = std::make_unique<nn::InferenceWeights>(c.model(), matmul_precision());
-  return c;
-}
-
-size_t max_tokens(const Checkpoint& c) {
-  const auto& config = c.model().config_json();
-  const size_t positions = config.value("max_position_embeddings", size_t(512));
-  const size_t skipped = models::first_position(config);
-  return positions > skipped ? positions - skipped : 0;
+  return p;
 }
 
 bool next_line(std::istream& in, std::string& line, const std::string& source) {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "inference/pipeline.hpp"
 #include "models/core/checkpoint.hpp"
-#include "nn/packed_weights.hpp"
 #include "text/tokenizer.hpp"
 
 namespace xg::infer {
@@ -31,27 +31,17 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::st
 // The checkpoint in `dir` (its checksums verified, loader notes on stderr), in eval mode.
 models::LoadedModel load_model(const std::string& dir);
 
-struct Checkpoint {
-  std::unique_ptr<text::Tokenizer> tok;
-  models::LoadedModel loaded;
-  std::unique_ptr<nn::InferenceWeights> packed_weights;  // packed once for --precision
-  models::PretrainedModel& model() const { return *loaded.model; }
-};
-// --model's checkpoint with its tokenizer (tokenizer_for), whose ids its vocabulary must cover,
-// at --precision (the process's matmul precision), with its Linear weights packed once.
+// --model's checkpoint with its tokenizer (tokenizer_for) as a pipeline at --precision, checked
+// (ids within its vocabulary, RoBERTa's padding id) and its Linear weights packed once.
 // A command that needs a kind of head names it (`head_suffix` "ForTokenClassification", `head_name`
 // "a *ForTokenClassification model"): another architecture is refused, naming it.
-Checkpoint open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
-                           const std::string& head_name = "");
+inference::Pipeline open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
+                                    const std::string& head_name = "");
 
 // The next line of `in` (named `source` in errors) into `line`, a trailing '\r' dropped so a CRLF
 // file reads as its LF twin (byte-level BPE would make the CR a token). False at the end of the
 // input; throws when reading fails before it (a directory, an I/O error), which would otherwise
 // look like an empty input.
 bool next_line(std::istream& in, std::string& line, const std::string& source);
-
-// The tokens one sequence may hold, special ones included: the position table's rows, less those
-// RoBERTa's positions skip (they start at pad_token_id + 1: 512 of roberta-base's 514).
-size_t max_tokens(const Checkpoint& c);
 
 }  // namespace xg::infer

@@ -159,40 +159,12 @@ int tokenize(const TokenizeArgs& a) {
   return 0;
 }
 
-// Masked-LM logits (B, T, V): "logits" of a ...ForMaskedLM, "prediction_logits" of a ...ForPreTraining.
-Tensor vocabulary_logits(const models::NamedOutputs& out, const std::string& architecture) {
-  for (const char* name : {"logits", "prediction_logits"})
-    if (auto it = out.find(name); it != out.end() && it->second.dim() == 3) return it->second;
-  throw std::invalid_argument(fmt::format("fill-mask: a {} has no language-model head", architecture));
-}
-
 int fill_mask(const FillMaskArgs& a) {
-  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "fill-mask");
-  const auto& tok = c.tok;
-  const size_t k = a.top_k;
-  const auto e = tok->encode(a.text);
-  const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tok->pad_id());
-  NoGradGuard no_grad;
-  const Tensor logits = vocabulary_logits(c.model().forward_named(in), c.model().architecture());
-  const size_t V = logits.size(-1);
-  size_t masks = 0;
-  for (size_t t = 0; t < e.ids.size(); ++t) {
-    if (e.ids[t] != tok->mask_id()) continue;
-    ++masks;
-    const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len()), long(V)}), 0, long(t), long(t) + 1));
-    // Candidates are the tokenizer's tokens: a config.json may pad vocab_size past them.
-    std::vector<int32_t> order(std::min(V, tok->vocab_size()));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
-    std::partial_sort(order.begin(), order.begin() + long(std::min(k, order.size())), order.end(),
-                      [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
-    fmt::print("{} at token {}:\n", tok->special_tokens().mask, t);
-    for (size_t i = 0; i < std::min(k, order.size()); ++i) {
-      std::vector<int32_t> filled(e.ids.begin(), e.ids.end());
-      filled[t] = order[i];
-      fmt::print("  {:.4f}  {:<15} {}\n", probs.data()[order[i]], tok->id_to_token(order[i]), tok->decode(filled));
-    }
+  const inference::Pipeline p = infer::open_checkpoint(a.tok, "fill-mask");
+  for (const auto& candidates : p.fill_mask(a.text, a.top_k)) {
+    fmt::print("{} at token {}:\n", p.tokenizer().special_tokens().mask, candidates.front().position);
+    for (const auto& c : candidates) fmt::print("  {:.4f}  {:<15} {}\n", c.score, c.token, c.sequence);
   }
-  if (masks == 0) throw std::invalid_argument(fmt::format("fill-mask: the text has no {}", tok->special_tokens().mask));
   return 0;
 }
 
@@ -215,28 +187,14 @@ void for_each_batch(size_t batch, Run run) {
 }
 
 int embed(const EmbedArgs& a) {
-  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "embed");
-  const auto& tok = c.tok;
-  text::EncodeOptions eo;
-  eo.max_length = infer::max_tokens(c);
+  inference::Pipeline p = infer::open_checkpoint(a.tok, "embed");
+  p.set_batch(a.batch);
+  const models::Pooling pooling = models::pooling_from_name(a.pooling);
   for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
-    std::vector<text::Encoding> encoded;
-    try {
-      encoded = tok->encode_batch(lines, eo);
-    } catch (const std::exception&) {  // find the line to name
-      for (size_t i = 0; i < lines.size(); ++i) encode_line(*tok, lines[i], first + i, eo);
-      throw;
-    }
-    std::vector<models::Sequence> sequences;
-    for (const auto& e : encoded) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
-    const models::ModelInputs in = models::pad_sequences(sequences, tok->pad_id());
-    NoGradGuard no_grad;
-    const Tensor h = c.model().base_model().forward_named(in).at("last_hidden_state");  // no heads needed
-    const Tensor pooled = models::pool_sentences(h, in.attention_mask, models::pooling_from_name(a.pooling), a.normalize);
-    const size_t H = pooled.size(1);
-    for (size_t b = 0; b < in.batch(); ++b) {
+    const auto vectors = p.embed(lines, pooling, a.normalize, [&](size_t i) { return fmt::format("stdin line {}", first + i); });
+    for (const auto& v : vectors) {
       std::string s;
-      for (size_t i = 0; i < H; ++i) s += fmt::format("{}{:.8g}", i ? " " : "", pooled.data()[b * H + i]);
+      for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.8g}", i ? " " : "", v[i]);
       fmt::print("{}\n", s);
     }
   });
@@ -275,45 +233,22 @@ models::Sequence encode_input(const text::Tokenizer& tok, const std::string& lin
   }
 }
 
-// A row of logits as printed: "label<TAB>probability" for the top k (softmax; sigmoid of each for
-// multi-label), or the value of a regression.
-std::string classify_row(const float* logits, const models::HeadConfig& head, bool regression, size_t top_k) {
-  const size_t n = head.num_labels();
-  if (regression) return fmt::format("{:.6g}", logits[0]);
-  std::vector<double> p(n);
-  if (head.problem_type == "multi_label_classification") {
-    for (size_t i = 0; i < n; ++i) p[i] = 1.0 / (1.0 + std::exp(-double(logits[i])));
-  } else {
-    const double top = *std::max_element(logits, logits + n);
-    double sum = 0;
-    for (size_t i = 0; i < n; ++i) sum += p[i] = std::exp(double(logits[i]) - top);
-    for (auto& v : p) v /= sum;
-  }
-  std::vector<size_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return p[x] > p[y]; });
-  std::string s;
-  for (size_t i = 0; i < std::min(top_k, n); ++i) s += fmt::format("{}{}\t{:.6f}", i ? "\t" : "", head.id2label[order[i]], p[order[i]]);
-  return s;
-}
-
 int classify(const ClassifyArgs& a) {
-  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "classify", "ForSequenceClassification", "a sequence classifier");
-  const auto& tok = c.tok;
-  const auto& config = c.model().config_json();
-  const models::HeadConfig head = models::HeadConfig::from_json(config, a.tok.model + "/config.json");
-  // one output: a regression unless the config says otherwise, as transformers decides
-  const bool regression = head.num_labels() == 1 && head.problem_type != "single_label_classification" &&
-                          head.problem_type != "multi_label_classification";
+  inference::Pipeline p = infer::open_checkpoint(a.tok, "classify", "ForSequenceClassification", "a sequence classifier");
+  p.set_batch(a.batch);
+  const bool regression = p.head_config().is_regression();
   text::EncodeOptions eo;
-  eo.max_length = std::min(a.max_len, infer::max_tokens(c));
+  eo.max_length = std::min(a.max_len, p.max_tokens());
   for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<models::Sequence> sequences;
-    for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(*tok, lines[i], first + i, a.jsonl, eo));
-    NoGradGuard no_grad;
-    const Tensor logits = c.model().forward_named(models::pad_sequences(sequences, tok->pad_id())).at("logits");
-    const std::vector<float> rows = logits.to_vector();
-    for (size_t b = 0; b < lines.size(); ++b) fmt::print("{}\n", classify_row(rows.data() + b * head.num_labels(), head, regression, a.top_k));
+    for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(p.tokenizer(), lines[i], first + i, a.jsonl, eo));
+    for (const auto& labels : p.classify_encoded(sequences, a.top_k)) {
+      std::string row;  // label<TAB>probability for the top k, or a regression's value
+      for (size_t i = 0; i < labels.size(); ++i)
+        row += regression ? fmt::format("{:.6g}", labels[i].score)
+                          : fmt::format("{}{}\t{:.6f}", i ? "\t" : "", labels[i].label, labels[i].score);
+      fmt::print("{}\n", row);
+    }
   });
   return 0;
 }
@@ -332,19 +267,13 @@ std::string jsonl_text(const std::string& line, size_t n) {
 }
 
 int ner(const NerArgs& a) {
-  const infer::Checkpoint c = infer::open_checkpoint(a.tok, "ner", "ForTokenClassification", "a *ForTokenClassification model");
-  const auto& tok = c.tok;
-  const auto id2label = models::HeadConfig::from_json(c.model().config_json(), a.tok.model).id2label;
-  const auto forward = [&](const models::ModelInputs& in) { return c.model().forward_named(in).at("logits"); };
-  auto align = a.align;
-  align.max_len = std::min(align.max_len, infer::max_tokens(c));  // as classify: windows fit the positions
+  inference::Pipeline p = infer::open_checkpoint(a.tok, "ner", "ForTokenClassification", "a *ForTokenClassification model");
+  p.set_batch(a.batch);
   std::vector<std::string> texts;
   size_t lines_read = 0;
   auto flush = [&] {
-    NoGradGuard no_grad;
     const size_t first = lines_read - texts.size() + 1;
-    const auto found = inference::tag_texts(texts, *tok, id2label, align, a.batch, forward,
-                                           [&](size_t i) { return fmt::format("stdin line {}", first + i); });
+    const auto found = p.entities(texts, a.align, [&](size_t i) { return fmt::format("stdin line {}", first + i); });
     for (size_t i = 0; i < texts.size(); ++i) {
       nlohmann::json entities = nlohmann::json::array();
       for (const auto& e : found[i])

@@ -6,15 +6,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "inference/qa.hpp"
 #include "util/cli.hpp"
 #include "util/json_input.hpp"
 
 namespace xg::infer {
 
 namespace {
-
-constexpr size_t kDefaultMaxLen = 384;  // run_qa's max_seq_length
 
 text::SquadQuestion question_of(const std::string& line, size_t n, const std::string& source) {
   auto fail = [&](const std::string& what) { throw std::invalid_argument(fmt::format("[qa] {} line {}: {}", source, n, what)); };
@@ -36,17 +33,14 @@ text::SquadQuestion question_of(const std::string& line, size_t n, const std::st
   return q;
 }
 
-void answer(const std::vector<text::SquadQuestion>& questions, const text::Tokenizer& tok, models::PretrainedModel& model,
-            const QaArgs& a, const text::SquadFeatureOptions& fo) {
+void answer(const std::vector<text::SquadQuestion>& questions, const inference::Pipeline& p, const QaArgs& a) {
   if (questions.empty()) return;
-  const auto features = text::squad_features(questions, tok, fo);
-  const auto logits = inference::span_logits(model, features, tok.pad_id(), features.size());
-  const auto predictions = text::decode_squad_answers(questions, features, logits, a.decode);
+  const auto predictions = p.answer(questions, a.decode, a.features);
   for (size_t i = 0; i < questions.size(); ++i) {
-    const auto& p = predictions[i];
-    nlohmann::json out = {{"id", questions[i].id}, {"answer", p.text}, {"start", p.start}, {"end", p.end},
-                          {"score", p.score}, {"probability", p.probability}};
-    if (a.decode.version_2) out["null_odds"] = p.null_odds;
+    const auto& pred = predictions[i];
+    nlohmann::json out = {{"id", questions[i].id}, {"answer", pred.text}, {"start", pred.start}, {"end", pred.end},
+                          {"score", pred.score}, {"probability", pred.probability}};
+    if (a.decode.version_2) out["null_odds"] = pred.null_odds;
     fmt::print("{}\n", out.dump());
   }
   std::fflush(stdout);
@@ -74,13 +68,8 @@ CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
 }
 
 int run_qa(const QaArgs& a) {
-  const Checkpoint c = open_checkpoint(a.checkpoint, "qa", "ForQuestionAnswering", "a question-answering model");
-  models::PretrainedModel& model = c.model();
-  const auto& tok = c.tok;
-  text::SquadFeatureOptions fo = a.features;
-  fo.max_len = std::min<size_t>(fo.max_len == 0 ? kDefaultMaxLen : fo.max_len, max_tokens(c));
-  if (fo.doc_stride == 0) fo.doc_stride = fo.max_len / 3;  // as bert_finetune's squad tasks
-  NoGradGuard no_grad;
+  inference::Pipeline p = open_checkpoint(a.checkpoint, "qa", "ForQuestionAnswering", "a question-answering model");
+  p.set_batch(a.batch);  // windows per forward pass
   std::ifstream file;
   if (!a.input.empty()) {
     file.open(a.input, std::ios::binary);
@@ -94,11 +83,11 @@ int run_qa(const QaArgs& a) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     questions.push_back(question_of(line, n, source));
     if (questions.size() == a.batch) {
-      answer(questions, *tok, model, a, fo);
+      answer(questions, p, a);
       questions.clear();
     }
   }
-  answer(questions, *tok, model, a, fo);
+  answer(questions, p, a);
   return 0;
 }
 

@@ -21,6 +21,11 @@ struct HeadConfig {
   std::optional<float> classifier_dropout;
 
   size_t num_labels() const { return id2label.size(); }
+  // Whether the head's one output is a regression's value, as transformers decides: one label and
+  // no classification problem_type.
+  bool is_regression() const {
+    return num_labels() == 1 && problem_type != "single_label_classification" && problem_type != "multi_label_classification";
+  }
   // num_labels generic labels LABEL_0 ... LABEL_{n-1}.
   static HeadConfig with_num_labels(size_t num_labels);
   // The given labels in id order (they must be distinct and not empty).
