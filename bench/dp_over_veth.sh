@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two data-parallel ranks in two network namespaces joined by a veth pair with a bandwidth limit,
 # to see the gradient all-reduce go over a real (if virtual) network link and what the bucketed
-# overlap hides of it (README, "Data-parallel training"). Needs root (ip netns, tc).
+# overlap hides of it (docs/distributed.md, "Over a network link"). Needs root (ip netns, tc).
 #   bench/dp_over_veth.sh [RATE]      RATE: the link's rate for tc (default 1gbit)
 # The ranks talk over the veth pair (OpenMPI's TCP transport only, no shared memory); mpirun reaches
 # them through a second veth pair each. tc's netem (added latency) is used when the kernel has it,

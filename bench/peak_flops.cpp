@@ -1,7 +1,7 @@
 // The CPU's arithmetic peaks, measured: a loop of independent FMAs on registers (fp32, the widest
 // vectors this build targets) and, where the CPU has AVX512-BF16, of vdpbf16ps (bf16 pairs summed
-// into fp32), on 1 and on every thread of the pool. The ratios in the README (share of peak that
-// BERT training and inference reach) divide by these.
+// into fp32), on 1 and on every thread of the pool. The ratios in docs/benchmarks.md (share of
+// peak that BERT training and inference reach) divide by these.
 //   bench_peak_flops [--seconds S]
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 # machine, same run: BERT's WordPiece by default, RoBERTa's byte-level BPE with
 # VOCAB=data/gpt2-vocab.json (merges from data/gpt2-merges.txt). Needs build/bin/bench_tokenizer;
 # makes a venv with tokenizers in build/venv-tokenizers the first time (or set HF_PYTHON to a
-# Python that has tokenizers, e.g. /work/venv-hf/bin/python with 0.20.3).
+# Python that has tokenizers, e.g. one with tokenizers==0.20.3 from PyPI).
 #   [VOCAB=...] bench/tokenizer_vs_hf.sh [TEXT] [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xgrad needs to build and test, when any is missing.
 #   scripts/install_deps.sh          install what is missing
-#   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick), PyTorch (bench/, tools/)
+#   scripts/install_deps.sh --bench  also OpenBLAS (bench_gemm's yardstick), PyTorch (bench/, tools/),
+#                                    matplotlib (tools/plot_run.py)
 #                                    and the benchmarks' peer venvs (below)
 # --bench then makes, unless they already import what they are for:
 #   build/venv-ort     Debian's python3-torch 1.13 (--system-site-packages) with PyPI's onnxruntime,
@@ -25,7 +26,7 @@ bench=false
 [[ "${1:-}" == "--bench" ]] && bench=true
 if $bench; then
   # libopenblas0-pthread: PyTorch 1.13's BLAS (bench/torch_blas.sh); python3-venv: the venvs below
-  packages+=(libopenblas-dev libopenblas0-pthread python3-torch python3-venv)
+  packages+=(libopenblas-dev libopenblas0-pthread python3-torch python3-venv python3-matplotlib)
 fi
 
 missing=()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's transfer experiment (issue 12): fine-tuning from random weights, from our own
-# bert_pretrain checkpoint (and that checkpoint after task-adaptive pre-training on the task's
+# The transfer experiment of docs/finetuning.md ("Does pre-training pay?"): fine-tuning from
+# random weights, from our own bert_pretrain checkpoint (and that checkpoint after task-adaptive pre-training on the task's
 # unlabelled training texts), and from all-MiniLM-L6-v2, as learning curves (100, 500, all labels;
 # 3 seeds) on data/sentiment_uci.tsv and data/sms_spam.tsv. About 4 hours on 2 cores, most of it the
 # 6-layer MiniLM runs.
@@ -22,7 +22,7 @@ fi
 minilm=${MINILM:-${XDG_CACHE_HOME:-$HOME/.cache}/xgrad/all-MiniLM-L6-v2}
 [[ -f "$minilm/model.safetensors" ]] || tools/get_minilm.sh "$minilm"
 
-# Splits by line number, as the README's worked example: every 10th line dev, every 10th from the
+# Splits by line number, as docs/finetuning.md's worked example: every 10th line dev, every 10th from the
 # 5th test, the rest (80%) training; and each training set's texts as a pre-training corpus (10
 # sentences a document) for task-adaptive pre-training.
 split() {  # name file label-column text-column

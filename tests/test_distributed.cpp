@@ -1,4 +1,4 @@
-// Data parallelism's single-process side (issue 14): a plain run is a group of one whose
+// Data parallelism's single-process side: a plain run is a group of one whose
 // collectives change nothing, a loss is re-weighed by its terms, the weights' checksum sees one
 // changed bit, and a checkpoint records its world size. The 2-rank behaviour is tested under
 // mpirun by tests/data_parallel/data_parallel.sh.

@@ -1,6 +1,6 @@
 // JSON that users hand us, nested deeper than any real file: every reader refuses it with a
-// message naming the file, where dumping or copying it used to overflow the stack (issue 15,
-// defect 2). Values in error messages are summarised, never dumped. Run under ASan in CI too.
+// message naming the file instead of overflowing the stack while dumping or copying it. Values
+// in error messages are summarised, never dumped. Run under ASan in CI too.
 #include <catch2/catch.hpp>
 
 #include <filesystem>

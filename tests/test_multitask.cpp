@@ -263,12 +263,12 @@ TEST_CASE("multi-task fine-tuning shares one encoder between a classifier and a 
   resumed.resume = dir + "/run2";
   resumed.eval_every = t.eval_every;
   resumed.save_every = 0;
-  // a task's data changed since the stop: refused, naming the task and file; put back, the run goes on
+  // a task's data changed since the run stopped: refused, naming the task and file; put back, the run goes on
   const std::string dev_file = dir + "/dev.tsv", dev_bytes = read_bytes(dev_file);
   write_file(dev_file, dev_bytes + "1\tone more line\n");
   CHECK_THROWS_WITH(run_multitask(resumed, shared, m), Contains("task 'sentiment': dev " + dev_file + " is not the data"));
   write_file(dev_file, dev_bytes);
-  // a task's flags changed since the stop: refused, naming the task and both settings
+  // a task's flags changed since the run stopped: refused, naming the task and both settings
   const std::string tasks_bytes = read_bytes(tasks);
   nlohmann::json edited = nlohmann::json::parse(tasks_bytes);
   nlohmann::json& list = edited.is_array() ? edited : edited.at("tasks");

@@ -267,15 +267,15 @@ TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuse
 }
 
 TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uninterrupted run's weights", "[pretrain]") {
-  // tests/data/pretrain_v1/: made by the pre-split bert_pretrain (commit c2ecf01) with a 1-layer
-  // model and a 400-token vocabulary; see its README. checkpoint-000003 is a run stopped at step 3
+  // tests/data/pretrain_v1/: made by the pre-split bert_pretrain (training-state format 1) with a
+  // 1-layer model and a 400-token vocabulary; see its README. checkpoint-000003 is a run stopped at step 3
   // of 6; full-000006.safetensors the weights of the same run uninterrupted.
   const fs::path data = fs::path(XGRAD_TEST_DATA_DIR) / "pretrain_v1";
   const fs::path out = temp_path("xgrad_pretrain_v1_resumed");
   fs::remove_all(out);
   fs::create_directories(out);
   fs::copy(data / "checkpoint-000003", out / "checkpoint-000003");
-  // The corpus path saved in it is where it was made; point it at this checkout's copy.
+  // The corpus path saved in it is relative to the source tree; point it at this checkout's copy.
   const fs::path state_file = out / "checkpoint-000003" / "training_state.json";
   nlohmann::json state = read_json(state_file);
   CHECK(!state.contains("format"));  // really the old layout

@@ -4,8 +4,8 @@ AutoModelForSequenceClassification and AutoTokenizer and prints its accuracy on 
 (header row, label in the first column, text in the second), to compare with bert_finetune's
 report: equal accuracy means the checkpoint, its labels and its tokenizer mean the same in both.
 
-Run: /work/venv-hf/bin/python tools/check_classifier_checkpoint.py OUT/best dev.tsv [max_len]
-(transformers 4.45.2 on Debian's torch 1.13)."""
+Run: python3 tools/check_classifier_checkpoint.py OUT/best dev.tsv [max_len]
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)."""
 import sys
 
 import torch

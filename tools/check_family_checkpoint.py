@@ -7,7 +7,8 @@ and inputs: last_hidden_state, the logits, the loss and every parameter gradient
 Face name. Exits 1 if anything differs by more than 1e-4 (outputs) / 1e-3 (gradients), relative
 to the largest magnitude.
 
-  /work/venv-hf/bin/python tools/check_family_checkpoint.py DIR [--bert-infer build/bin/bert_infer]"""
+  python3 tools/check_family_checkpoint.py DIR [--bert-infer build/bin/bert_infer]
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)"""
 import argparse
 import json
 import os

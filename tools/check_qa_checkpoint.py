@@ -4,7 +4,8 @@
 tools/gen_squad_goldens.py), and compares with bert_infer qa's JSON lines.
 
 Run: build/bin/bert_infer qa --model DIR --input Q.jsonl --max-len 48 --doc-stride 16 --version-2 > A.jsonl
-     /work/venv-hf/bin/python tools/check_qa_checkpoint.py DIR Q.jsonl A.jsonl --max-len 48 --doc-stride 16 --version-2
+     python3 tools/check_qa_checkpoint.py DIR Q.jsonl A.jsonl --max-len 48 --doc-stride 16 --version-2
+     (needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)
 Prints each question whose answer differs and the largest null-odds difference; exit status 1 on a difference."""
 import argparse
 import json

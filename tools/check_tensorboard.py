@@ -3,8 +3,7 @@
 both CRCs of every record) and prints its scalars, one "tag step value" line each. Exits 1 when
 the directory holds no scalars, so it can check the event files xgrad writes.
 
-    python3 -m venv /work/venv-tb && /work/venv-tb/bin/pip install tensorboard
-    /work/venv-tb/bin/python tools/check_tensorboard.py LOG_DIR
+    python3 tools/check_tensorboard.py LOG_DIR      (needs tensorboard: pip install tensorboard)
 """
 import sys
 

@@ -4,7 +4,8 @@
 layers, a factorised embedding, inputs with padding, MLM labels and sentence-order labels, outputs,
 losses and every parameter gradient, for tests/models/albert/test_albert.cpp.
 
-Run: /work/venv-hf/bin/python tools/gen_albert_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
+Run: python3 tools/gen_albert_goldens.py
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)
 Writes tests/data/albert_a/{config.json, model.safetensors, goldens.safetensors}."""
 import os
 

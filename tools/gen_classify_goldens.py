@@ -5,7 +5,8 @@ tests/data/heads (seq_single: 3 labels, seq_regression: one output, seq_multi: m
 BertTokenizer (uncased) over a 30-token vocabulary written beside them, as the models have 30
 embeddings and 12 positions (the long sentence is truncated).
 
-Run: /work/venv-hf/bin/python tools/gen_classify_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
+Run: python3 tools/gen_classify_goldens.py
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)
 Writes tests/data/heads/classify_vocab.txt and tests/data/heads/classify_goldens.json."""
 import json
 import os

@@ -4,8 +4,9 @@ config.json + model.safetensors), with a padded batch, their labels, outputs, lo
 parameter gradient, for tests/models/core/test_heads.cpp; and what from_pretrained reports when the BERT
 pre-training checkpoint tests/data/bert_a is loaded into BertForSequenceClassification.
 
-Run: /work/venv-hf/bin/python tools/gen_head_goldens.py [--only CASE,...]   (transformers 4.45.2 on Debian's
-torch 1.13; --only writes those cases alone: mlm and albert_mlm were added that way in stop 42)
+Run: python3 tools/gen_head_goldens.py [--only CASE,...]
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1).
+--only writes those cases alone and leaves the others' files as they are.
 Writes tests/data/heads/<case>/{config.json, model.safetensors, goldens.safetensors} and
 tests/data/heads/loading_info.json."""
 import json

@@ -3,9 +3,8 @@
 tests/models/core/test_registry.cpp: "saved" (what save_pretrained writes to model.safetensors, tied copies
 dropped) and "state_dict" (what the model holds, tied copies and buffers included).
 
-Run: /work/venv-hf/bin/python tools/gen_hf_names.py
-     (python3 -m venv --system-site-packages /work/venv-hf && /work/venv-hf/bin/pip install 'transformers<4.46',
-      over Debian's python3-torch 1.13)
+Run: python3 tools/gen_hf_names.py
+     (needs transformers<4.46 and torch 1.13: pip install 'transformers<4.46' torch==1.13.1)
 Writes tests/data/hf_names.json."""
 import json
 import os

@@ -2,8 +2,7 @@
 """scikit-learn's and scipy's metrics on small cases (random ones and edge cases: one class only,
 a class never predicted, ties, constant inputs), for tests/metrics/test_eval_metrics.cpp.
 
-Run: python3 -m venv /tmp/metrics-venv && /tmp/metrics-venv/bin/pip install scikit-learn scipy
-     /tmp/metrics-venv/bin/python tools/gen_metric_goldens.py
+Run: python3 tools/gen_metric_goldens.py   (needs scikit-learn and scipy: pip install scikit-learn scipy)
 Writes tests/data/metric_goldens.json."""
 import json
 import math

@@ -5,12 +5,13 @@ them: transformers' BertModel, mean pooling over the attention mask, L2 normalis
 column of data/sentiment_uci.tsv). sentence-transformers itself is not needed: its two modules
 are the four lines in `reference`.
 
-  /work/venv-hf/bin/python tools/gen_minilm_golden.py --model DIR            writes the golden
-  /work/venv-hf/bin/python tools/gen_minilm_golden.py --model DIR --bert-infer build/bin/bert_infer --lines 3000
+  python3 tools/gen_minilm_golden.py --model DIR            writes the golden
+  python3 tools/gen_minilm_golden.py --model DIR --bert-infer build/bin/bert_infer --lines 3000
       also runs bert_infer embed --pooling mean --normalize on the first N sentences and prints the
       largest difference from the reference.
 The golden (first 8 sentences, every dimension) goes to tests/data/minilm/{sentences.txt,
-embeddings.txt}, for tests/cli/minilm_embeddings.sh."""
+embeddings.txt}, for tests/cli/minilm_embeddings.sh.
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)"""
 import argparse
 import csv
 import os

@@ -4,9 +4,8 @@
 test_optim.cpp).
 
 Run with Debian's python3 and python3-torch:  /usr/bin/python3 tools/gen_nn_goldens.py [--add-missing]
---add-missing keeps every tensor the file holds, byte for byte, and adds the ones it lacks (the
-optimizer options added in stop 42 were added so: regenerated on another CPU, the others move in
-their last bits)
+--add-missing keeps every tensor the file holds, byte for byte, and adds the ones it lacks (a
+full regeneration on another CPU moves the existing tensors in their last bits)
 The layers are written here in plain PyTorch with Hugging Face's BERT module names, so the
 parameter names are those of HF checkpoints. Tensor names: "<case>.<param name>" for weights,
 "<case>.in.*" inputs, "<case>.out" output, "<case>.grad.*" gradients.

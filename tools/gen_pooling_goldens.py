@@ -4,7 +4,7 @@
 vector; models/Normalize.py: torch.nn.functional.normalize, p=2), from the reference's own
 last_hidden_state, for tests/models/core/test_sentence_embedding.cpp.
 
-Run: /work/venv-hf/bin/python tools/gen_pooling_goldens.py   (torch 1.13)
+Run: python3 tools/gen_pooling_goldens.py   (needs torch 1.13: pip install torch==1.13.1)
 Writes tests/data/bert_a/pooling_goldens.safetensors."""
 import os
 

@@ -4,7 +4,8 @@
 padding_idx + 1 and skip padding), outputs, the MLM loss and every parameter gradient, for
 tests/models/roberta/test_roberta.cpp.
 
-Run: /work/venv-hf/bin/python tools/gen_roberta_goldens.py   (transformers 4.45.2 on Debian's torch 1.13)
+Run: python3 tools/gen_roberta_goldens.py
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)
 Writes tests/data/roberta_a/{config.json, model.safetensors, goldens.safetensors}."""
 import os
 

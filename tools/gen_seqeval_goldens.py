@@ -3,8 +3,7 @@
 precision, recall and F1 (micro) and the per-type report (classification_report) in the default
 mode and in strict IOB2 mode (mode="strict", scheme=IOB2).
 
-Run: python3 -m venv /tmp/seqeval-venv && /tmp/seqeval-venv/bin/pip install seqeval==1.2.2
-     /tmp/seqeval-venv/bin/python tools/gen_seqeval_goldens.py
+Run: python3 tools/gen_seqeval_goldens.py   (needs seqeval==1.2.2: pip install seqeval==1.2.2)
 Writes tests/data/seqeval_goldens.json (NaN, seqeval's macro average over no entity type, as null)."""
 import json
 import math

@@ -2,7 +2,8 @@
 """Trains the small test spiece.model with ALBERT's settings and writes tokenizer goldens.
 
 Reference: transformers' slow AlbertTokenizer (sentencepiece-based), transformers 4.45.2,
-sentencepiece 0.2.x. Usage: /work/venv-hf/bin/python tools/gen_spiece_goldens.py
+sentencepiece 0.2.x. Usage: python3 tools/gen_spiece_goldens.py
+(needs pip install transformers==4.45.2 'sentencepiece>=0.2,<0.3')
 Writes tests/data/spiece/{spiece.model, goldens.json}.
 """
 import json

@@ -14,9 +14,10 @@
 - predictions: postprocess_qa_predictions of run_qa's utils_qa.py (copied below) on random
   logits, for v1.1 and v2.0 with two settings.
 
-Run: /work/venv-hf/bin/python tools/gen_squad_goldens.py  (a venv with transformers==4.45.2,
-     tokenizers==0.20.3, numpy). Writes tests/data/squad_metric_goldens.json,
-     tests/data/squad_windows.json and tests/data/squad_feature_goldens.json."""
+Run: python3 tools/gen_squad_goldens.py  (needs transformers==4.45.2, tokenizers==0.20.3 and
+     numpy: pip install transformers==4.45.2 tokenizers==0.20.3 numpy).
+     Writes tests/data/squad_metric_goldens.json, tests/data/squad_windows.json and
+     tests/data/squad_feature_goldens.json."""
 import collections
 import json
 import os

@@ -4,7 +4,7 @@ files PyTorch itself writes, with the values the reader must return, and hostile
 to attack it (a global that would run a command, truncation, offsets past the storage, absurd
 sizes, deep nesting, a wrong CRC, a compressed entry, the legacy format).
 
-Run: /work/venv-hf/bin/python tools/gen_torch_pickle_goldens.py   (torch 1.13)
+Run: python3 tools/gen_torch_pickle_goldens.py   (needs torch 1.13: pip install torch==1.13.1)
 Writes tests/data/torch_pickle/*.bin, expected.safetensors and bert_a_bin/{config.json,
 pytorch_model.bin} (tests/data/bert_a's weights as PyTorch pickles them: F16 for some tensors,
 the tied decoder weight sharing the word embeddings' storage, an int64 position_ids buffer)."""

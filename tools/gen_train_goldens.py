@@ -7,7 +7,8 @@ torch.optim.AdamW (RoBERTa's betas (0.9, 0.98) for RoBERTa, torch's for ALBERT; 
 get_linear_schedule_with_warmup (2 warm-up steps of 6). Records each step's loss and gradient
 norm and the weights after the last step.
 
-Run: /work/venv-hf/bin/python tools/gen_train_goldens.py roberta|albert
+Run: python3 tools/gen_train_goldens.py roberta|albert
+(needs transformers==4.45.2 and torch 1.13: pip install transformers==4.45.2 torch==1.13.1)
 Writes tests/data/{roberta_a,albert_a}/train_goldens.safetensors."""
 import os
 import sys

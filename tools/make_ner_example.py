@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes data/ner_example_train.conll and data/ner_example_dev.conll: small synthetic NER data in
 CoNLL-2003 layout (-DOCSTART- lines, one "word tag" line per word, IOB2 tags for PER, LOC, ORG and
-MISC), made from the hand-written sentence templates and name lists below, for the README's NER
-command and the end-to-end test. Not real text: the dev sentences are other combinations of the
-same templates, and a fifth of the dev names appear in no training sentence, so a model must read
-the context to tag those.
+MISC), made from the hand-written sentence templates and name lists below, for the NER command
+of docs/finetuning.md and the end-to-end test. Not real text: the dev sentences are other
+combinations of the same templates, and a fifth of the dev names appear in no training sentence,
+so a model must read the context to tag those.
 
 Run: python3 tools/make_ner_example.py (standard library only; the output is deterministic)."""
 import os

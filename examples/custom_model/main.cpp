@@ -1,6 +1,6 @@
 // A user-defined model written against the nn API: a small Transformer that classifies review
 // sentences (data/sentiment_uci.tsv) as positive or negative, trained with AdamW and BERT's
-// warm-up + linear-decay schedule. The README's "Write your own model" walks through it.
+// warm-up + linear-decay schedule. docs/cpp_api.md ("Writing a model") walks through it.
 //   custom_model [--data FILE] [--epochs N] [--batch N] [--lr LR] [--seed S]
 #include <fmt/format.h>
 

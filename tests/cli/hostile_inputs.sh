@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The command-line programs against a careless user, hostile files and an unlucky machine
-# (issue 15): every case asserts the exit status, that the message names what is wrong, that no
+# The command-line programs against a careless user, hostile files and an unlucky machine:
+# every case asserts the exit status, that the message names what is wrong, that no
 # signal killed the program, and that existing checkpoints are byte-identical afterwards.
 #   hostile_inputs.sh BIN_DIR SOURCE_DIR GROUP
 # GROUP: flags | files | checkpoints | signals | kill_during_save | shards | infer | disk_full | finetune

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel training over MPI (issue 14), with 2 ranks on this machine:
+# Data-parallel training over MPI, with 2 ranks on this machine:
 #   data_parallel.sh BIN_DIR SOURCE_DIR MPIEXEC GROUP
 # GROUP: pretrain   2 ranks x batch 4 = 1 rank x batch 8 (10 steps, 2 micro-batches, clipping), MLM+NSP;
 #                   a parameter only one rank reaches is stepped alike on both (dp_check unused)

@@ -12,7 +12,7 @@
 //       `model`: rank R builds its task from CONFIG instead of --model, as a node whose copy of
 //       the config differs would.
 //   dp_check allreduce FLOATS REPEATS
-//       times a blocking all-reduce of FLOATS floats (the README's measurements)
+//       times a blocking all-reduce of FLOATS floats (the measurements in docs/distributed.md, "Performance")
 //   dp_check unused
 //       a parameter only rank 0 reaches: every rank must step it with the reduced gradient (the
 //       replicas stay equal), and one no rank reaches must not move

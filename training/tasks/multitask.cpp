@@ -24,7 +24,7 @@ const OptionTable<MultiTaskOptions>& MultiTaskOptions::table() {
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
       .add("--multi-task", &O::file, "fine-tune one shared encoder for several tasks listed in this JSON file (a head each; "
-                                     "see the README's \"Multi-task fine-tuning\"): [{\"name\": ..., \"task\": ..., \"train\": "
+                                     "see \"Multi-task fine-tuning\" in docs/finetuning.md): [{\"name\": ..., \"task\": ..., \"train\": "
                                      "..., \"dev\": ..., \"args\": [the kind's flags]}, ...]", OnResume::TaskFile)
       .add("--sampling", &O::sampling, "with --multi-task: which task each batch comes from: proportional (to its training "
                                        "examples), temperature (p ~ n^(1/T)) or round_robin", kRestore)

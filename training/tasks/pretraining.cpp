@@ -247,8 +247,8 @@ struct ModelShape {
 // sequence the activations kept for backward (hidden-sized tensors, the feed-forward's, and the
 // attention's scores and probabilities when it runs unfused; one layer's with
 // --checkpoint-activations, plus each layer's input); the MLM logits. In double: absurd sizes must
-// not wrap. It over-estimates the measured peaks (README, BERT-Base) by 10% at 8 x 128 and 31% at
-// 8 x 512 with multi_head_attention (3.0 / 6.8 GB against 2.76 / 5.2), by 20 to 35% unfused.
+// not wrap. It over-estimates the measured peaks of BERT-Base (docs/benchmarks.md, "Long sequences
+// and memory") by 10% at 8 x 128 and 31% at 8 x 512 with multi_head_attention (3.0 / 6.8 GB against 2.76 / 5.2), by 20 to 35% unfused.
 struct MemoryEstimate {
   double parameters = 0, activations = 0;
   double total() const { return parameters + activations; }
