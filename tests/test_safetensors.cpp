@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "nn/safetensors.hpp"
+#include "nn/sharded_checkpoint.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -144,4 +145,45 @@ TEST_CASE("corrupt and hostile safetensors files give clear errors", "[safetenso
   CHECK_THROWS_WITH(safetensors::read(write_raw("nojson", "{\"w\": [1, 2", bytes(8))), Contains("not valid JSON"));
   CHECK_THROWS_WITH(safetensors::read(write_raw("array", "[1, 2]", "")), Contains("not a JSON object"));
   CHECK_THROWS_WITH(safetensors::read(write_raw("meta", R"({"__metadata__":{"a":1}})", "")), Contains("__metadata__"));
+}
+
+TEST_CASE("sharded checkpoints: an index's shards read as one state dict; bad indexes refused naming it", "[safetensors][errors]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = temp_path("xgrad_sharded");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Tensor a = Tensor::from_vector({1, 2, 3}, {3}), b = Tensor::from_vector({4, 5}, {1, 2}), c = Tensor::from_vector({6}, {1});
+  safetensors::write((dir / "model-00001-of-00002.safetensors").string(), {{"a", a}, {"b", b}});
+  safetensors::write((dir / "model-00002-of-00002.safetensors").string(), {{"c", c}});
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  auto write_index = [&](const std::string& json) { std::ofstream(index) << json; };
+  const auto read = [&] { return read_sharded_tensors(index, safetensors::read_float_tensors); };
+  write_index(R"({"metadata": {"total_size": 24}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+                 "b": "model-00001-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"}})");
+  const StateDict all = read();
+  REQUIRE(all.size() == 3);
+  CHECK(all.at("a").to_vector() == a.to_vector());
+  CHECK(all.at("b").shape() == Shape{1, 2});
+  CHECK(all.at("c").to_vector() == c.to_vector());
+
+  write_index("{\"weight_map\": ");
+  CHECK_THROWS_WITH(read(), Contains(index) && Contains("not valid JSON"));
+  write_index(R"({"weight_map": []})");
+  CHECK_THROWS_WITH(read(), Contains("expected an object with a \"weight_map\" object"));
+  write_index(R"({"weight_map": {}})");
+  CHECK_THROWS_WITH(read(), Contains("weight_map lists no tensors"));
+  write_index(R"({"weight_map": {"a": 3}})");
+  CHECK_THROWS_WITH(read(), Contains("weight_map[\"a\"] is 3, not a file name"));
+  write_index(R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})");
+  CHECK_THROWS_WITH(read(), Contains("not a file name beside the index"));
+  write_index(R"({"weight_map": {"a": "/etc/passwd"}})");
+  CHECK_THROWS_WITH(read(), Contains("not a file name beside the index"));
+  write_index(R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors", "c": "gone.safetensors"}})");
+  CHECK_THROWS_WITH(read(), Contains("gone.safetensors is missing"));
+  write_index(R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors",
+                 "c": "model-00002-of-00002.safetensors", "d": "model-00002-of-00002.safetensors"}})");
+  CHECK_THROWS_WITH(read(), Contains("'d' is not in its shard"));
+  write_index(R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"}})");
+  CHECK_THROWS_WITH(read(), Contains("holds 'b', which the index gives to no file"));
+  fs::remove_all(dir);
 }

@@ -6,8 +6,10 @@
 #include <filesystem>
 
 #include "models/core/config_fields.hpp"
+#include "nn/sharded_checkpoint.hpp"
 #include "nn/torch_pickle.hpp"
 #include "util/atomic_file.hpp"
+#include "util/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -27,12 +29,19 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
   const fs::path d(dir);
   const std::string config_path = (d / "config.json").string();
   if (!fs::is_directory(d)) throw std::runtime_error(fmt::format("[load_pretrained] {}: not a directory", dir));
-  // safetensors first, as transformers does; else PyTorch's pickle, read without executing it.
-  std::string weights_path = (d / "model.safetensors").string();
-  const bool pickled = !fs::exists(weights_path) && fs::exists(d / "pytorch_model.bin");
-  if (pickled) weights_path = (d / "pytorch_model.bin").string();
-  if (!fs::exists(weights_path))
-    throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin", dir));
+  // As transformers looks for them: safetensors first, whole or sharded by an index; else
+  // PyTorch's pickle (read without executing it), whole or sharded.
+  std::string weights_path;
+  for (const char* name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"})
+    if (weights_path.empty() && fs::exists(d / name)) weights_path = (d / name).string();
+  if (weights_path.empty())
+    throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin (nor a sharded one's "
+                                         "index)", dir));
+  const bool pickled = weights_path.find("pytorch_model.bin") != std::string::npos;
+  const auto read_file = [pickled](const std::string& path) {
+    return pickled ? nn::torch_pickle::read_float_tensors(path) : nn::safetensors::read_float_tensors(path);
+  };
+  const bool sharded = ends_with(weights_path, ".index.json");
   LoadedModel out;
   nlohmann::json config = config::read_json_file(config_path, "load_pretrained");
   if (!config_overrides.is_object())
@@ -57,8 +66,7 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
   Generator gen(seed);
   model.init_weights(gen);
   nn::StateDict state;
-  for (auto& [name, t] : pickled ? nn::torch_pickle::read_float_tensors(weights_path)
-                                             : nn::safetensors::read_float_tensors(weights_path)) {
+  for (auto& [name, t] : sharded ? nn::read_sharded_tensors(weights_path, read_file) : read_file(weights_path)) {
     const std::string n = model.name_from_checkpoint(name);
     if (n.empty() || state.count(n)) continue;  // skipped, or a second name of a tied tensor
     state[n] = t;

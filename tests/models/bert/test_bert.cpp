@@ -123,6 +123,35 @@ TEST_CASE("checkpoints: save_pretrained writes HF names, reloads identically, re
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("checkpoints: a sharded checkpoint (an index and its shards) loads as the whole one", "[bert]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = temp_path("xgrad_bert_sharded");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(dir_of("a") + "/config.json", dir / "config.json");
+  // the whole file's tensors in two shards, as transformers' save_pretrained(max_shard_size=...) writes them
+  const nn::StateDict whole = nn::safetensors::read_float_tensors(dir_of("a") + "/model.safetensors");
+  nn::StateDict first, second;
+  nlohmann::json weight_map = nlohmann::json::object();
+  size_t i = 0;
+  for (const auto& [name, t] : whole) {
+    const bool in_first = i++ % 2 == 0;
+    (in_first ? first : second)[name] = t;
+    weight_map[name] = in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  nn::safetensors::write((dir / "model-00001-of-00002.safetensors").string(), first);
+  nn::safetensors::write((dir / "model-00002-of-00002.safetensors").string(), second);
+  std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump(2);
+  Loaded<BertForPreTraining> a = load_pretrained(dir_of("a")), b = load_pretrained(dir.string());
+  CHECK(b.notes.empty());
+  const Case c = load_case("a");
+  NoGradGuard no_grad;
+  CHECK(a.model->forward_full(c.inputs).prediction_logits.to_vector() == b.model->forward_full(c.inputs).prediction_logits.to_vector());
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  CHECK_THROWS_WITH(load_pretrained(dir.string()), Contains("model.safetensors.index.json") && Contains("is missing"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("bad configs and checkpoints give clear errors", "[bert][errors]") {
   BertConfig c = BertConfig::preset("tiny");
   CHECK(c.num_hidden_layers == 2);
