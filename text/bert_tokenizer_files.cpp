@@ -6,12 +6,15 @@
 
 #include "text/bert_tokenizer.hpp"
 #include "text/hf_tokenizer_files.hpp"
+#include "text/tokenizer_json.hpp"
 
 namespace xg::text {
 
 BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
   const TokenizerConfig c = TokenizerConfig::read(dir);
-  const std::string vocab = c.required_file("vocab.txt", "BertTokenizer");
+  // vocab.txt, or else tokenizer.json alone (as transformers 5 saves a tokenizer)
+  const bool from_json = !std::filesystem::exists(std::filesystem::path(dir) / "vocab.txt") && c.tokenizer_json();
+  const std::string vocab = from_json ? "" : c.required_file("vocab.txt", "BertTokenizer");
   TokenizerOptions o;
   if (!c.get_bool("do_basic_tokenize").value_or(true))
     throw std::runtime_error(fmt::format("[load_tokenizer] {}/tokenizer_config.json: do_basic_tokenize false is not supported", dir));
@@ -23,7 +26,7 @@ BertTokenizer BertTokenizer::from_pretrained(const std::string& dir) {
   for (auto [key, token] : {std::pair{"unk_token", &o.unk_token}, {"cls_token", &o.cls_token}, {"sep_token", &o.sep_token},
                             {"pad_token", &o.pad_token}, {"mask_token", &o.mask_token}})
     if (auto t = c.special_token(key)) *token = *t;
-  Vocab v = Vocab::from_file(vocab);
+  Vocab v = from_json ? wordpiece_from_tokenizer_json(c, o) : Vocab::from_file(vocab);
   const bool normalizes = o.lowercase || o.strip_accents.value_or(false);  // a token's case or accents then differ
   const std::vector<std::string> added = c.merge_added_tokens(v, "", normalizes);
   try {
@@ -47,6 +50,7 @@ void BertTokenizer::save_pretrained(const std::string& dir) const {
                            {"clean_up_tokenization_spaces", opt_.clean_up_tokenization_spaces}};
   if (opt_.strip_accents) fields["strip_accents"] = *opt_.strip_accents;
   write_tokenizer_config(dir, *this, std::move(fields));
+  write_tokenizer_json(dir, wordpiece_tokenizer_json(*this, opt_));
 }
 
 }  // namespace xg::text

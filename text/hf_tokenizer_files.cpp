@@ -59,6 +59,8 @@ TokenizerConfig TokenizerConfig::read(const std::string& dir) {
   c.config_ = read_json_object(c.config_path_);
   c.map_ = read_json_object(c.map_path_);
   c.added_ = read_json_object(c.added_path_);
+  c.tokenizer_json_path_ = (fs::path(dir) / "tokenizer.json").string();
+  if (fs::exists(c.tokenizer_json_path_)) c.tokenizer_json_ = read_json_object(c.tokenizer_json_path_);
   c.map_wins_ = !c.config_.contains("added_tokens_decoder");
   return c;
 }
@@ -128,6 +130,16 @@ std::vector<TokenizerConfig::AddedToken> TokenizerConfig::added_tokens() const {
       out.push_back({int32_t(id), token_content(v, config_path_, field), flag("special"), flag("lstrip"), flag("rstrip"),
                      flag("single_word"), flag("normalized")});
     }
+  } else if (added_.empty() && tokenizer_json_.is_object() && tokenizer_json_.contains("added_tokens")) {
+    const json& list = tokenizer_json_["added_tokens"];
+    if (!list.is_array()) bad_field(tokenizer_json_path_, "added_tokens", "a list", list);
+    for (const json& v : list) {
+      if (!v.is_object() || !v.contains("id") || !v["id"].is_number_unsigned() || v["id"].get<uint64_t>() > INT32_MAX)
+        bad_field(tokenizer_json_path_, "added_tokens", "a list of objects with an \"id\" and a \"content\"", v);
+      auto flag = [&](const char* name) { return v.contains(name) && v[name].is_boolean() && v[name].get<bool>(); };
+      out.push_back({int32_t(v["id"].get<uint64_t>()), token_content(v, tokenizer_json_path_, "added_tokens"), flag("special"),
+                     flag("lstrip"), flag("rstrip"), flag("single_word"), flag("normalized")});
+    }
   } else {
     std::vector<std::string> specials = additional_special_tokens();
     for (const char* key : {"unk_token", "cls_token", "sep_token", "pad_token", "mask_token", "bos_token", "eos_token"})
@@ -152,9 +164,14 @@ void refuse_unsupported_flags(const TokenizerConfig::AddedToken& t, const std::s
 }
 }  // namespace
 
+const std::string& TokenizerConfig::added_tokens_path() const {
+  if (config_.contains("added_tokens_decoder")) return config_path_;
+  return !added_.empty() || tokenizer_json_.is_null() ? added_path_ : tokenizer_json_path_;
+}
+
 std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab, const std::string& lstrip_token,
                                                              bool normalizer_changes_text) const {
-  const std::string& path = config_.contains("added_tokens_decoder") ? config_path_ : added_path_;
+  const std::string& path = added_tokens_path();
   std::vector<std::string> specials;
   for (const AddedToken& t : added_tokens()) {
     if (!t.special)
@@ -177,7 +194,7 @@ std::vector<std::string> TokenizerConfig::merge_added_tokens(Vocab& vocab, const
 void TokenizerConfig::check_fixed_special_tokens(const std::vector<std::string>& supported) const {
   const auto known = [&](const std::string& t) { return std::find(supported.begin(), supported.end(), t) != supported.end(); };
   const std::string list = fmt::format("{}", fmt::join(supported, " "));
-  const std::string& path = config_.contains("added_tokens_decoder") ? config_path_ : added_path_;
+  const std::string& path = added_tokens_path();
   for (const AddedToken& t : added_tokens()) {
     if (!known(t.content))
       throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) is not supported: this tokenizer "

@@ -35,9 +35,14 @@ class TokenizerConfig {
   std::optional<std::string> special_token(const char* key) const;
   std::vector<std::string> additional_special_tokens() const;
 
+  // DIR/tokenizer.json (the tokenizers library's serialization, which transformers 5 saves alone),
+  // or null when there is none.
+  const nlohmann::json* tokenizer_json() const { return tokenizer_json_.is_null() ? nullptr : &tokenizer_json_; }
+  const std::string& tokenizer_json_path() const { return tokenizer_json_path_; }
+
   // Tokens matched whole in raw text, with the ids the files give them, sorted by id:
   // tokenizer_config.json's added_tokens_decoder, or else the legacy added_tokens.json (special
-  // when it is one of the special tokens).
+  // when it is one of the special tokens), or else tokenizer.json's added_tokens.
   struct AddedToken {
     int32_t id;
     std::string content;
@@ -59,8 +64,12 @@ class TokenizerConfig {
   void check_fixed_special_tokens(const std::vector<std::string>& supported) const;
 
  private:
-  std::string dir_, config_path_, map_path_, added_path_;
+  // The file the added tokens come from, for errors.
+  const std::string& added_tokens_path() const;
+
+  std::string dir_, config_path_, map_path_, added_path_, tokenizer_json_path_;
   nlohmann::json config_ = nlohmann::json::object(), map_ = nlohmann::json::object(), added_ = nlohmann::json::object();
+  nlohmann::json tokenizer_json_;  // null: no tokenizer.json
   bool map_wins_ = true;
 };
 

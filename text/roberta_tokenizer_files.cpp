@@ -5,14 +5,18 @@
 #include <stdexcept>
 
 #include "text/hf_tokenizer_files.hpp"
+#include "text/tokenizer_json.hpp"
 #include "text/roberta_tokenizer.hpp"
 
 namespace xg::text {
 
 RobertaTokenizer RobertaTokenizer::from_pretrained(const std::string& dir) {
   const TokenizerConfig c = TokenizerConfig::read(dir);
-  const std::string vocab = c.required_file("vocab.json", "RobertaTokenizer");
-  const std::string merges = c.required_file("merges.txt", "RobertaTokenizer");
+  // vocab.json and merges.txt, or else tokenizer.json alone (as transformers 5 saves a tokenizer)
+  const bool from_json = !std::filesystem::exists(std::filesystem::path(dir) / "vocab.json") &&
+                         !std::filesystem::exists(std::filesystem::path(dir) / "merges.txt") && c.tokenizer_json();
+  const std::string vocab = from_json ? "" : c.required_file("vocab.json", "RobertaTokenizer");
+  const std::string merges = from_json ? "" : c.required_file("merges.txt", "RobertaTokenizer");
   RobertaTokenizerOptions o;
   o.add_prefix_space = c.get_bool("add_prefix_space").value_or(false);
   o.trim_offsets = c.get_bool("trim_offsets").value_or(true);
@@ -21,7 +25,7 @@ RobertaTokenizer RobertaTokenizer::from_pretrained(const std::string& dir) {
                             {"sep_token", &o.sep_token}, {"pad_token", &o.pad_token}, {"cls_token", &o.cls_token},
                             {"mask_token", &o.mask_token}})
     if (auto t = c.special_token(key)) *token = *t;
-  BpeModel model = BpeModel::from_files(vocab, merges);
+  BpeModel model = from_json ? byte_level_bpe_from_tokenizer_json(c, o) : BpeModel::from_files(vocab, merges);
   const std::vector<std::string> added = c.merge_added_tokens(model.vocab(), o.mask_token);  // no normalizer
   // transformers makes <mask> lstrip unless added_tokens_decoder says otherwise.
   for (const auto& t : c.added_tokens())
@@ -46,6 +50,7 @@ void RobertaTokenizer::save_pretrained(const std::string& dir) const {
                            {"errors", "replace"},
                            {"clean_up_tokenization_spaces", false}};
   write_tokenizer_config(dir, *this, std::move(fields), opt_.mask_lstrip ? std::vector<std::string>{opt_.mask_token} : std::vector<std::string>{});
+  write_tokenizer_json(dir, byte_level_bpe_tokenizer_json(*this, model_, opt_));
 }
 
 }  // namespace xg::text

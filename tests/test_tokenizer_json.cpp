@@ -1,0 +1,133 @@
+// tokenizer.json alone, as transformers 5 saves a tokenizer (tests/data/tokenizer_json from
+// tools/gen_tokenizer_json_goldens.py): BERT-base's WordPiece gives the ids and offsets of
+// tokenizer_goldens.json, RoBERTa's byte-level BPE the vocabulary and merges of its vocab.json
+// and merges.txt; what save_pretrained writes is the tokenizers library's own tokenizer.json;
+// settings these tokenizers do not implement are refused naming the file and the field.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/golden.hpp"
+#include "tests/temp_path.hpp"
+#include "text/bert_tokenizer.hpp"
+#include "text/load_tokenizer.hpp"
+#include "text/roberta_tokenizer.hpp"
+
+using namespace xg::text;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDir = std::string(XGRAD_TEST_DATA_DIR) + "/tokenizer_json/";
+
+nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(std::ifstream(path)); }
+
+// A copy of a tokenizer.json directory with `change` applied to its tokenizer.json.
+std::string edited(const std::string& name, const std::function<void(nlohmann::json&)>& change) {
+  const fs::path dir = temp_path("xgrad_tokenizer_json_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kDir + name + "/tokenizer_config.json", dir / "tokenizer_config.json");
+  nlohmann::json j = read_json(kDir + name + "/tokenizer.json");
+  change(j);
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer.json alone: BERT-base's WordPiece gives Hugging Face's ids and offsets", "[tokenizer][parity][files]") {
+  REQUIRE_FALSE(fs::exists(kDir + "bert-base-uncased/vocab.txt"));
+  const auto tok = load_tokenizer(kDir + "bert-base-uncased");
+  REQUIRE(tok->tokenizer_class() == "BertTokenizer");
+  CHECK(tok->vocab_size() == 30522);
+  const nlohmann::json goldens = xg::test::load_golden("tokenizer_goldens.json");
+  size_t n = 0;
+  for (const auto& c : goldens.at("uncased").at("single")) {
+    const Encoding e = tok->encode(c.at("text").get<std::string>());
+    INFO("line " << n << ": " << c.at("text").dump());
+    CHECK(e.ids == c.at("ids").get<std::vector<int32_t>>());
+    std::vector<std::pair<size_t, size_t>> offsets;
+    for (auto& o : c.at("offsets")) offsets.emplace_back(o[0].get<size_t>(), o[1].get<size_t>());
+    CHECK(e.offsets == offsets);
+    ++n;
+  }
+  CHECK(n >= 300);
+  // the same tokenizer as the one vocab.txt gives
+  const BertTokenizer from_vocab = BertTokenizer::from_file(std::string(XGRAD_TEST_DATA_DIR) + "/../../data/bert-base-uncased-vocab.txt");
+  for (int32_t id : {0, 100, 101, 102, 103, 1996, 30521}) CHECK(tok->id_to_token(id) == from_vocab.id_to_token(id));
+  CHECK(tok->special_tokens().cls == "[CLS]");
+  CHECK(tok->is_special(103));
+}
+
+TEST_CASE("tokenizer.json alone: RoBERTa's byte-level BPE is its vocab.json and merges.txt", "[bpe][files]") {
+  const auto tok = load_tokenizer(kDir + "roberta-small");
+  REQUIRE(tok->tokenizer_class() == "RobertaTokenizer");
+  const std::string files = std::string(XGRAD_TEST_DATA_DIR) + "/bpe_trainer/roberta/";
+  const BpeModel expected = BpeModel::from_files(files + "vocab.json", files + "merges.txt");
+  const auto& bpe = dynamic_cast<const RobertaTokenizer&>(*tok).model();
+  REQUIRE(bpe.vocab().size() == expected.vocab().size());
+  for (size_t id = 0; id < expected.vocab().size(); ++id) CHECK(bpe.vocab().token(int32_t(id)) == expected.vocab().token(int32_t(id)));
+  CHECK(bpe.merges() == expected.merges());
+  // transformers 5's ids for this text (printed by the generator)
+  CHECK(tok->encode("Hello, world!").ids == std::vector<int32_t>{0, 485, 285, 83, 16, 645, 5, 2});
+  // merges written as "a b" strings (tokenizers before 0.20) read the same
+  const auto older = load_tokenizer(edited("roberta-small", [](nlohmann::json& j) {
+    for (auto& m : j["model"]["merges"]) m = m[0].get<std::string>() + " " + m[1].get<std::string>();
+  }));
+  CHECK(dynamic_cast<const RobertaTokenizer&>(*older).model().merges() == expected.merges());
+}
+
+TEST_CASE("save_pretrained writes the tokenizers library's tokenizer.json beside the vocabulary files", "[tokenizer][bpe][files]") {
+  for (const std::string name : {"bert-base-uncased", "roberta-small"}) {
+    INFO(name);
+    const auto tok = load_tokenizer(kDir + name);
+    const fs::path out = temp_path("xgrad_tokenizer_json_saved");
+    fs::remove_all(out);
+    tok->save_pretrained(out.string());
+    CHECK(read_json(out / "tokenizer.json") == read_json(kDir + name + "/tokenizer.json"));
+    // and it loads alone, to the same ids
+    fs::remove(out / (name == "roberta-small" ? "vocab.json" : "vocab.txt"));
+    if (name == "roberta-small") fs::remove(out / "merges.txt");
+    fs::remove(out / "tokenizer_config.json");
+    fs::remove(out / "special_tokens_map.json");
+    std::ofstream(out / "tokenizer_config.json") << nlohmann::json{{"tokenizer_class", tok->tokenizer_class()}}.dump();
+    const auto again = load_tokenizer(out.string());
+    for (const char* text : {"Hello, world!", "Héllo wörld, naïve café", "東京 is far", "  spaces   "})
+      CHECK(again->encode(text).ids == tok->encode(text).ids);
+    fs::remove_all(out);
+  }
+}
+
+TEST_CASE("tokenizer.json: settings these tokenizers do not implement are refused naming the field", "[tokenizer][files][errors]") {
+  using J = nlohmann::json;
+  const std::vector<std::tuple<std::string, std::function<void(J&)>, std::string>> cases = {
+      {"bert-base-uncased", [](J& j) { j["model"]["type"] = "Unigram"; }, "model.type is 'Unigram': BertTokenizer supports WordPiece"},
+      {"bert-base-uncased", [](J& j) { j["model"]["continuing_subword_prefix"] = "@@"; }, "model.continuing_subword_prefix is \"@@\""},
+      {"bert-base-uncased", [](J& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer.type is 'NFC'"},
+      {"bert-base-uncased", [](J& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "pre_tokenizer.type is 'Whitespace'"},
+      {"bert-base-uncased", [](J& j) { j.erase("model"); }, "model is missing"},
+      {"bert-base-uncased", [](J& j) { j["model"]["vocab"]["[PAD]"] = 1; }, "gives the id 1 to"},
+      {"bert-base-uncased", [](J& j) { j["model"]["vocab"]["[PAD]"] = 99999; }, "gives '[PAD]' the id 99999"},
+      {"bert-base-uncased", [](J& j) { j["post_processor"]["single"] = J::array(); }, "post_processor.single is"},
+      {"roberta-small", [](J& j) { j["model"]["dropout"] = 0.1; }, "model.dropout is set"},
+      {"roberta-small", [](J& j) { j["model"]["merges"][3] = 7; }, "model.merges[3] is 7"},
+      {"roberta-small", [](J& j) { j["model"]["merges"][0] = J::array({"Ġ", "not-a-token"}); }, "model.merges"},
+      {"roberta-small", [](J& j) { j["pre_tokenizer"]["use_regex"] = false; }, "pre_tokenizer.use_regex is false"},
+      {"roberta-small", [](J& j) { j["normalizer"] = {{"type", "Lowercase"}}; }, "normalizer is set"},
+      {"roberta-small", [](J& j) { j["added_tokens"][0]["rstrip"] = true; }, "sets rstrip"},
+  };
+  for (const auto& [name, change, message] : cases) {
+    INFO(message);
+    const std::string dir = edited(name, change);
+    CHECK_THROWS_WITH(load_tokenizer(dir), Contains(dir + "/tokenizer.json") && Contains(message));
+  }
+  const fs::path dir = temp_path("xgrad_tokenizer_json_broken");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kDir + "roberta-small/tokenizer_config.json", dir / "tokenizer_config.json");
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": {\"type\": \"BPE\", ";
+  CHECK_THROWS_WITH(load_tokenizer(dir.string()), Contains("tokenizer.json") && Contains("not valid JSON"));
+}
