@@ -1,7 +1,7 @@
 // tokenizer.json alone, as transformers 5 saves a tokenizer (tests/data/tokenizer_json from
 // tools/gen_tokenizer_json_goldens.py): BERT-base's WordPiece gives the ids and offsets of
 // tokenizer_goldens.json, RoBERTa's byte-level BPE the vocabulary and merges of its vocab.json
-// and merges.txt; what save_pretrained writes is the tokenizers library's own tokenizer.json;
+// and merges.txt, ALBERT's Unigram the pieces of its spiece.model and the ids of spiece/goldens.json; what save_pretrained writes is the tokenizers library's own tokenizer.json;
 // settings these tokenizers do not implement are refused naming the file and the field.
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -13,6 +13,10 @@
 #include "text/bert_tokenizer.hpp"
 #include "text/load_tokenizer.hpp"
 #include "text/roberta_tokenizer.hpp"
+#include "text/sentencepiece_tokenizer.hpp"
+#include "util/base64.hpp"
+
+#include <sentencepiece_processor.h>
 
 using namespace xg::text;
 using Catch::Matchers::Contains;
@@ -80,8 +84,35 @@ TEST_CASE("tokenizer.json alone: RoBERTa's byte-level BPE is its vocab.json and 
   CHECK(dynamic_cast<const RobertaTokenizer&>(*older).model().merges() == expected.merges());
 }
 
+TEST_CASE("tokenizer.json alone: ALBERT's Unigram is its spiece.model, piece for piece, and gives its ids", "[spiece][files]") {
+  REQUIRE_FALSE(fs::exists(kDir + "albert-small/spiece.model"));
+  const auto tok = load_tokenizer(kDir + "albert-small");
+  REQUIRE(tok->tokenizer_class() == "AlbertTokenizer");
+  const SentencePieceTokenizer original(std::string(XGRAD_TEST_DATA_DIR) + "/spiece/spiece.model");
+  const auto& a = dynamic_cast<const SentencePieceTokenizer&>(*tok).processor();
+  const auto& b = original.processor();
+  REQUIRE(a.GetPieceSize() == b.GetPieceSize());
+  for (int id = 0; id < b.GetPieceSize(); ++id) {
+    INFO("piece " << id);
+    CHECK(a.IdToPiece(id) == b.IdToPiece(id));
+    CHECK(a.GetScore(id) == b.GetScore(id));
+    CHECK(a.IsControl(id) == b.IsControl(id));
+    CHECK(a.IsUnknown(id) == b.IsUnknown(id));
+  }
+  const nlohmann::json goldens = xg::test::load_golden("spiece/goldens.json");
+  for (const auto& c : goldens.at("singles")) {
+    INFO("text: " << c.at("text").dump());
+    CHECK(tok->encode(c.at("text").get<std::string>()).ids == c.at("ids").get<std::vector<int32_t>>());
+  }
+  for (const auto& p : goldens.at("pairs")) {
+    const Encoding e = tok->encode_pair(p.at("a").get<std::string>(), p.at("b").get<std::string>());
+    CHECK(e.ids == p.at("ids").get<std::vector<int32_t>>());
+    CHECK(e.type_ids == p.at("type_ids").get<std::vector<int32_t>>());
+  }
+}
+
 TEST_CASE("save_pretrained writes the tokenizers library's tokenizer.json beside the vocabulary files", "[tokenizer][bpe][files]") {
-  for (const std::string name : {"bert-base-uncased", "roberta-small"}) {
+  for (const std::string name : {"bert-base-uncased", "roberta-small", "albert-small"}) {
     INFO(name);
     const auto tok = load_tokenizer(kDir + name);
     const fs::path out = temp_path("xgrad_tokenizer_json_saved");
@@ -89,8 +120,7 @@ TEST_CASE("save_pretrained writes the tokenizers library's tokenizer.json beside
     tok->save_pretrained(out.string());
     CHECK(read_json(out / "tokenizer.json") == read_json(kDir + name + "/tokenizer.json"));
     // and it loads alone, to the same ids
-    fs::remove(out / (name == "roberta-small" ? "vocab.json" : "vocab.txt"));
-    if (name == "roberta-small") fs::remove(out / "merges.txt");
+    for (const char* file : {"vocab.txt", "vocab.json", "merges.txt", "spiece.model"}) fs::remove(out / file);
     fs::remove(out / "tokenizer_config.json");
     fs::remove(out / "special_tokens_map.json");
     std::ofstream(out / "tokenizer_config.json") << nlohmann::json{{"tokenizer_class", tok->tokenizer_class()}}.dump();
@@ -118,6 +148,14 @@ TEST_CASE("tokenizer.json: settings these tokenizers do not implement are refuse
       {"roberta-small", [](J& j) { j["pre_tokenizer"]["use_regex"] = false; }, "pre_tokenizer.use_regex is false"},
       {"roberta-small", [](J& j) { j["normalizer"] = {{"type", "Lowercase"}}; }, "normalizer is set"},
       {"roberta-small", [](J& j) { j["added_tokens"][0]["rstrip"] = true; }, "sets rstrip"},
+      {"albert-small", [](J& j) { j["model"]["byte_fallback"] = true; }, "model.byte_fallback is true"},
+      {"albert-small", [](J& j) { j["model"]["unk_id"] = 5000; }, "model.unk_id must be the id of one of the 2000 pieces"},
+      {"albert-small", [](J& j) { j["model"]["vocab"][7] = "piece"; }, "model.vocab[7] is"},
+      {"albert-small", [](J& j) { j["normalizer"]["normalizers"][2] = {{"type", "NFC"}}; }, "normalizer.type is 'NFC'"},
+      {"albert-small", [](J& j) { j["normalizer"]["normalizers"].erase(0); }, "lacks ALBERT's replacements"},
+      {"albert-small", [](J& j) { j["normalizer"]["normalizers"].back()["precompiled_charsmap"] = "not*base64xx"; }, "not base64 at character 3"},
+      {"albert-small", [](J& j) { j["pre_tokenizer"]["pretokenizers"][1]["prepend_scheme"] = "never"; },
+       "pre_tokenizer.prepend_scheme is \"never\""},
   };
   for (const auto& [name, change, message] : cases) {
     INFO(message);
@@ -130,4 +168,21 @@ TEST_CASE("tokenizer.json: settings these tokenizers do not implement are refuse
   fs::copy_file(kDir + "roberta-small/tokenizer_config.json", dir / "tokenizer_config.json");
   std::ofstream(dir / "tokenizer.json") << "{\"model\": {\"type\": \"BPE\", ";
   CHECK_THROWS_WITH(load_tokenizer(dir.string()), Contains("tokenizer.json") && Contains("not valid JSON"));
+}
+
+TEST_CASE("base64: every byte value round-trips at every padding; bad text is refused with its offset", "[files]") {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(char(i));
+  for (size_t n : {0, 1, 2, 3, 4, 5, 255, 256}) {
+    const std::string part = bytes.substr(0, n), text = xg::base64_encode(part);
+    CHECK(text.size() % 4 == 0);
+    CHECK(xg::base64_decode(text, "test") == part);
+  }
+  CHECK(xg::base64_encode("Man") == "TWFu");
+  CHECK(xg::base64_encode("Ma") == "TWE=");
+  CHECK(xg::base64_encode("M") == "TQ==");
+  CHECK_THROWS_WITH(xg::base64_decode("TWF", "x"), Contains("x: base64 of 3 characters"));
+  CHECK_THROWS_WITH(xg::base64_decode("TW=u", "x"), Contains("not base64 at character 2"));
+  CHECK_THROWS_WITH(xg::base64_decode("TQ==TWFu", "x"), Contains("not base64 at character 2"));
+  CHECK_THROWS_WITH(xg::base64_decode("TWF\n", "x"), Contains("not base64 at character 3"));
 }

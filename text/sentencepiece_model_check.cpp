@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "text/protobuf_wire.hpp"
 #include "text/unicode.hpp"
 
 namespace xg::text {
@@ -16,56 +17,6 @@ namespace {
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
   throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: {}", where, what));
 }
-
-// The fields of one protobuf message, in order. Debian's libsentencepiece-dev installs no schema
-// classes for ModelProto (sentencepiece_model.pb.h), so the two byte fields needed here are read
-// from the wire format directly; the library has already parsed the same bytes when this runs.
-class WireFields {
- public:
-  WireFields(std::string_view bytes, const std::string& where) : s_(bytes), where_(where) {}
-  // The next length-delimited field numbered `number`, skipping others; false at the end.
-  bool next_bytes(uint32_t number, std::string_view& out) {
-    while (pos_ < s_.size()) {
-      const uint64_t key = varint();
-      const uint32_t field = uint32_t(key >> 3), wire = uint32_t(key & 7);
-      if (wire == 0) varint();
-      else if (wire == 1) skip(8);
-      else if (wire == 5) skip(4);
-      else if (wire == 2) {
-        const uint64_t n = varint();
-        if (n > s_.size() - pos_) fail(where_, "the model's protobuf data is truncated");
-        const std::string_view value = s_.substr(pos_, size_t(n));
-        pos_ += size_t(n);
-        if (field == number) {
-          out = value;
-          return true;
-        }
-      } else {
-        fail(where_, fmt::format("the model's protobuf data has an unknown wire type {}", wire));
-      }
-    }
-    return false;
-  }
-
- private:
-  uint64_t varint() {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= s_.size()) fail(where_, "the model's protobuf data is truncated");
-      const uint8_t b = uint8_t(s_[pos_++]);
-      v |= uint64_t(b & 0x7F) << shift;
-      if (!(b & 0x80)) return v;
-    }
-    fail(where_, "the model's protobuf data has a varint over 10 bytes");
-  }
-  void skip(size_t n) {
-    if (n > s_.size() - pos_) fail(where_, "the model's protobuf data is truncated");
-    pos_ += n;
-  }
-  std::string_view s_;
-  const std::string& where_;
-  size_t pos_ = 0;
-};
 
 // A Darts-clone double-array unit (as libsentencepiece's normalizer reads it).
 uint32_t offset_of(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }

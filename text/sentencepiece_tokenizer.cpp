@@ -20,6 +20,7 @@
 #include "text/corpus_summary.hpp"
 #include "text/hf_tokenizer_files.hpp"
 #include "text/sentencepiece_model_check.hpp"
+#include "text/tokenizer_json.hpp"
 #include "text/unicode.hpp"
 #include "util/child_process.hpp"
 #include "util/threads.hpp"
@@ -96,13 +97,31 @@ void check(const sentencepiece::util::Status& s, const std::string& what) {
 }  // namespace
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, SentencePieceOptions opt)
-    : model_path_(model_path), opt_(opt), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+    : opt_(opt), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   if (!fs::is_regular_file(model_path))
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: no such file", model_path));
   const auto status = sp_->Load(model_path);
   if (!status.ok())
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: not a SentencePiece model: {}", model_path,
                                          status.ToString()));
+  init(model_path);
+}
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& serialized, const std::string& where, SentencePieceOptions opt,
+                                               FromBytes)
+    : opt_(opt), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  const auto status = sp_->LoadFromSerializedProto(serialized);
+  if (!status.ok())
+    throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: not a SentencePiece model: {}", where, status.ToString()));
+  init(where);
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(const std::string& serialized,
+                                                                                const std::string& where, SentencePieceOptions opt) {
+  return std::unique_ptr<SentencePieceTokenizer>(new SentencePieceTokenizer(serialized, where, opt, FromBytes{}));
+}
+
+void SentencePieceTokenizer::init(const std::string& model_path) {
   check_sentencepiece_charsmaps(sp_->serialized_model_proto(), model_path);
   for (int id = 0; id < sp_->GetPieceSize(); ++id) check_sentencepiece_piece(id, sp_->IdToPiece(id), sp_->GetScore(id), model_path);
   special_tokens_ = {"<unk>", "[CLS]", "[SEP]", "<pad>", "[MASK]", "", "", {}};
@@ -135,7 +154,10 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_pretrained(
   o.remove_space = c.get_bool("remove_space").value_or(true);
   o.keep_accents = c.get_bool("keep_accents").value_or(false);
   o.model_max_length = c.get_size("model_max_length").value_or(0);
-  auto tok = std::make_unique<SentencePieceTokenizer>(c.required_file("spiece.model", "AlbertTokenizer"), o);
+  // spiece.model, or else tokenizer.json alone (as transformers 5 saves a tokenizer)
+  const bool from_json = !fs::exists(fs::path(dir) / "spiece.model") && c.tokenizer_json();
+  auto tok = from_json ? from_serialized(unigram_model_from_tokenizer_json(c, o), c.tokenizer_json_path(), o)
+                       : std::make_unique<SentencePieceTokenizer>(c.required_file("spiece.model", "AlbertTokenizer"), o);
   const SpecialTokens& st = tok->special_tokens();
   c.check_fixed_special_tokens({st.unk, st.cls, st.sep, st.pad, st.mask});  // added tokens would be split as text
   return tok;
@@ -313,10 +335,16 @@ bool SentencePieceTokenizer::starts_word(int32_t id) const {
 
 void SentencePieceTokenizer::save_pretrained(const std::string& dir) const {
   fs::create_directories(dir);
-  fs::copy_file(model_path_, fs::path(dir) / "spiece.model", fs::copy_options::overwrite_existing);
+  {
+    const std::string path = (fs::path(dir) / "spiece.model").string();
+    std::ofstream out(path, std::ios::binary);
+    out << sp_->serialized_model_proto();
+    if (!out.flush()) throw std::runtime_error(fmt::format("[save_pretrained] {}: write failed", path));
+  }
   write_tokenizer_config(dir, *this, {{"do_lower_case", opt_.do_lower_case},
                                       {"remove_space", opt_.remove_space},
                                       {"keep_accents", opt_.keep_accents}});
+  write_tokenizer_json(dir, unigram_tokenizer_json(*this));
 }
 
 namespace {

@@ -35,9 +35,13 @@ class SentencePieceTokenizer : public Tokenizer {
  public:
   // Loads spiece.model; throws naming the file when it is missing or not a SentencePiece model.
   explicit SentencePieceTokenizer(const std::string& model_path, SentencePieceOptions opt = {});
+  // A serialized ModelProto (a spiece.model's bytes); `where` names it in errors.
+  static std::unique_ptr<SentencePieceTokenizer> from_serialized(const std::string& serialized, const std::string& where,
+                                                                 SentencePieceOptions opt = {});
   ~SentencePieceTokenizer() override;
-  // A Hugging Face ALBERT directory: spiece.model, tokenizer_config.json optional
-  // (do_lower_case, remove_space, keep_accents, model_max_length).
+  // A Hugging Face ALBERT directory: spiece.model, or else tokenizer.json alone (as transformers 5
+  // saves it); tokenizer_config.json optional (do_lower_case, remove_space, keep_accents,
+  // model_max_length).
   static std::unique_ptr<SentencePieceTokenizer> from_pretrained(const std::string& dir);
 
   std::string tokenizer_class() const override { return "AlbertTokenizer"; }
@@ -54,17 +58,24 @@ class SentencePieceTokenizer : public Tokenizer {
   // Pieces beginning with U+2581 ("▁") start a word.
   bool starts_word(int32_t id) const override;
   size_t model_max_length() const override { return opt_.model_max_length; }
-  // spiece.model, tokenizer_config.json and special_tokens_map.json.
+  // spiece.model, tokenizer.json, tokenizer_config.json and special_tokens_map.json.
   void save_pretrained(const std::string& dir) const override;
 
   // AlbertTokenizer.preprocess_text, with each output code point's index in the input.
   std::u32string preprocess(std::string_view text, std::vector<size_t>& origin, const std::string& where) const;
 
+  const sentencepiece::SentencePieceProcessor& processor() const { return *sp_; }
+  const SentencePieceOptions& options() const { return opt_; }
+
  protected:
   const SpecialTokenTemplate& special_token_template() const override { return template_; }
 
  private:
-  std::string model_path_;
+  struct FromBytes {};
+  SentencePieceTokenizer(const std::string& serialized, const std::string& where, SentencePieceOptions opt, FromBytes);
+  // The checks and tables that follow loading the model; `where` names it in errors.
+  void init(const std::string& where);
+
   SentencePieceOptions opt_;
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   SpecialTokens special_tokens_;

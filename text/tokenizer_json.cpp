@@ -1,11 +1,16 @@
 #include "text/tokenizer_json.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sentencepiece_processor.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
+#include "text/protobuf_wire.hpp"
+#include "util/base64.hpp"
 #include "util/json_input.hpp"
 
 using nlohmann::json;
@@ -169,6 +174,127 @@ BpeModel byte_level_bpe_from_tokenizer_json(const TokenizerConfig& c, RobertaTok
   return BpeModel(Vocab(r.vocab(model)), std::move(merges), c.tokenizer_json_path() + " model.merges");
 }
 
+namespace {
+const char* const kMetaspace = "\u2581";  // SentencePiece's word-start mark
+
+json metaspace_json() { return {{"type", "Metaspace"}, {"replacement", kMetaspace}, {"prepend_scheme", "always"}, {"split", true}}; }
+json quote_replacement(const char* pattern) { return {{"type", "Replace"}, {"pattern", {{"String", pattern}}}, {"content", "\""}}; }
+
+// SentencePiece's piece types (ModelProto.SentencePiece.Type).
+enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3 };
+
+// A Unigram ModelProto as libsentencepiece loads it.
+std::string unigram_model_proto(const std::vector<std::pair<std::string, float>>& pieces, const std::set<int64_t>& control,
+                                int64_t unk_id, int64_t pad_id, std::string_view charsmap, bool add_dummy_prefix) {
+  WireWriter model;
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    WireWriter piece;
+    piece.bytes_field(1, pieces[id].first);
+    piece.float_field(2, pieces[id].second);
+    piece.varint_field(3, int64_t(id) == unk_id ? kUnknown : control.count(int64_t(id)) ? kControl : kNormal);
+    model.bytes_field(1, piece.bytes());
+  }
+  WireWriter trainer;  // TrainerSpec: model_type UNIGRAM, vocab_size, unk/bos/eos/pad ids (ALBERT's: no bos, eos)
+  trainer.varint_field(3, 1);
+  trainer.varint_field(4, int64_t(pieces.size()));
+  trainer.varint_field(40, unk_id);
+  trainer.varint_field(41, -1);
+  trainer.varint_field(42, -1);
+  trainer.varint_field(43, pad_id);
+  model.bytes_field(2, trainer.bytes());
+  WireWriter normalizer;  // NormalizerSpec: name, precompiled_charsmap, add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces
+  normalizer.bytes_field(1, charsmap.empty() ? "identity" : "nmt_nfkc");
+  if (!charsmap.empty()) normalizer.bytes_field(2, charsmap);
+  normalizer.varint_field(3, add_dummy_prefix);
+  normalizer.varint_field(4, 1);
+  normalizer.varint_field(5, 1);
+  model.bytes_field(3, normalizer.bytes());
+  return model.bytes();
+}
+}  // namespace
+
+std::string unigram_model_from_tokenizer_json(const TokenizerConfig& c, SentencePieceOptions& o) {
+  const Reader r(c, "AlbertTokenizer");
+  const json& model = r.part("model");
+  r.type_of(model, "model", {"Unigram"});
+  r.require(model, "model", "byte_fallback", false);
+  if (!model.contains("vocab") || !model["vocab"].is_array() || model["vocab"].empty())
+    r.fail("model.vocab", "must be a non-empty list of [piece, score]");
+  std::vector<std::pair<std::string, float>> pieces;
+  for (const json& p : model["vocab"]) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_string() || !p[1].is_number())
+      r.fail(fmt::format("model.vocab[{}]", pieces.size()), fmt::format("is {}, not [piece, score]", json_summary(p)));
+    pieces.emplace_back(p[0].get<std::string>(), p[1].get<float>());
+  }
+  const int64_t unk_id = r.get<int64_t>(model, "model", "unk_id", -1);
+  if (unk_id < 0 || size_t(unk_id) >= pieces.size())
+    r.fail("model.unk_id", fmt::format("must be the id of one of the {} pieces", pieces.size()));
+
+  // ALBERT's normalizer: `` and '' to ", NFKD with StripAccents (keep_accents off), Lowercase, the model's character map
+  const json& norm = r.part("normalizer", /*nullable=*/true);
+  std::vector<json> steps;
+  if (!norm.is_null()) {
+    if (r.type_of(norm, "normalizer", {"Sequence", "Replace", "NFKD", "StripAccents", "Lowercase", "Precompiled"}) == "Sequence") {
+      if (!norm.contains("normalizers") || !norm["normalizers"].is_array()) r.fail("normalizer.normalizers", "must be a list");
+      steps = norm["normalizers"].get<std::vector<json>>();
+    } else {
+      steps = {norm};
+    }
+  }
+  size_t quotes = 0;
+  bool nfkd = false, strip_accents = false, lowercase = false;
+  std::string charsmap;
+  for (const json& step : steps) {
+    const std::string type = r.type_of(step, "normalizer", {"Replace", "NFKD", "StripAccents", "Lowercase", "Precompiled"});
+    if (type == "Replace") {
+      if (step != quote_replacement("``") && step != quote_replacement("''"))
+        r.fail("normalizer", fmt::format("has the replacement {}; AlbertTokenizer replaces only `` and '' with \"", step.dump()));
+      ++quotes;
+    }
+    nfkd |= type == "NFKD";
+    strip_accents |= type == "StripAccents";
+    lowercase |= type == "Lowercase";
+    if (type == "Precompiled")
+      charsmap = base64_decode(r.get<std::string>(step, "normalizer", "precompiled_charsmap", ""),
+                               c.tokenizer_json_path() + " normalizer's precompiled_charsmap");
+  }
+  if (quotes != 2) r.fail("normalizer", "lacks ALBERT's replacements of `` and '' with \"");
+  if (nfkd != strip_accents) r.fail("normalizer", "has one of NFKD and StripAccents without the other");
+  o.keep_accents = !strip_accents;
+  o.do_lower_case = lowercase;
+
+  // WhitespaceSplit (remove_space) and Metaspace, prefixing each text with U+2581
+  const json& pre = r.part("pre_tokenizer");
+  std::vector<json> pre_steps = {pre};
+  if (r.type_of(pre, "pre_tokenizer", {"Sequence", "Metaspace"}) == "Sequence") {
+    if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array()) r.fail("pre_tokenizer.pretokenizers", "must be a list");
+    pre_steps = pre["pretokenizers"].get<std::vector<json>>();
+  }
+  o.remove_space = false;
+  bool metaspace = false;
+  for (const json& step : pre_steps) {
+    if (r.type_of(step, "pre_tokenizer", {"WhitespaceSplit", "Metaspace"}) == "WhitespaceSplit") {
+      o.remove_space = true;
+      continue;
+    }
+    metaspace = true;
+    r.require(step, "pre_tokenizer", "replacement", kMetaspace);
+    r.require(step, "pre_tokenizer", "prepend_scheme", "always");
+  }
+  if (!metaspace) r.fail("pre_tokenizer", "has no Metaspace step");
+  const auto [cls, sep] = r.cls_sep(r.part("post_processor"));
+  if (cls != "[CLS]" || sep != "[SEP]")
+    r.fail("post_processor", fmt::format("places {} and {}; AlbertTokenizer's are [CLS] and [SEP]", cls, sep));
+
+  std::set<int64_t> control;  // special added tokens: control symbols, as the converted spiece.model has them
+  int64_t pad_id = -1;
+  for (const auto& t : c.added_tokens()) {
+    if (t.special) control.insert(t.id);
+    if (t.content == "<pad>") pad_id = t.id;
+  }
+  return unigram_model_proto(pieces, control, unk_id, pad_id, charsmap, /*add_dummy_prefix=*/true);
+}
+
 json wordpiece_tokenizer_json(const BertTokenizer& tok, const TokenizerOptions& o) {
   json vocab = json::object();
   for (size_t id = 0; id < tok.vocab().size(); ++id) vocab[tok.vocab().token(int32_t(id))] = id;
@@ -229,6 +355,46 @@ json byte_level_bpe_tokenizer_json(const RobertaTokenizer& tok, const BpeModel& 
             {"ignore_merges", false},
             {"vocab", vocab},
             {"merges", merges}}}};
+}
+
+json unigram_tokenizer_json(const SentencePieceTokenizer& tok) {
+  const sentencepiece::SentencePieceProcessor& sp = tok.processor();
+  const SentencePieceOptions& o = tok.options();
+  json vocab = json::array();
+  int64_t unk_id = -1;
+  for (int id = 0; id < sp.GetPieceSize(); ++id) {
+    vocab.push_back({sp.IdToPiece(id), double(sp.GetScore(id))});
+    if (unk_id < 0 && sp.IsUnknown(id)) unk_id = id;
+  }
+  // the normalizer's precompiled character map: ModelProto.normalizer_spec (3).precompiled_charsmap (2)
+  const std::string serialized = sp.serialized_model_proto();
+  const std::string where = "the model";
+  std::string_view normalizer, charsmap;
+  WireFields fields(serialized, where);
+  if (fields.next_bytes(3, normalizer)) WireFields(normalizer, where).next_bytes(2, charsmap);
+  json normalizers = {quote_replacement("``"), quote_replacement("''")};
+  if (!o.keep_accents) normalizers.insert(normalizers.end(), {{{"type", "NFKD"}}, {{"type", "StripAccents"}}});
+  if (o.do_lower_case) normalizers.push_back({{"type", "Lowercase"}});
+  if (!charsmap.empty()) normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", base64_encode(charsmap)}});
+  const json pre = o.remove_space ? json{{"type", "Sequence"}, {"pretokenizers", {{{"type", "WhitespaceSplit"}}, metaspace_json()}}}
+                                  : metaspace_json();
+  const SpecialTokens& st = tok.special_tokens();
+  const json cls = special_token_piece(st.cls, 0), sep = special_token_piece(st.sep, 0);
+  const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  auto special = [&](const std::string& t) { return json{{"id", t}, {"ids", {tok.token_to_id(t)}}, {"tokens", {t}}}; };
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added_tokens_json(tok)},
+          {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+          {"pre_tokenizer", pre},
+          {"post_processor",
+           {{"type", "TemplateProcessing"},
+            {"single", {cls, a, sep}},
+            {"pair", {cls, a, sep, b, special_token_piece(st.sep, 1)}},
+            {"special_tokens", {{st.cls, special(st.cls)}, {st.sep, special(st.sep)}}}}},
+          {"decoder", metaspace_json()},
+          {"model", {{"type", "Unigram"}, {"unk_id", unk_id}, {"vocab", vocab}, {"byte_fallback", false}}}};
 }
 
 void write_tokenizer_json(const std::string& dir, const json& doc) {

@@ -5,8 +5,9 @@ loading the slow files with transformers and saving again:
 
   bert-base-uncased/  from data/bert-base-uncased-vocab.txt (the ids of tests/data/tokenizer_goldens.json)
   roberta-small/      from tests/data/bpe_trainer/roberta/{vocab.json,merges.txt}
+  albert-small/       from tests/data/spiece/spiece.model (the ids of tests/data/spiece/goldens.json)
 
-    python3 -m venv VENV && VENV/bin/pip install transformers==5.25.0 tokenizers==0.23.3
+    python3 -m venv VENV && VENV/bin/pip install transformers==5.25.0 tokenizers==0.23.3 sentencepiece==0.2.3 protobuf
     VENV/bin/python tools/gen_tokenizer_json_goldens.py
 """
 import os
@@ -15,7 +16,7 @@ import sys
 import tempfile
 
 import transformers
-from transformers import BertTokenizer, RobertaTokenizer
+from transformers import AlbertTokenizer, BertTokenizer, RobertaTokenizer
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 OUT = os.path.join(ROOT, "tests", "data", "tokenizer_json")
@@ -23,6 +24,7 @@ SOURCES = {
     "bert-base-uncased": (BertTokenizer, {"vocab.txt": "data/bert-base-uncased-vocab.txt"}),
     "roberta-small": (RobertaTokenizer, {"vocab.json": "tests/data/bpe_trainer/roberta/vocab.json",
                                          "merges.txt": "tests/data/bpe_trainer/roberta/merges.txt"}),
+    "albert-small": (AlbertTokenizer, {"spiece.model": "tests/data/spiece/spiece.model"}),
 }
 
 
