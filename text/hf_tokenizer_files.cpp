@@ -9,6 +9,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 
 namespace fs = std::filesystem;
@@ -43,9 +44,7 @@ std::string token_content(const json& v, const std::string& path, const char* fi
 }
 
 void write_json(const std::string& path, const json& j) {
-  std::ofstream out(path, std::ios::binary);
-  out << j.dump(2) << '\n';  // transformers writes json.dumps(indent=2, sort_keys=True) + "\n"
-  if (!out.flush()) throw std::runtime_error(fmt::format("[save_pretrained] {}: write failed", path));
+  write_text_atomically(path, j.dump(2) + "\n");  // transformers writes json.dumps(indent=2, sort_keys=True) + "\n"
 }
 }  // namespace
 

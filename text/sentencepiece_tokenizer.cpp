@@ -22,6 +22,7 @@
 #include "text/sentencepiece_model_check.hpp"
 #include "text/tokenizer_json.hpp"
 #include "text/unicode.hpp"
+#include "util/atomic_file.hpp"
 #include "util/child_process.hpp"
 #include "util/threads.hpp"
 
@@ -335,12 +336,7 @@ bool SentencePieceTokenizer::starts_word(int32_t id) const {
 
 void SentencePieceTokenizer::save_pretrained(const std::string& dir) const {
   fs::create_directories(dir);
-  {
-    const std::string path = (fs::path(dir) / "spiece.model").string();
-    std::ofstream out(path, std::ios::binary);
-    out << sp_->serialized_model_proto();
-    if (!out.flush()) throw std::runtime_error(fmt::format("[save_pretrained] {}: write failed", path));
-  }
+  write_text_atomically((fs::path(dir) / "spiece.model").string(), sp_->serialized_model_proto());
   write_tokenizer_config(dir, *this, {{"do_lower_case", opt_.do_lower_case},
                                       {"remove_space", opt_.remove_space},
                                       {"keep_accents", opt_.keep_accents}});

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "text/protobuf_wire.hpp"
+#include "util/atomic_file.hpp"
 #include "util/base64.hpp"
 #include "util/json_input.hpp"
 
@@ -398,10 +399,7 @@ json unigram_tokenizer_json(const SentencePieceTokenizer& tok) {
 }
 
 void write_tokenizer_json(const std::string& dir, const json& doc) {
-  const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
-  std::ofstream out(path, std::ios::binary);
-  out << doc.dump(2);
-  if (!out.flush()) throw std::runtime_error(fmt::format("[save_pretrained] {}: write failed", path));
+  write_text_atomically((std::filesystem::path(dir) / "tokenizer.json").string(), doc.dump(2));
 }
 
 }  // namespace xg::text

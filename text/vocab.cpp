@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "text/unicode.hpp"
+#include "util/atomic_file.hpp"
 #include "util/lines.hpp"
 
 namespace xg::text {
@@ -57,16 +58,9 @@ Vocab Vocab::from_file(const std::string& path) {
 }
 
 void Vocab::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    for (const auto& t : tokens_) out << t << '\n';
-    if (!out.flush()) throw std::runtime_error(fmt::format("[Vocab] {}: write failed", path));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("[Vocab] {}: cannot replace the file", path));
-  }
+  std::string text;
+  for (const auto& t : tokens_) text += t + '\n';
+  write_text_atomically(path, text);
 }
 
 }  // namespace xg::text
