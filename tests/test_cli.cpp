@@ -120,7 +120,7 @@ TEST_CASE("cli positive(): zero and negatives refused, naming the flag", "[cli]"
 TEST_CASE("cli: unknown flags and missing values are refused, --help shows defaults", "[cli]") {
   Program unknown;
   CHECK(unknown.run({"--count", "3", "--bogus"}) == 2);
-  CHECK_THAT(unknown.err.str(), Contains("prog: The following argument was not expected: --bogus"));
+  CHECK_THAT(unknown.err.str(), Contains("prog: unknown flag --bogus"));
   Program missing;
   CHECK(missing.run({"--count"}) == 2);
   CHECK_THAT(missing.err.str(), Contains("--count"));
@@ -128,4 +128,42 @@ TEST_CASE("cli: unknown flags and missing values are refused, --help shows defau
   CHECK(help.run({"--help"}) == 0);
   CHECK_THAT(help.out.str(), Contains("--count UINT=5") && Contains("--lr FLOAT=0.01") && Contains("--seed UINT=12345"));
   CHECK(help.err.str().empty());
+}
+
+TEST_CASE("cli: a misspelt flag or command is named with the nearest real one; snake_case spellings are taken", "[cli]") {
+  Program p;
+  CHECK(p.run({"--cout", "3"}) == 2);
+  CHECK_THAT(p.err.str(), Contains("prog: unknown flag --cout (did you mean --count?)"));
+  Program far;
+  CHECK(far.run({"--zzzzzz", "3"}) == 2);
+  CHECK_THAT(far.err.str(), Contains("unknown flag --zzzzzz") && !Contains("did you mean"));
+  // a value that looks like a flag after an option that takes one is the option's value
+  CLI::App app{"test", "prog"};
+  std::string text;
+  bool snake = false;
+  app.add_option("--text", text);
+  app.add_flag("--snake-case", snake);
+  std::ostringstream out, err;
+  const char* argv[] = {"prog", "--text", "--not-a-flag", "--snake_case"};
+  CHECK_FALSE(xg::cli::parse_or_exit(app, 4, argv, out, err));
+  CHECK(text == "--not-a-flag");
+  CHECK(snake);
+  // subcommands: a misspelt one, and a flag of another subcommand
+  CLI::App tool{"test", "tool"};
+  std::string model;
+  tool.add_subcommand("fill-mask", "")->add_option("--model", model);
+  tool.add_subcommand("classify", "")->add_flag("--jsonl");
+  tool.require_subcommand(1);
+  std::ostringstream o2, e2;
+  const char* typo[] = {"tool", "fillmask", "--model", "x"};
+  CHECK(xg::cli::parse_or_exit(tool, 4, typo, o2, e2) == 2);
+  CHECK_THAT(e2.str(), Contains("tool: unknown command 'fillmask' (did you mean fill-mask?); the commands are fill-mask, classify"));
+  std::ostringstream o3, e3;
+  const char* other[] = {"tool", "fill-mask", "--modle", "x"};
+  CHECK(xg::cli::parse_or_exit(tool, 4, other, o3, e3) == 2);
+  CHECK_THAT(e3.str(), Contains("unknown flag --modle (did you mean --model?)"));
+  std::ostringstream o4, e4;
+  const char* version[] = {"tool", "--version"};
+  CHECK(xg::cli::parse_or_exit(tool, 2, version, o4, e4) == 0);
+  CHECK_THAT(o4.str(), Contains("tool (xgrad "));
 }

@@ -409,7 +409,24 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   CHECK(task.seq_len == 64);
   CHECK(task.whole_word_mask);
   const std::string help = app.help();
-  CHECK_THAT(help, Contains("--steps INT=800"));
+  CHECK_THAT(help, Contains("--steps,--max-steps INT=800"));
+  // transformers' names are aliases: the same options, saved under the same keys
+  TrainerOptions hf_trainer;
+  PretrainOptions hf_task;
+  CLI::App hf("bert_pretrain", "bert_pretrain");
+  PretrainOptions::table().add_to(hf, hf_task, "Data and model");
+  TrainerOptions::table().add_to(hf, hf_trainer, "Training");
+  hf.parse("--learning-rate 5e-4 --gradient-accumulation-steps 4 --max-seq-length 64 --whole-word-mask --save-total-limit 3 "
+           "--tensorboard tb --max-steps 9 --per-device-train-batch-size 7 --output-dir o --mlm-probability 0.2", false);
+  CHECK(TrainerOptions::table().saved(hf_trainer).at("lr") == TrainerOptions::table().saved(trainer).at("lr"));
+  CHECK(hf_trainer.grad_accum == 4);
+  CHECK(hf_trainer.keep_checkpoints == 3);
+  CHECK(hf_trainer.steps == 9);
+  CHECK(hf_trainer.batch == 7);
+  CHECK(hf_trainer.out == "o");
+  CHECK(hf_task.seq_len == 64);
+  CHECK(hf_task.masked_lm_prob == 0.2f);
+  CHECK(hf_trainer.flags_given.count("--lr"));  // given under its first name, as a resumed run compares them
   CHECK_THAT(help, Contains("(\"\": tiny; with --init-from the checkpoint's config"));  // unset: a conflict is a choice
   CHECK_THAT(help, Contains("--extend-vocab INT=0"));
   // The keys of a pre-split checkpoint's options (but "vocab", now "tokenizer": a resumed run takes the

@@ -543,3 +543,22 @@ TEST_CASE("Trainer: --warmup-ratio sets the warm-up as a fraction of the run's s
   CHECK_THROWS_WITH(train_line(t), Contains("--warmup-ratio"));
   fs::remove_all(t.out);
 }
+
+TEST_CASE("trainer: --steps (--max-steps) overrides --epochs on a new run, as transformers' max_steps", "[trainer][cli]") {
+  TrainerOptions t;
+  t.epochs = 3;
+  t.steps = 2;
+  CHECK_FALSE(xg::training::steps_override_epochs(t, /*steps_given=*/false, false));
+  CHECK(t.epochs == 3);  // epochs decide
+  CHECK_FALSE(xg::training::steps_override_epochs(t, true, false));
+  CHECK(t.epochs == 0);  // steps decide, quietly: only --steps was given
+  t.epochs = 4;
+  const auto note = xg::training::steps_override_epochs(t, true, true);
+  REQUIRE(note);
+  CHECK_THAT(*note, Catch::Contains("--steps 2 overrides --epochs 4"));
+  CHECK(t.epochs == 0);
+  t.epochs = 3;
+  t.resume = "runs/x";  // a resumed run keeps its plan
+  CHECK_FALSE(xg::training::steps_override_epochs(t, true, true));
+  CHECK(t.epochs == 3);
+}

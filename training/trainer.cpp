@@ -46,14 +46,14 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
   using O = TrainerOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--batch", &O::batch, "examples per micro-batch (of each rank, under mpirun)", kRestore, at_least(1))
-      .add("--grad-accum", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
-      .add("--lr", &O::lr, "peak learning rate", kRestore, at_least(0))
-      .add("--warmup", &O::warmup, "warm-up steps (-1: 10% of --steps)", kRestore, at_least(-1))
+      .add("--batch,--per-device-train-batch-size", &O::batch, "examples per micro-batch (of each rank, under mpirun)", kRestore, at_least(1))
+      .add("--grad-accum,--gradient-accumulation-steps", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
+      .add("--lr,--learning-rate", &O::lr, "peak learning rate", kRestore, at_least(0))
+      .add("--warmup,--warmup-steps", &O::warmup, "warm-up steps (-1: 10% of --steps)", kRestore, at_least(-1))
       .add("--warmup-ratio", &O::warmup_ratio, "warm-up as a fraction of the run's steps, instead of --warmup (-1: not used)",
            kRestore, between(-1, 1))
-      .add("--steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
-      .add("--epochs", &O::epochs, "passes over the training data, setting --steps (0: use --steps)", kRestore)
+      .add("--steps,--max-steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
+      .add("--epochs,--num-train-epochs", &O::epochs, "passes over the training data, setting --steps (0, or --steps given: --steps decides, as max_steps)", kRestore)
       .add("--min-steps", &O::min_steps, "with --epochs: train at least this many steps (a few examples make few steps "
                                          "per epoch); a run so lengthened evaluates 10 times, not each epoch (0: no minimum)",
            kRestore, at_least(0))
@@ -75,18 +75,18 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
                                                "padding; rows at padded positions are zero, not what transformers "
                                                "computes there, and question answering leaves them out of its loss)",
            kRestore)
-      .add("--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
+      .add("--out,--output-dir", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
                              "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
                              "directory)")
       .add("--overwrite", &O::overwrite, "let a new run replace the checkpoints and metrics of an earlier run in --out")
-      .add("--resume", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
+      .add("--resume,--resume-from-checkpoint", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
                                    "the settings saved with it are kept")
       .add("--tensorboard", &O::tensorboard, "also write TensorBoard event files to this directory")
-      .add("--eval-every", &O::eval_every, "evaluate on the held-out data every N steps, 0 never, -1 once per epoch", OnResume::UseNew, at_least(-1))
-      .add("--save-every", &O::save_every, "checkpoint every N steps, 0 only at the end", OnResume::UseNew, at_least(0))
-      .add("--keep", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
+      .add("--eval-every,--eval-steps", &O::eval_every, "evaluate on the held-out data every N steps, 0 never, -1 once per epoch", OnResume::UseNew, at_least(-1))
+      .add("--save-every,--save-steps", &O::save_every, "checkpoint every N steps, 0 only at the end", OnResume::UseNew, at_least(0))
+      .add("--keep,--save-total-limit", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
       .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
-      .add("--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
+      .add("--log-every,--logging-steps", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
       .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or the cores this process may use)", OnResume::UseNew, between(0, 4096))
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
                                                "step) or skip (that step's update)", OnResume::UseNew, Choices{{"stop", "skip"}})
@@ -97,6 +97,14 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
       .add("--detect-anomaly", &O::detect_anomaly, "check every op's output and gradient: name the op that makes the first "
                                                    "NaN or infinity (slow; to debug a run that diverges)");
   return t;
+}
+
+std::optional<std::string> steps_override_epochs(TrainerOptions& t, bool steps_given, bool epochs_given) {
+  if (!steps_given || !t.resume.empty()) return std::nullopt;
+  const size_t epochs = t.epochs;
+  t.epochs = 0;
+  if (!epochs_given || epochs == 0) return std::nullopt;
+  return fmt::format("--steps {} overrides --epochs {} (as transformers' max_steps does)", t.steps, epochs);
 }
 
 void set_padding_free(nn::Module& model, bool padding_free) {

@@ -20,6 +20,7 @@
 // a stop (signal, --stop-at, non-finite values) is decided by all ranks together.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ MatmulPrecision training_precision(const TrainerOptions& opt);
 // The precision a run trains (and so scores) at: --precision, or on --resume the one saved with
 // the checkpoint (a resumed run keeps it).
 MatmulPrecision run_precision(const TrainerOptions& opt);
+
+// --steps (--max-steps) given on a new run's command line overrides --epochs, as transformers'
+// max_steps overrides num_train_epochs; a resumed run keeps its plan. Returns a note to print when
+// both were given.
+std::optional<std::string> steps_override_epochs(TrainerOptions& t, bool steps_given, bool epochs_given);
 
 // --padding-free on `model` (its execution and its sub-modules'), or'ed with what it had.
 void set_padding_free(nn::Module& model, bool padding_free);

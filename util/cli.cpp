@@ -1,6 +1,7 @@
 #include "util/cli.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -23,6 +24,104 @@ CLI::Validator positive() {
                         "POSITIVE");
 }
 
+namespace {
+
+// Edits (insert, delete, substitute, swap two neighbours) turning a into b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// " (did you mean X?)" for the candidate nearest `word`, when one is near enough to be a slip.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 4) + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = (c.rfind(word, 0) == 0 || word.rfind(c, 0) == 0) ? 1 : edit_distance(word, c);  // a prefix: a slip too
+    if (d < best_distance) best_distance = d, best = c;
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean {}?)", best);
+}
+
+// The long flags ("--steps") of `app`'s own options.
+std::vector<std::string> long_flags(const CLI::App& app) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  return flags;
+}
+
+// The command line checked before CLI11 parses it: each --flag must be one of the program's (or of
+// the subcommand named), a --snake_case spelling of one is taken as it (transformers' command lines
+// paste in), and a misspelt flag or subcommand is named with the nearest real one. Returns the
+// arguments to parse, or the error to print.
+struct Checked {
+  std::vector<std::string> args;
+  std::string error;
+};
+Checked check_arguments(const CLI::App& app, int argc, const char* const* argv) {
+  Checked c;
+  const CLI::App* scope = &app;
+  bool value_next = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {  // the rest is positional
+      for (; i < argc; ++i) c.args.push_back(argv[i]);
+      break;
+    }
+    if (value_next || a.rfind("--", 0) != 0) {
+      if (!value_next && scope == &app && !app.get_subcommands({}).empty() && a.rfind('-', 0) != 0) {
+        std::vector<std::string> names;
+        for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+        if (std::find(names.begin(), names.end(), a) == names.end()) {
+          c.error = fmt::format("unknown command '{}'{}; the commands are {}", a, did_you_mean(a, names), fmt::join(names, ", "));
+          return c;
+        }
+        scope = app.get_subcommand(a);
+      }
+      value_next = false;
+      c.args.push_back(a);
+      continue;
+    }
+    const size_t eq = a.find('=');
+    std::string flag = a.substr(0, eq);
+    const std::string rest = eq == std::string::npos ? "" : a.substr(eq);
+    auto known = [&](const std::string& f) {
+      for (const CLI::App* s : {scope, static_cast<const CLI::App*>(&app)}) {
+        const auto flags = long_flags(*s);
+        if (std::find(flags.begin(), flags.end(), f) != flags.end()) return s;
+      }
+      return static_cast<const CLI::App*>(nullptr);
+    };
+    const CLI::App* owner = known(flag);
+    if (!owner && flag.find('_') != std::string::npos) {
+      std::string dashed = flag;
+      std::replace(dashed.begin() + 2, dashed.end(), '_', '-');
+      if ((owner = known(dashed))) flag = dashed;
+    }
+    if (!owner) {
+      std::vector<std::string> flags = long_flags(*scope);
+      if (scope != &app)
+        for (const std::string& f : long_flags(app)) flags.push_back(f);
+      c.error = fmt::format("unknown flag {}{}", flag, did_you_mean(flag, flags));
+      return c;
+    }
+    const CLI::Option* o = owner->get_option_no_throw(flag);
+    value_next = eq == std::string::npos && o && o->get_expected_min() > 0;
+    c.args.push_back(flag + rest);
+  }
+  return c;
+}
+
+}  // namespace
+
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   const CLI::App* program = &app;  // the name is argv[0]'s when the App was given none
   app.set_version_flag("--version", std::function<std::string()>([program] {
@@ -31,8 +130,16 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* arg
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     return fmt::format("{}: {}\nRun with --help for more information.\n", a->get_name(), e.what());
   });
+  const Checked checked = check_arguments(app, argc, argv);
+  if (!checked.error.empty()) {
+    const std::string name = std::filesystem::path(app.get_name().empty() ? argv[0] : app.get_name()).filename().string();
+    err << fmt::format("{}: {}\nRun with --help for more information.\n", name, checked.error);
+    return 2;
+  }
+  std::vector<const char*> args{argv[0]};
+  for (const std::string& a : checked.args) args.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(int(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e, out, err) == 0 ? 0 : 2;
   }

@@ -127,7 +127,9 @@ void add_to_app(CLI::App& app, const CommandLineOption& option, const std::strin
 template <class Owner>
 class OptionTable {
  public:
-  // Declares `flag` (e.g. "--seq-len") filling `member`; `help` without the default (it is added).
+  // Declares `flag` (e.g. "--seq-len", or "--seq-len,--max-seq-length": the first name is the one
+  // messages use and the checkpoint's key, the others aliases) filling `member`; `help` without the
+  // default (it is added).
   template <class T>
   OptionTable& add(const std::string& flag, T Owner::*member, const std::string& help,
                    OnResume on_resume = OnResume::UseNew, Range range = {});
@@ -226,9 +228,10 @@ void check_choice(const std::string& value, const Choices& choices, const std::s
 }  // namespace option_detail
 
 template <class Owner>
-OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, std::string Owner::*member, const std::string& help,
+OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, std::string Owner::*member, const std::string& help,
                                             OnResume on_resume, Choices choices) {
-  add<std::string>(flag, member, help, on_resume);
+  add<std::string>(names, member, help, on_resume);
+  const std::string flag = names.substr(0, names.find(','));
   Entry& e = entries_.back();
   e.check = [=](const Owner& o) { option_detail::check_choice(o.*member, choices, flag); };
   e.command_line = [=, plain = e.command_line](Owner& o) {
@@ -286,9 +289,10 @@ class BoundOptions {
 
 template <class Owner>
 template <class T>
-OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*member, const std::string& help,
+OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, T Owner::*member, const std::string& help,
                                             OnResume on_resume, Range range) {
   using option_detail::show;
+  const std::string flag = names.substr(0, names.find(','));  // the first name: messages, given flags, the saved key
   Entry e;
   e.flag = flag;
   e.on_resume = on_resume;
@@ -298,7 +302,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& flag, T Owner::*m
   };
   e.command_line = [=](Owner& o) {
     option_detail::CommandLineOption c;
-    c.flag = flag;
+    c.flag = names;  // every name: the aliases parse too
     c.help = help;
     if constexpr (std::is_same_v<T, bool>) {
       c.is_switch = true;

@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
+    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
+      fmt::print(stderr, "note: {}\n", *note);
     // the files written at the end, checked before any training
     const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})

@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
+    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
+      fmt::print(stderr, "note: {}\n", *note);
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",

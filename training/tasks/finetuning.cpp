@@ -31,17 +31,17 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
   static const OptionTable<O> t = OptionTable<O>()
       .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
                                "under Tasks at the end", kRestore)
-      .add("--train", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
+      .add("--train,--train-file", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
            OnResume::DataPath)
-      .add("--dev", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",
+      .add("--dev,--validation-file", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",
            OnResume::DataPath)
-      .add("--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end", OnResume::DataPath)
-      .add("--model", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
+      .add("--test,--test-file", &O::test, "data scored (or, without labels, predicted) with the best model at the end", OnResume::DataPath)
+      .add("--model,--model-name-or-path", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
                                  "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
                                  "trained from scratch", kRestore)
       .add("--vocab", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
       .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
-      .add("--max-len", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
+      .add("--max-len,--max-seq-length", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
                                      "or windowed, per --task)", kRestore, at_least(4))
       .add("--predictions", &O::predictions, "write the best model's predictions on --test (else --dev) to this file, in "
                                              "the task's submission format")

@@ -35,7 +35,7 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
   using O = PretrainOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
+      .add("--corpus,--train-file", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
                                    "or a directory of create_pretraining_data shards (on --resume: the same data in a new "
                                    "place, checked by its size and CRC32C or its shards' names and sizes)", OnResume::DataPath)
       .add("--tokenizer,--vocab", &O::tokenizer,
@@ -51,9 +51,9 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa full-sentences, ALBERT sop), nsp, "
                                      "sop, full-sentences or doc-sentences (MLM only)", kRestore,
            Choices{{"auto", "nsp", "sop", "full-sentences", "doc-sentences"}})
-      .add("--seq-len", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
+      .add("--seq-len,--max-seq-length", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
       .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: masked-lm-prob x seq-len, rounded up)", kRestore)
-      .add("--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
+      .add("--masked-lm-prob,--mlm-probability", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
       .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
       .add("--max-ngram", &O::max_ngram, "mask spans of up to N whole words, n drawn with probability ~ 1/n (0: the model's "
                                          "recipe: 3 for ALBERT, 1 otherwise)", kRestore, between(0, 16))
