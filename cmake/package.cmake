@@ -26,6 +26,9 @@ foreach(dir util autograd nn optim text models metrics inference training)
   install(DIRECTORY ${dir} DESTINATION ${XGRAD_INSTALL_INCLUDEDIR}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*.def")
 endforeach()
+# The bundled data the programs default to, where util/bundled_data.hpp finds it in an installation.
+install(DIRECTORY data DESTINATION ${CMAKE_INSTALL_DATADIR}/xgrad FILES_MATCHING PATTERN "*.txt" PATTERN "*.json"
+        PATTERN "*.tsv" PATTERN "*.conll" PATTERN "README.md")
 install(FILES ${PROJECT_BINARY_DIR}/include/util/version.hpp DESTINATION ${XGRAD_INSTALL_INCLUDEDIR}/util)
 
 if(XGRAD_HAVE_MPI)

@@ -14,6 +14,7 @@
 #include "training/tasks/multitask.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
+#include "util/bundled_data.hpp"
 #include "util/cli.hpp"
 
 using xg::training::FinetuneOptions;
@@ -111,6 +112,8 @@ int main(int argc, char** argv) {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
       fmt::print(stderr, "note: {}\n", *note);
+    // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
+    if (trainer.resume.empty() && !app.count("--vocab")) task.vocab = xg::bundled_data_path(task.vocab);
     // the files written at the end, checked before any training
     const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 
+#include "util/bundled_data.hpp"
 #include "util/cli.hpp"
 #include "nn/execution.hpp"
 #include "training/benchmark.hpp"
@@ -67,6 +68,8 @@ int main(int argc, char** argv) {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
     if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
       fmt::print(stderr, "note: {}\n", *note);
+    // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
+    if (trainer.resume.empty() && !app.count("--corpus")) task.corpus = xg::bundled_data_path(task.corpus);
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",

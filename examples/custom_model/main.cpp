@@ -15,6 +15,7 @@
 
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "util/bundled_data.hpp"
 #include "util/cli.hpp"
 
 using namespace xg;
@@ -149,6 +150,7 @@ int main(int argc, char** argv) try {
   app.add_option("--save", opt.save, "where the trained weights go (safetensors), reloaded into a fresh model to check "
                                      "them (default: a temporary file, removed afterwards)")->type_name("FILE");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
+  if (!app.count("--data")) opt.data = bundled_data_path(opt.data);  // the bundled set, from any working directory
 
   // ---- data: source \t label \t text, shuffled and split ----
   std::ifstream in(opt.data);

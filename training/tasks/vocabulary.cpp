@@ -1,3 +1,4 @@
+#include "util/bundled_data.hpp"
 #include "training/tasks/vocabulary.hpp"
 
 #include <fmt/format.h>
@@ -100,7 +101,7 @@ Trainer trainer_of(const std::string& model_type) {
 }  // namespace
 
 std::string default_tokenizer_path(const std::string& model_type) {
-  return models::family_entry(model_type).tokenizer.default_vocabulary;
+  return bundled_data_path(models::family_entry(model_type).tokenizer.default_vocabulary);
 }
 
 std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r) {
