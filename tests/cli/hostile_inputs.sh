@@ -489,6 +489,11 @@ finetune)
   ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --report "$W/report.json"
   cases=$((cases + 1))
   grep -q '"accuracy"' "$W/report.json" || fail "no accuracy in $W/report.json"
+  # a preset says it trains from random weights; --vocab with a checkpoint that has its own tokenizer is refused
+  ft && expect 0 "from random weights: --model $CONFIG is a preset" "$F" "${FT[@]}" --steps 1
+  best=$(ls -d "$W"/ft*/best | head -1)
+  model=$best ft && expect 1 "--vocab applies to a preset, or to a checkpoint without tokenizer files; $best has its own" \
+    "$F" "${FT[@]}" --steps 1
   # an output that is an input (however spelled, or linked), or that cannot be written, is refused
   # before any training, and the input is left as it was
   cp "$W/train.tsv" "$W/dev_copy.tsv" && ln -sf dev_copy.tsv "$W/dev_link.tsv"

@@ -129,6 +129,12 @@ FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std
     : opt_(o), ctx_(ctx), kind_(std::move(kind)), head_suffix_(std::move(head_suffix)) {
   if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train is required", kind_));
   model_is_checkpoint_ = !resuming() && fs::is_directory(o.model);
+  // --vocab would be ignored: the checkpoint's own tokenizer is the one its embeddings were trained with
+  if (model_is_checkpoint_ && o.flags_given.count("--vocab"))
+    for (const char* file : {"tokenizer_config.json", "vocab.txt"})
+      if (fs::exists(fs::path(o.model) / file))
+        throw std::invalid_argument(fmt::format("[{}] --vocab applies to a preset, or to a checkpoint without tokenizer files; {} "
+                                                "has its own ({}): leave --vocab out", kind_, o.model, file));
   tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : model_is_checkpoint_ ? o.model : "", o);
 }
 
@@ -159,6 +165,9 @@ void FinetuneTask::load_model(const nlohmann::json& new_head, const std::functio
     }
     model_ = std::move(loaded.model);
   } else {
+    if (!ctx_.quiet)
+      fmt::print("from random weights: --model {} is a preset, not a checkpoint directory (give one to fine-tune pre-trained "
+                 "weights)\n", opt_.model);
     nlohmann::json j = models::fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
     j.update(new_head);
     const std::string source = "--model " + opt_.model;
