@@ -63,7 +63,9 @@ void in_batches(size_t n, size_t batch, Run run) {
 
 }  // namespace
 
-Pipeline Pipeline::load(const std::string& dir, const PipelineOptions& options) {
+Pipeline Pipeline::load(const std::string& given, const PipelineOptions& options) {
+  std::string note;  // a run's output directory stands for its best model or newest checkpoint
+  const std::string dir = models::model_directory_in(given, &note);
   require_directory(dir);
   std::unique_ptr<text::Tokenizer> tokenizer;
   if (options.tokenizer.empty()) {
@@ -74,7 +76,9 @@ Pipeline Pipeline::load(const std::string& dir, const PipelineOptions& options) 
     tokenizer = models::open_tokenizer(options.tokenizer, o);
   }
   if (options.verify_checksums) verify_checksums(dir);  // a checkpoint written by the Trainer lists its files' CRC32C
-  return Pipeline(models::load_pretrained(dir), std::move(tokenizer), options, dir);
+  models::LoadedModel loaded = models::load_pretrained(dir);
+  if (!note.empty()) loaded.notes.insert(loaded.notes.begin(), note);
+  return Pipeline(std::move(loaded), std::move(tokenizer), options, dir);
 }
 
 Pipeline::Pipeline(models::LoadedModel loaded, std::unique_ptr<text::Tokenizer> tokenizer, const PipelineOptions& options,

@@ -54,7 +54,8 @@ struct MaskFill {
 class Pipeline {
  public:
   // The checkpoint in `dir` (config.json, model.safetensors or pytorch_model.bin, its tokenizer
-  // files), in eval mode, its linear weights packed once for serving. Throws naming the directory
+  // files; a run's output directory stands for its best model or newest checkpoint, said in
+  // notes()), in eval mode, its linear weights packed once for serving. Throws naming the directory
   // and the file when something is missing or does not match (a tokenizer larger than the
   // model's vocabulary, a padding id other than the config's where positions follow padding).
   static Pipeline load(const std::string& dir, const PipelineOptions& options = {});

@@ -24,31 +24,6 @@ constexpr int kStateFormat = 2;  // 1 (no "format" field): before the Trainer/Ta
 
 std::string checkpoint_name(int64_t step) { return fmt::format("checkpoint-{:06d}", step); }
 
-std::optional<int64_t> checkpoint_step(const std::string& name) {
-  constexpr std::string_view prefix = "checkpoint-";
-  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 || name.compare(0, prefix.size(), prefix) != 0)
-    return std::nullopt;
-  int64_t step = 0;
-  for (size_t i = prefix.size(); i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
-}
-
-std::vector<std::string> list_checkpoints(const std::string& dir) {
-  std::vector<std::pair<int64_t, std::string>> numbered;
-  if (fs::is_directory(dir))
-    for (auto& e : fs::directory_iterator(dir))
-      if (const auto step = checkpoint_step(e.path().filename().string())) numbered.emplace_back(*step, e.path().string());
-  // By step, not by name: the 6-digit names of steps below a million sort before longer ones as text
-  // only by luck ("checkpoint-1000000" < "checkpoint-999000").
-  std::sort(numbered.begin(), numbered.end());
-  std::vector<std::string> all;
-  for (auto& [step, path] : numbered) all.push_back(std::move(path));
-  return all;
-}
-
 void remove_checkpoint(const std::string& dir) {
   // Renamed first: a kill during the removal leaves a .del directory (cleaned up by the next run),
   // never a half-removed checkpoint that still looks whole.

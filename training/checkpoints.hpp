@@ -7,18 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "models/core/checkpoint.hpp"
 #include "optim/schedule.hpp"
 #include "util/random.hpp"
 
 namespace xg::training {
 
 std::string checkpoint_name(int64_t step);  // "checkpoint-000042"
-// The step of a checkpoint directory's name ("checkpoint-000042": 42); none for other names
-// (the .tmp/.old/.del directories of an unfinished save or removal among them).
-std::optional<int64_t> checkpoint_step(const std::string& name);
-
-// The checkpoint-N directories of an --out directory, oldest (lowest step) first.
-std::vector<std::string> list_checkpoints(const std::string& out_dir);
+using models::checkpoint_step;   // models/core/checkpoint.hpp
+using models::list_checkpoints;
 
 // Removes a checkpoint directory: renamed to DIR.del.PID, then deleted.
 void remove_checkpoint(const std::string& dir);

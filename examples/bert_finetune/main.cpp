@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "models/core/checkpoint.hpp"
 #include "nn/execution.hpp"
 #include "training/benchmark.hpp"
 #include "training/checkpoints.hpp"
@@ -114,6 +115,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "note: {}\n", *note);
     // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
     if (trainer.resume.empty() && !app.count("--vocab")) task.vocab = xg::bundled_data_path(task.vocab);
+    if (trainer.resume.empty()) {  // a run's output directory stands for its best model or newest checkpoint
+      std::string note;
+      task.model = xg::models::model_directory_in(task.model, &note);
+      if (!note.empty()) fmt::print(stderr, "note: --model {}\n", note);
+    }
     // the files written at the end, checked before any training
     const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})

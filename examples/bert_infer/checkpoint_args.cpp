@@ -58,6 +58,13 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::st
   return models::load_tokenizer(a.model);
 }
 
+std::string model_directory(const std::string& given) {
+  std::string note;
+  const std::string dir = models::model_directory_in(given, &note);
+  if (!note.empty()) fmt::print(stderr, "note: --model {}\n", note);
+  return dir;
+}
+
 models::LoadedModel load_model(const std::string& dir) {
   require_model_directory(dir);
   verify_checksums(dir);  // a checkpoint written by bert_pretrain lists its files' CRC32C
@@ -70,8 +77,10 @@ inference::Pipeline open_checkpoint(const ModelArgs& a, const std::string& comma
                                     const std::string& head_name) {
   inference::PipelineOptions options;
   options.precision = matmul_precision_from_name(a.precision);
-  auto tokenizer = tokenizer_for(a, command);
-  inference::Pipeline p(load_model(a.model), std::move(tokenizer), options, "--model " + a.model);
+  ModelArgs resolved = a;
+  resolved.model = model_directory(a.model);
+  auto tokenizer = tokenizer_for(resolved, command);
+  inference::Pipeline p(load_model(resolved.model), std::move(tokenizer), options, "--model " + resolved.model);
   const std::string architecture = p.model().architecture();
   if (!head_suffix.empty() && !ends_with(architecture, head_suffix))
     throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));

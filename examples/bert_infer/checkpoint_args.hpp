@@ -28,6 +28,10 @@ CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::s
 // --vocab FILE [--cased] when given, else the tokenizer files of --model DIR.
 std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::string& command);
 
+// `given`, or the model directory it stands for when it is a run's output directory (its best
+// model or newest checkpoint, said in a note on stderr).
+std::string model_directory(const std::string& given);
+
 // The checkpoint in `dir` (its checksums verified, loader notes on stderr), in eval mode.
 models::LoadedModel load_model(const std::string& dir);
 

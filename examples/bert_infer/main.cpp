@@ -97,7 +97,7 @@ bool is_model_input(const std::string& name) {
 int dump(const DumpArgs& a) {
   if (std::filesystem::is_directory(a.out))
     throw std::invalid_argument(fmt::format("dump --out {}: a directory; give the output file's name", a.out));
-  auto loaded = infer::load_model(a.model);
+  auto loaded = infer::load_model(infer::model_directory(a.model));
   auto& model = *loaded.model;
   const std::string& in_path = a.inputs;
   const auto file = nn::safetensors::read(in_path);

@@ -7,6 +7,7 @@
 
 #include "util/bundled_data.hpp"
 #include "util/cli.hpp"
+#include "models/core/checkpoint.hpp"
 #include "nn/execution.hpp"
 #include "training/benchmark.hpp"
 #include "training/tasks/pretraining.hpp"
@@ -70,6 +71,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "note: {}\n", *note);
     // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
     if (trainer.resume.empty() && !app.count("--corpus")) task.corpus = xg::bundled_data_path(task.corpus);
+    if (trainer.resume.empty() && !task.init_from.empty()) {  // a run's output directory: its newest checkpoint
+      std::string note;
+      task.init_from = xg::models::model_directory_in(task.init_from, &note);
+      if (!note.empty()) fmt::print(stderr, "note: --init-from {}\n", note);
+    }
     if (benchmark) {
       if (!app.count("--steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",

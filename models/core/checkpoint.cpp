@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "models/core/config_fields.hpp"
@@ -22,6 +23,46 @@ void save_pretrained(const PretrainedModel& model, const std::string& dir,
     nn::safetensors::write((fs::path(tmp) / "model.safetensors").string(), model.hf_state_dict(), {{"format", "pt"}});
     if (extra) extra(tmp);
   });
+}
+
+std::optional<int64_t> checkpoint_step(const std::string& name) {
+  constexpr std::string_view prefix = "checkpoint-";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 || name.compare(0, prefix.size(), prefix) != 0)
+    return std::nullopt;
+  int64_t step = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::pair<int64_t, std::string>> numbered;
+  if (fs::is_directory(dir))
+    for (auto& e : fs::directory_iterator(dir))
+      if (const auto step = checkpoint_step(e.path().filename().string())) numbered.emplace_back(*step, e.path().string());
+  // By step, not by name: the 6-digit names of steps below a million sort before longer ones as text
+  // only by luck ("checkpoint-1000000" < "checkpoint-999000").
+  std::sort(numbered.begin(), numbered.end());
+  std::vector<std::string> all;
+  for (auto& [step, path] : numbered) all.push_back(std::move(path));
+  return all;
+}
+
+std::string model_directory_in(const std::string& dir, std::string* note) {
+  const fs::path d(dir);
+  if (!fs::is_directory(d) || fs::exists(d / "config.json")) return dir;
+  std::string found;
+  if (fs::exists(d / "best" / "config.json")) found = (d / "best").string();
+  const auto all = list_checkpoints(dir);
+  for (auto it = all.rbegin(); found.empty() && it != all.rend(); ++it)
+    if (fs::exists(fs::path(*it) / "config.json")) found = *it;
+  if (found.empty()) return dir;
+  if (note)
+    *note = fmt::format("{} is a run's output directory: using {} ({})", dir, found,
+                        fs::path(found).filename() == "best" ? "its best model" : "its newest checkpoint");
+  return found;
 }
 
 LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::string& architecture,

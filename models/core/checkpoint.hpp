@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -58,6 +59,18 @@ using LoadedModel = Loaded<PretrainedModel>;
 // shapes throw, naming the file and the tensors. `config_overrides` replace config.json's keys
 // before the model is built, as from_pretrained(dir, num_labels=3, id2label=...) does. The model
 // comes back in eval mode, as transformers' does: call train() before training it.
+// The step of a checkpoint directory's name ("checkpoint-000042": 42); none for other names
+// (the .tmp/.old/.del directories of an unfinished save or removal among them).
+std::optional<int64_t> checkpoint_step(const std::string& name);
+// The checkpoint-N directories of a run's output directory, oldest (lowest step) first.
+std::vector<std::string> list_checkpoints(const std::string& out_dir);
+
+// The model directory a run's output directory stands for, where a checkpoint is wanted (--model,
+// --init-from): `dir` itself when it holds a config.json; else DIR/best (a fine-tuning run's best
+// model); else its newest checkpoint-N holding a config.json. `note`, when given, receives a line
+// saying which was taken. `dir` unchanged when none fits (loading it then names what is missing).
+std::string model_directory_in(const std::string& dir, std::string* note = nullptr);
+
 LoadedModel load_pretrained(const std::string& dir, uint64_t seed_for_missing_heads = 0, const std::string& architecture = "",
                             const nlohmann::json& config_overrides = nlohmann::json::object());
 

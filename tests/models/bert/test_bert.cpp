@@ -385,3 +385,26 @@ TEST_CASE("bert_infer classify equals transformers on sentences and pairs, batch
   CHECK_THAT(not_classifier.err, Contains("is a BertForTokenClassification, not a sequence classifier"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a run's output directory stands for its best model, else its newest checkpoint", "[bert][files]") {
+  namespace fs = std::filesystem;
+  const fs::path run = temp_path("xgrad_run_dir");
+  fs::remove_all(run);
+  for (const char* c : {"checkpoint-000010", "checkpoint-000002", "checkpoint-1000000.tmp.1"}) {
+    fs::create_directories(run / c);
+    fs::copy_file(dir_of("a") + "/config.json", run / c / "config.json");
+  }
+  fs::create_directories(run / "checkpoint-000020");  // no config.json: an unfinished save, passed over
+  std::string note;
+  CHECK(model_directory_in(run.string(), &note) == (run / "checkpoint-000010").string());
+  CHECK_THAT(note, Contains("is a run's output directory: using") && Contains("its newest checkpoint"));
+  fs::create_directories(run / "best");
+  fs::copy_file(dir_of("a") + "/config.json", run / "best" / "config.json");
+  CHECK(model_directory_in(run.string(), &note) == (run / "best").string());
+  CHECK_THAT(note, Contains("its best model"));
+  std::string none;
+  CHECK(model_directory_in(dir_of("a"), &none) == dir_of("a"));  // a model directory is itself
+  CHECK(none.empty());
+  CHECK(model_directory_in((run / "nothing").string()) == (run / "nothing").string());
+  fs::remove_all(run);
+}
