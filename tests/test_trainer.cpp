@@ -15,6 +15,7 @@
 #include "tests/temp_path.hpp"
 #include "training/output_dir.hpp"
 #include "util/checksums.hpp"
+#include "training/run_summary.hpp"
 #include "training/trainer.hpp"
 
 using namespace xg;
@@ -561,4 +562,16 @@ TEST_CASE("trainer: --steps (--max-steps) overrides --epochs on a new run, as tr
   t.resume = "runs/x";  // a resumed run keeps its plan
   CHECK_FALSE(xg::training::steps_override_epochs(t, true, true));
   CHECK(t.epochs == 3);
+}
+
+TEST_CASE("trainer: a fine-tuning run ends with its scores as a table, where the model is and how to use it", "[trainer]") {
+  const nlohmann::json scores = {{"dev", {{"accuracy", 0.77}, {"f1", 0.7723}, {"examples", 300}}},
+                                 {"test", {{"accuracy", 0.7667}, {"examples", 300}}}};
+  const std::string s = finetune_summary(scores, "runs/x/best", 5.53, "bert_infer classify --model runs/x/best");
+  CHECK_THAT(s, Contains("final scores of the best model (runs/x/best):"));
+  CHECK_THAT(s, Contains("accuracy         f1   examples"));
+  CHECK_THAT(s, Contains("  dev        0.7700     0.7723        300"));
+  CHECK_THAT(s, Contains("  test       0.7667          -        300"));  // a metric the split lacks
+  CHECK_THAT(s, Contains("took 5.5 s; use it: bert_infer classify --model runs/x/best"));
+  CHECK_THAT(finetune_summary(scores, "b", 1, ""), Contains("took 1.0 s\n"));
 }

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
 
 #include "models/core/checkpoint.hpp"
 #include "nn/execution.hpp"
@@ -13,6 +15,7 @@
 #include "training/tasks/finetuning.hpp"
 #include "training/tasks/learning_curve.hpp"
 #include "training/tasks/multitask.hpp"
+#include "training/run_summary.hpp"
 #include "training/trainer.hpp"
 #include "util/atomic_file.hpp"
 #include "util/bundled_data.hpp"
@@ -165,10 +168,15 @@ int main(int argc, char** argv) {
       return result.signal != 0 ? 128 + result.signal : 0;
     }
     auto& kind = xg::training::finetune_kind(task_name(task, trainer));
+    const auto start = std::chrono::steady_clock::now();
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
     if (result.scores.is_null()) return 0;  // --stop-at (resumable, no final scores yet), or a rank other than 0
-    fmt::print("final scores of the best model: {}\n", result.scores.dump());
+    const std::string best = (std::filesystem::path(result.run.out) / "best").string();
+    const std::string infer = (std::filesystem::path(argv[0]).parent_path() / "bert_infer").string();  // beside this program
+    const std::string use = kind.inference_command().empty() ? "" : fmt::format("{} {} --model {}", infer, kind.inference_command(), best);
+    fmt::print("{}", xg::training::finetune_summary(
+                         result.scores, best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), use));
     if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "bert_finetune: {}\n", e.what());

@@ -31,6 +31,7 @@ struct ClassificationOptions : ResumableOptions {
 class ClassificationKind : public FinetuneKind {
  public:
   std::vector<std::string> task_names() const override;
+  std::string inference_command() const override { return "classify"; }
   void select(const std::string& task_name, FinetuneOptions& o) override;
   void add_options(CLI::App& app) override { ClassificationOptions::table().add_to(app, options_, "Classification"); }
   BoundOptions options() override { return BoundOptions(ClassificationOptions::table(), options_); }

@@ -176,6 +176,8 @@ class FinetuneKind {
   virtual ~FinetuneKind() = default;
   // The --task names this kind accepts (the first is its own name, saved in checkpoints).
   virtual std::vector<std::string> task_names() const = 0;
+  // The bert_infer subcommand that runs this kind's fine-tuned model ("classify"), "" for none.
+  virtual std::string inference_command() const { return ""; }
   // Adds the kind's own flags to `app` (in a group of their own).
   virtual void add_options(CLI::App& app) = 0;
   // The kind's own options, saved with each checkpoint and restored on --resume.

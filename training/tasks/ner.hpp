@@ -32,6 +32,7 @@ struct NerOptions : ResumableOptions {
 class NerKind : public FinetuneKind {
  public:
   std::vector<std::string> task_names() const override { return {"ner", "conll2003"}; }
+  std::string inference_command() const override { return "ner"; }
   void add_options(CLI::App& app) override { NerOptions::table().add_to(app, options_, "Named entities (--task ner)"); }
   BoundOptions options() override { return BoundOptions(NerOptions::table(), options_); }
   std::unique_ptr<Task> make_task(const FinetuneOptions& o, const TaskContext& ctx) override;

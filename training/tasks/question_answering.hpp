@@ -28,6 +28,7 @@ struct QuestionAnsweringOptions : ResumableOptions {
 class QuestionAnsweringKind : public FinetuneKind {
  public:
   std::vector<std::string> task_names() const override { return {"squad", "squad_v2"}; }
+  std::string inference_command() const override { return "qa"; }
   void add_options(CLI::App& app) override;
   BoundOptions options() override { return BoundOptions(QuestionAnsweringOptions::table(), options_); }
   void select(const std::string& task_name, FinetuneOptions&) override { version_2_ = task_name == "squad_v2"; }
