@@ -36,17 +36,17 @@ int main(int argc, char** argv) {
   CLI::App app{"Builds static pre-training shards (MLM + NSP, SOP or packed full sentences) from a corpus in the BERT format.",
                "create_pretraining_data"};
   xg::cli::show_defaults(app);
-  app.add_option("--input", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
+  app.add_option("--input,--corpus,--train-file", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
   app.add_option("--tokenizer,--vocab", vocab,
                  "WordPiece vocab.txt, byte-level BPE vocab.json, SentencePiece .model, or a tokenizer directory "
                  "(tokenizer_config.json decides casing)")
       ->required()
       ->type_name("FILE|DIR");
   app.add_option("--pairing", pairing, "nsp (BERT), sop (ALBERT), full-sentences (RoBERTa) or doc-sentences");
-  app.add_option("--output", output, "directory for shard_NNNNN.bin files (and held_out.bin)")->required()->type_name("DIR");
-  xg::cli::add_number(app, "--max-seq-length", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
+  app.add_option("--output,--out,--output-dir", output, "directory for shard_NNNNN.bin files (and held_out.bin)")->required()->type_name("DIR");
+  xg::cli::add_number(app, "--max-seq-length,--seq-len", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
   xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
-  xg::cli::add_number(app, "--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
+  xg::cli::add_number(app, "--masked-lm-prob,--mlm-probability", opt.masked_lm_prob, "fraction of tokens masked");
   xg::cli::add_number(app, "--short-seq-prob", opt.short_seq_prob, "how often a shorter sequence is aimed for");
   xg::cli::add_number(app, "--dupe-factor", opt.dupe_factor, "passes over the corpus, each with different masks");
   app.add_flag("--whole-word-mask", opt.whole_word_mask, "mask all pieces of a word together");

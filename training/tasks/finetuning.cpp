@@ -39,7 +39,7 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
       .add("--model,--model-name-or-path", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
                                  "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
                                  "trained from scratch", kRestore)
-      .add("--vocab", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
+      .add("--vocab,--tokenizer", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
       .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
       .add("--max-len,--max-seq-length", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
                                      "or windowed, per --task)", kRestore, at_least(4))
