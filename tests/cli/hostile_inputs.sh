@@ -345,7 +345,10 @@ shards)
   expect 1 "make them again with create_pretraining_data --whole-word-mask" "$P" "${SMALL[@]}" --whole-word-mask --steps 2 --out "$W/o"
   expect 0 "note: --max-ngram cannot change the masks" "$P" "${SMALL[@]}" --masked-lm-prob 0.15 --max-ngram 2 --steps 2 --out "$W/ngram"
   corpus=$S model=albert-tiny small  # ALBERT has no NSP head: only new shards can help
-  expect 1 "this run trains --pairing sop: make shards with create_pretraining_data --pairing sop" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  expect 1 "--model albert-tiny (model_type albert) uses AlbertTokenizer, but the tokenizer given is a BertTokenizer" \
+    "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
+  expect 1 "this run trains --pairing sop: make shards with create_pretraining_data --pairing sop" "$P" "${SMALL[@]}" --steps 2 \
+    --allow-tokenizer-mismatch --out "$W/o"
   corpus=$S small
   expect 1 "made with another tokenizer" "$P" "${SMALL[@]}" --cased --steps 2 --out "$W/o"
   cp -r "$S" "$W/before_recipe" && rm "$W/before_recipe/shards.json" "$W/before_recipe/checksums.json"

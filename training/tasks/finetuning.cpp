@@ -17,6 +17,7 @@
 #include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "training/tasks/pretraining.hpp"
+#include "training/tasks/vocabulary.hpp"
 #include "util/atomic_file.hpp"
 #include "util/json_input.hpp"
 #include "util/strings.hpp"
@@ -41,6 +42,8 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
                                  "trained from scratch", kRestore)
       .add("--vocab,--tokenizer", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
       .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
+      .add("--allow-tokenizer-mismatch", &O::allow_tokenizer_mismatch, "train a preset on another family's kind of tokenizer "
+                                                                       "(a RoBERTa preset on a WordPiece vocab.txt)")
       .add("--max-len,--max-seq-length", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
                                      "or windowed, per --task)", kRestore, at_least(4))
       .add("--predictions", &O::predictions, "write the best model's predictions on --test (else --dev) to this file, in "
@@ -169,6 +172,7 @@ void FinetuneTask::load_model(const nlohmann::json& new_head, const std::functio
       fmt::print("from random weights: --model {} is a preset, not a checkpoint directory (give one to fine-tune pre-trained "
                  "weights)\n", opt_.model);
     nlohmann::json j = models::fresh_model_config(opt_.model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.max_len);
+    check_tokenizer_family(*tok_, j.at("model_type").get<std::string>(), opt_.model, opt_.allow_tokenizer_mismatch);
     j.update(new_head);
     const std::string source = "--model " + opt_.model;
     model_ = models::build_model(j, source, head_architecture(j.at("model_type").get<std::string>(), head_suffix_, source));

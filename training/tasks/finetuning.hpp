@@ -33,6 +33,7 @@ struct FinetuneOptions : ResumableOptions {
   std::string model = "tiny";  // a checkpoint directory of any registered family, or a [family-]size preset
   std::string vocab = "data/bert-base-uncased-vocab.txt";  // for a preset; a checkpoint brings its own
   bool cased = false;
+  bool allow_tokenizer_mismatch = false;  // a tokenizer of another family's kind is refused unless set
   size_t max_len = 128;            // tokens per example (or window), special tokens included
   std::string predictions;         // the best model's predictions on --test (else --dev), in the kind's format
   size_t patience = 0;             // evaluations without a better dev score before stopping; 0: never stop early

@@ -45,6 +45,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--train-vocab", &O::train_vocab, "train a vocabulary of SIZE tokens from the corpus, of the model's kind "
                                              "(WordPiece, byte-level BPE, SentencePiece) instead of --tokenizer (0: no)", kRestore)
       .add("--cased", &O::cased, "keep case and accents (default: uncased; byte-level BPE is always cased)", kRestore)
+      .add("--allow-tokenizer-mismatch", &O::allow_tokenizer_mismatch, "train a model on another family's kind of tokenizer "
+                                                                       "(a RoBERTa model on a WordPiece vocab.txt)")
       .add("--model", &O::model, "[family-]size: tiny, mini, small, medium, base, large (BERT), roberta-tiny ... "
                                  "roberta-large, albert-tiny ... albert-xxlarge; or a config.json (\"\": tiny; with "
                                  "--init-from the checkpoint's config, which a conflicting --model may not change)", kRestore)
@@ -474,6 +476,7 @@ class PretrainingTask : public Task {
   void make_fresh_model(const TaskContext& ctx) {
     const std::string model = opt_.model_or_default(), model_type = models::spec_model_type(model);
     tok_ = make_tokenizer(opt_, model_type, ctx, "", &vocabulary_trained_);
+    check_tokenizer_family(*tok_, model_type, model, opt_.allow_tokenizer_mismatch);
     pairing_ = resolve_pairing(opt_.pairing, model_type);
     config_ = models::fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
     refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);

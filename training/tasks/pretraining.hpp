@@ -28,6 +28,7 @@ struct PretrainOptions : ResumableOptions {
   std::string tokenizer;   // "": the family's default (BERT: data/bert-base-uncased-vocab.txt; others: a trained one)
   size_t train_vocab = 0;  // > 0: train a vocabulary of this size from the corpus (the family's kind)
   bool cased = false;
+  bool allow_tokenizer_mismatch = false;  // a tokenizer of another family's kind is refused unless set
   std::string model;  // [family-]preset ("tiny", "roberta-base", "albert-large") or a config.json; "": kDefaultModel
                       // for a new run, the checkpoint's with --init-from
   std::string pairing = "auto";  // auto (the family's recipe), nsp, sop, full-sentences, doc-sentences

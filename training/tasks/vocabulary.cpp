@@ -1,4 +1,3 @@
-#include "util/bundled_data.hpp"
 #include "training/tasks/vocabulary.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <stdexcept>
 
 #include "models/core/family_tokenizer.hpp"
+#include "util/bundled_data.hpp"
 #include "models/core/registry.hpp"
 #include "text/bpe_trainer.hpp"
 #include "text/corpus_summary.hpp"
@@ -99,6 +99,15 @@ Trainer trainer_of(const std::string& model_type) {
 }
 
 }  // namespace
+
+void check_tokenizer_family(const text::Tokenizer& tok, const std::string& model_type, const std::string& model, bool allow) {
+  const std::string wanted = models::family_entry(model_type).tokenizer.tokenizer_class;
+  if (allow || wanted.empty() || tok.tokenizer_class() == wanted) return;
+  throw std::invalid_argument(fmt::format("--model {} (model_type {}) uses {}, but the tokenizer given is a {}: give a {} "
+                                          "(or leave the tokenizer out for the family's own), or pass "
+                                          "--allow-tokenizer-mismatch to train the pair anyway",
+                                          model, model_type, wanted, tok.tokenizer_class(), wanted));
+}
 
 std::string default_tokenizer_path(const std::string& model_type) {
   return bundled_data_path(models::family_entry(model_type).tokenizer.default_vocabulary);

@@ -29,4 +29,9 @@ std::string default_tokenizer_path(const std::string& model_type);
 // Opens or trains the tokenizer `r` asks for; throws naming the family when it has no trainer.
 std::unique_ptr<text::Tokenizer> make_vocabulary(const VocabularyRequest& r);
 
+// Refuses, unless `allow`, a tokenizer of another class than `model_type`'s family uses (a RoBERTa
+// model on a WordPiece vocabulary): such a pair trains, but is neither model's checkpoint format;
+// names the model (`model`, as given), both classes and the way out.
+void check_tokenizer_family(const text::Tokenizer& tok, const std::string& model_type, const std::string& model, bool allow);
+
 }  // namespace xg::training
