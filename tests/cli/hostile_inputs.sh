@@ -495,6 +495,8 @@ finetune)
   # a preset says it trains from random weights; --vocab with a checkpoint that has its own tokenizer is refused
   ft && expect 0 "from random weights: --model $CONFIG is a preset" "$F" "${FT[@]}" --steps 1
   best=$(ls -d "$W"/ft*/best | head -1)
+  model=roberta-tiny ft && expect 1 "--model roberta-tiny (model_type roberta) uses RobertaTokenizer, but the tokenizer given is a BertTokenizer" \
+    "$F" "${FT[@]}" --steps 1
   model=$best ft && expect 1 "--vocab applies to a preset, or to a checkpoint without tokenizer files; $best has its own" \
     "$F" "${FT[@]}" --steps 1
   # an output that is an input (however spelled, or linked), or that cannot be written, is refused
