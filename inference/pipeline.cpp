@@ -1,6 +1,7 @@
 #include "inference/pipeline.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,6 +100,11 @@ Pipeline::Pipeline(models::LoadedModel loaded, std::unique_ptr<text::Tokenizer> 
     throw std::invalid_argument(fmt::format("{}: config.json pad_token_id is {}, but the tokenizer pads with id {} ({})", name_,
                                             config.at("pad_token_id").get<int64_t>(), tokenizer_->pad_id(),
                                             tokenizer_->special_tokens().pad));
+  // A head the checkpoint lacks would be random: its answers would look like a model's and mean nothing.
+  if (!loaded_.newly_initialised.empty())
+    throw std::invalid_argument(fmt::format("{}: the checkpoint has no weights for {} of its {} ({}): a random head would answer; "
+                                            "fine-tune it first (bert_finetune)", name_, loaded_.newly_initialised.size() == 1 ? "a tensor" : "tensors",
+                                            model().architecture(), fmt::join(loaded_.newly_initialised, ", ")));
   const size_t positions = config.value("max_position_embeddings", size_t(512));
   const size_t skipped = models::first_position(config);
   max_tokens_ = positions > skipped ? positions - skipped : 0;

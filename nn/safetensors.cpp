@@ -245,9 +245,7 @@ void write(const std::string& path, const StateDict& tensors, const std::map<std
   write(path, tensors, {}, metadata);
 }
 
-namespace {
 bool is_float(DType d) { return d == DType::F32 || d == DType::F16 || d == DType::BF16; }
-}  // namespace
 
 StateDict read_float_tensors(const std::string& path) {
   StateDict out;

@@ -17,6 +17,7 @@ namespace xg::nn::safetensors {
 enum class DType { F32, F16, BF16, I64, I32 };
 const char* dtype_name(DType d);
 size_t dtype_size(DType d);
+bool is_float(DType d);  // F32, F16 or BF16
 
 struct Entry {
   DType dtype;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inference/pipeline.hpp"
+#include "nn/safetensors.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -148,4 +149,36 @@ TEST_CASE("Pipeline refuses what it cannot run, naming the model and what it nee
   zero.tokenizer = kHeads + "classify_vocab.txt";
   zero.batch = 0;
   CHECK_THROWS_WITH(inference::Pipeline::load(kHeads + "seq_single", zero), Contains("batch must be at least 1"));
+}
+
+TEST_CASE("checkpoints that would answer with garbage are refused: a missing head, NaN weights, integer weights", "[pipeline][errors]") {
+  namespace fs = std::filesystem;
+  const nn::StateDict whole = nn::safetensors::read_float_tensors(kHeads + "seq_single/model.safetensors");
+  // a copy of the classifier checkpoint with `change` applied to its tensors
+  auto variant = [&](const std::string& name, const std::function<void(nn::StateDict&)>& change) {
+    const fs::path dir = temp_path("xgrad_pipeline_" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(kHeads + "seq_single/config.json", dir / "config.json");
+    fs::copy_file(kHeads + "classify_vocab.txt", dir / "vocab.txt");
+    nn::StateDict s = whole;
+    change(s);
+    nn::safetensors::write((dir / "model.safetensors").string(), s);
+    return dir.string();
+  };
+  const std::string headless = variant("headless", [](nn::StateDict& s) { s.erase("classifier.weight"), s.erase("classifier.bias"); });
+  CHECK_THROWS_WITH(inference::Pipeline::load(headless),
+                    Contains("has no weights for tensors of its BertForSequenceClassification (classifier.bias, classifier.weight)") &&
+                        Contains("a random head would answer"));
+  const std::string nan = variant("nan", [](nn::StateDict& s) {
+    Tensor t = s.at("classifier.weight").clone();
+    t.data()[3] = NAN;
+    s["classifier.weight"] = t;
+  });
+  CHECK_THROWS_WITH(inference::Pipeline::load(nan), Contains("'classifier.weight' holds nan at element 3"));
+  const std::string ints = variant("ints", [](nn::StateDict& s) {
+    const Tensor w = s.at("classifier.bias");
+    s["classifier.bias"] = Tensor::from_ints(std::vector<int64_t>(w.numel(), 0), w.shape());
+  });
+  CHECK_THROWS_WITH(inference::Pipeline::load(ints), Contains("'classifier.bias' is stored as I64, but it is the model's float weight"));
 }

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "models/core/config_fields.hpp"
 #include "nn/sharded_checkpoint.hpp"
@@ -79,8 +81,14 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
     throw std::runtime_error(fmt::format("[load_pretrained] {}: no model.safetensors or pytorch_model.bin (nor a sharded one's "
                                          "index)", dir));
   const bool pickled = weights_path.find("pytorch_model.bin") != std::string::npos;
-  const auto read_file = [pickled](const std::string& path) {
-    return pickled ? nn::torch_pickle::read_float_tensors(path) : nn::safetensors::read_float_tensors(path);
+  std::map<std::string, std::string> integer_tensors;  // name -> dtype: a weight saved as integers is refused below
+  const auto read_file = [pickled, &integer_tensors](const std::string& path) {
+    nn::StateDict floats;
+    for (const auto& [name, e] : pickled ? nn::torch_pickle::read(path) : nn::safetensors::read(path).tensors) {
+      if (nn::safetensors::is_float(e.dtype)) floats[name] = nn::safetensors::to_float(e, name);
+      else integer_tensors[name] = nn::safetensors::dtype_name(e.dtype);
+    }
+    return floats;
   };
   const bool sharded = ends_with(weights_path, ".index.json");
   LoadedModel out;
@@ -112,6 +120,22 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
     if (n.empty() || state.count(n)) continue;  // skipped, or a second name of a tied tensor
     state[n] = t;
     out.file_names[n] = name;
+  }
+  // A weight stored as integers would otherwise read as missing (and a head as new); integer
+  // buffers (older checkpoints' position_ids) are left out as before.
+  const nn::StateDict own = model.state_dict();
+  for (const auto& [name, dtype] : integer_tensors)
+    if (const std::string n = model.name_from_checkpoint(name); !n.empty() && own.count(n) && own.at(n).dtype() != Dtype::Int64)
+      throw std::runtime_error(fmt::format("[load_pretrained] {}: '{}' is stored as {}, but it is the model's float weight '{}'",
+                                           weights_path, name, dtype, n));
+  // NaN or infinite weights load as they are only to make every output NaN: name the first.
+  for (const auto& [n, t] : state) {
+    const Tensor c = t.contiguous();
+    const float* v = c.data();
+    for (size_t i = 0; i < c.numel(); ++i)
+      if (!std::isfinite(v[i]))
+        throw std::runtime_error(fmt::format("[load_pretrained] {}: '{}' holds {} at element {} of {}: the checkpoint is corrupt",
+                                             weights_path, out.file_names.at(n), v[i], i, c.numel()));
   }
   const nn::LoadReport report = model.load_state_dict(state, /*strict=*/false);
   nn::LoadReport bad{{}, {}, report.mismatched};
