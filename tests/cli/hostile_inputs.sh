@@ -495,6 +495,10 @@ finetune)
   # a preset says it trains from random weights; --vocab with a checkpoint that has its own tokenizer is refused
   ft && expect 0 "from random weights: --model $CONFIG is a preset" "$F" "${FT[@]}" --steps 1
   best=$(ls -d "$W"/ft*/best | head -1)
+  printf 'label\ttext\n1\tgood\n1\tfine\n' > "$W/one_label.tsv"
+  train=$W/one_label.tsv ft && expect 1 "every example has the label '1': a classifier needs two or more labels" "$F" "${FT[@]}"
+  printf 'John O\nsmiled O\n\nMary O\n' > "$W/all_o.conll"
+  train=$W/all_o.conll dev=$W/all_o.conll ft && expect 1 "no entities in its 2 sentences (every tag is O)" "$F" "${FT[@]}" --task ner
   model=roberta-tiny ft && expect 1 "--model roberta-tiny (model_type roberta) uses RobertaTokenizer, but the tokenizer given is a BertTokenizer" \
     "$F" "${FT[@]}" --steps 1
   model=$best ft && expect 1 "--vocab applies to a preset, or to a checkpoint without tokenizer files; $best has its own" \

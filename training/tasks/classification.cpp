@@ -233,8 +233,13 @@ class ClassificationTask : public FinetuneTask {
       h.problem_type = "regression";
     } else {
       // a benchmark's labels in the official order, else the training file's, sorted
-      h = models::HeadConfig::with_labels(benchmark_ ? benchmark_->labels
-                                                     : text::label_list(text::read_text_examples(opt_.train, columns_of(c_))));
+      const std::vector<std::string> labels =
+          benchmark_ ? benchmark_->labels : text::label_list(text::read_text_examples(opt_.train, columns_of(c_)));
+      if (labels.size() < 2)  // a one-class model reaches 100% and has learnt nothing
+        throw std::invalid_argument(fmt::format("[classification] --train {}: every example has the label '{}': a classifier needs "
+                                                "two or more labels (--regression for a value to predict)",
+                                                opt_.train, labels.empty() ? "" : labels.front()));
+      h = models::HeadConfig::with_labels(labels);
       h.problem_type = "single_label_classification";
     }
     nlohmann::json j = nlohmann::json::object();

@@ -136,8 +136,13 @@ class NerTask : public FinetuneTask {
     const text::ConllData data = text::read_conll(opt_.train, n_.conll());
     std::vector<std::vector<std::string>> tags;
     for (const auto& s : data.sentences) tags.push_back(text::to_iob2(s.tags, data.scheme));
+    const std::vector<std::string> labels = text::ner_label_list(tags);
+    if (labels.size() < 2)  // a tagger of one tag learns nothing and scores no entities
+      throw std::invalid_argument(fmt::format("[ner] --train {}: no entities in its {} sentences (every tag is {}): a tagger "
+                                              "needs tagged entities to learn from", opt_.train, data.sentences.size(),
+                                              labels.empty() ? "missing" : labels.front()));
     nlohmann::json j = nlohmann::json::object();
-    models::HeadConfig::with_labels(text::ner_label_list(tags)).add_to_json(j);
+    models::HeadConfig::with_labels(labels).add_to_json(j);
     return j;
   }
 
