@@ -176,3 +176,33 @@ TEST_CASE("classification data: unlabelled files with ids, and texts joining col
   CHECK_THROWS_WITH(read(".jsonl", "{\"word\": \"bank\", \"idx\": 3}\n", k), Contains(":1: no key 'sentence1'"));
   CHECK_THROWS_WITH(read(".jsonl", "{\"word\": \"a\", \"sentence1\": \"b\", \"idx\": [3]}\n", k), Contains(":1: the id (key 'idx') must be a string"));
 }
+
+TEST_CASE("labels spelt two ways are refused naming both lines; an unknown label's message stays short", "[data][errors]") {
+  auto examples = [](std::vector<std::string> labels) {
+    std::vector<TextExample> e;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      TextExample x;
+      x.text_a = "text";
+      x.label = labels[i];
+      x.line = i + 2;
+      e.push_back(x);
+    }
+    return e;
+  };
+  CHECK_THROWS_WITH(label_list(examples({"1", "0", "01"}), "train.tsv"),
+                    Contains("train.tsv:4") && Contains("label '01' is label '1' (line 2) spelt another way"));
+  CHECK_THROWS_WITH(label_list(examples({"1.0", "1"})), Contains("label '1' is label '1.0'"));
+  CHECK_THROWS_WITH(label_list(examples({"1 ", "1"})), Contains("label '1' is label '1 '"));
+  CHECK_THROWS_WITH(label_list(examples({"true", "True"})), Contains("label 'True' is label 'true'"));
+  CHECK(label_list(examples({"pos", "neg", "pos"})) == std::vector<std::string>{"neg", "pos"});
+  CHECK(label_list(examples({"-0", "1"})).size() == 2);
+  std::vector<std::string> many;
+  for (int i = 0; i < 500; ++i) many.push_back("label" + std::to_string(i));
+  try {
+    label_ids(examples({"nope"}), many, "dev.tsv");
+    FAIL("no error");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Contains("... 500 in all"));
+    CHECK(std::string(e.what()).size() < 400);
+  }
+}

@@ -4,11 +4,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -291,9 +293,30 @@ std::vector<TextExample> read_text_examples(const std::string& path, const TextC
   return examples;
 }
 
-std::vector<std::string> label_list(const std::vector<TextExample>& examples) {
+namespace {
+// A label's spelling-free form: trimmed; a number as its value; true/false in lower case.
+std::string label_key(const std::string& label) {
+  const size_t a = label.find_first_not_of(" \t"), b = label.find_last_not_of(" \t");
+  std::string s = a == std::string::npos ? "" : label.substr(a, b - a + 1);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v)) return fmt::format("{}", v == 0 ? 0.0 : v);
+  std::string lower = s;
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "true" || lower == "false" ? lower : s;
+}
+}  // namespace
+
+std::vector<std::string> label_list(const std::vector<TextExample>& examples, const std::string& path) {
   std::set<std::string> distinct;
-  for (const auto& e : examples) distinct.insert(e.label);
+  std::map<std::string, std::pair<std::string, size_t>> first_of;  // spelling-free form -> (label, line)
+  for (const auto& e : examples) {
+    distinct.insert(e.label);
+    const auto [it, fresh] = first_of.try_emplace(label_key(e.label), e.label, e.line);
+    if (!fresh && it->second.first != e.label)
+      fail(path, e.line, fmt::format("label '{}' is label '{}' (line {}) spelt another way: write each label one way, or they "
+                                     "become two classes", e.label, it->second.first, it->second.second));
+  }
   std::vector<std::string> labels(distinct.begin(), distinct.end());
   if (std::all_of(labels.begin(), labels.end(), is_integer))
     std::sort(labels.begin(), labels.end(), [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
@@ -306,7 +329,9 @@ std::vector<int64_t> label_ids(const std::vector<TextExample>& examples, const s
   for (const auto& e : examples) {
     const auto it = std::find(id2label.begin(), id2label.end(), e.label);
     if (it == id2label.end())
-      fail(path, e.line, fmt::format("unknown label '{}' (the model's labels: {})", e.label, fmt::join(id2label, ", ")));
+      fail(path, e.line, fmt::format("unknown label '{}' (the model's labels: {}{})", e.label,
+                                     fmt::join(id2label.begin(), id2label.begin() + long(std::min<size_t>(id2label.size(), 20)), ", "),
+                                     id2label.size() > 20 ? fmt::format(", ... {} in all", id2label.size()) : ""));
     ids.push_back(int64_t(it - id2label.begin()));
   }
   return ids;

@@ -43,7 +43,9 @@ std::vector<TextExample> read_text_examples(const std::string& path, const TextC
 
 // The distinct labels in a stable order: numerically when all are integers, else by their text
 // (as transformers' run_glue sorts them).
-std::vector<std::string> label_list(const std::vector<TextExample>& examples);
+// Two labels that differ only in spelling ("1" and "01", "1.0" or " 1"; "true" and "True") are
+// refused naming both, their lines and `path`: they would silently become two classes.
+std::vector<std::string> label_list(const std::vector<TextExample>& examples, const std::string& path = "labels");
 
 // Each example's label id in `id2label`; an unknown label throws naming the file, line and value.
 std::vector<int64_t> label_ids(const std::vector<TextExample>& examples, const std::vector<std::string>& id2label,

@@ -234,7 +234,7 @@ class ClassificationTask : public FinetuneTask {
     } else {
       // a benchmark's labels in the official order, else the training file's, sorted
       const std::vector<std::string> labels =
-          benchmark_ ? benchmark_->labels : text::label_list(text::read_text_examples(opt_.train, columns_of(c_)));
+          benchmark_ ? benchmark_->labels : text::label_list(text::read_text_examples(opt_.train, columns_of(c_)), opt_.train);
       if (labels.size() < 2)  // a one-class model reaches 100% and has learnt nothing
         throw std::invalid_argument(fmt::format("[classification] --train {}: every example has the label '{}': a classifier needs "
                                                 "two or more labels (--regression for a value to predict)",
