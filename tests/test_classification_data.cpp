@@ -108,6 +108,8 @@ TEST_CASE("classification data: JSONL with string, integer, boolean and float la
   CHECK(read(".jsonl", "{\"sentence\": \"s\", \"y\": 0}\n", c)[0].text_a == "s");
   CHECK_THROWS_WITH(read(".jsonl", "{\"text\": \"a\"}\n"), Contains(":1: no label (key 'label')"));
   CHECK_THROWS_WITH(read(".jsonl", "{\"text\": 5, \"label\": 1}\n"), Contains(":1: key 'text' must be a string"));
+  CHECK_THROWS_WITH(read(".json", "[{\"text\": \"a\", \"label\": 1},\n {\"text\": \"b\", \"label\": 0}]\n"),
+                    Contains(":1: not valid JSON") && Contains("a JSON array? the file must be JSON Lines: one object per line"));
   CHECK_THROWS_WITH(read(".jsonl", "{\"text\": \"a\", \"label\": 1}\n{oops\n"), Contains(":2: not valid JSON"));
   CHECK_THROWS_WITH(read(".jsonl", "[1, 2]\n"), Contains(":1: expected a JSON object"));
   CHECK_THROWS_WITH(read(".jsonl", "{\"text\": \"a\", \"label\": [1]}\n"), Contains("must be a string, number or boolean"));

@@ -210,3 +210,16 @@ TEST_CASE("vocabulary files are validated", "[tokenizer][errors]") {
   CHECK_THROWS_WITH(Vocab::from_file(empty), Contains("no tokens"));
   CHECK_THROWS_WITH(BertTokenizer(Vocab({"a", "b"})), Contains("[UNK]"));
 }
+
+TEST_CASE("vocab.txt with a byte-order mark or carriage-return line endings is named, not misread", "[tokenizer][errors]") {
+  const std::string bom = temp_path("xgrad_vocab_bom.txt"), cr = temp_path("xgrad_vocab_cr.txt"), crlf = temp_path("xgrad_vocab_crlf.txt");
+  std::ofstream(bom, std::ios::binary) << "\xEF\xBB\xBF[PAD]\n[UNK]\n";
+  std::ofstream(cr, std::ios::binary) << "[PAD]\r[UNK]\r[CLS]\r";
+  std::ofstream(crlf, std::ios::binary) << "[PAD]\r\n[UNK]\r\n";
+  CHECK_THROWS_WITH(Vocab::from_file(bom), Contains(bom) && Contains("byte-order mark"));
+  CHECK_THROWS_WITH(Vocab::from_file(cr), Contains(cr + ":1") && Contains("carriage return"));
+  const Vocab v = Vocab::from_file(crlf);  // Windows line endings read as Unix ones
+  CHECK(v.size() == 2);
+  CHECK(v.id("[UNK]") == 1);
+  for (const auto& p : {bom, cr, crlf}) std::remove(p.c_str());
+}

@@ -50,7 +50,8 @@ BpeModel::BpeModel(Vocab vocab, std::vector<Merge> merges, const std::string& wh
     // Every byte must have a token, or text holding that byte could not be encoded (byte-level
     // vocabularies, GPT-2's and trained ones, start from all 256).
     if (byte_id_[size_t(b)] < 0)
-      throw std::runtime_error(fmt::format("[BpeModel] the vocabulary lacks '{}', the stand-in for byte 0x{:02X}", s, b));
+      throw std::runtime_error(fmt::format("[BpeModel] {}: the vocabulary lacks '{}', the stand-in for byte 0x{:02X} (a byte-level "
+                                           "vocabulary holds all 256)", where, s, b));
   }
   table_->map.reserve(merges_.size());
   for (size_t rank = 0; rank < merges_.size(); ++rank) {

@@ -238,7 +238,9 @@ std::vector<TextExample> jsonl_examples(const std::string& text, const TextColum
     try {
       j = parse_json_bounded(row);
     } catch (const nlohmann::json::exception& e) {
-      fail(path, line, fmt::format("not valid JSON ({})", e.what()));
+      const bool array = row.find_first_not_of(" \t") != std::string::npos && row[row.find_first_not_of(" \t")] == '[';
+      fail(path, line, fmt::format("not valid JSON ({}){}", e.what(),
+                                   array ? "; a JSON array? the file must be JSON Lines: one object per line" : ""));
     }
     if (!j.is_object()) fail(path, line, fmt::format("expected a JSON object, got {}", json_summary(j)));
     auto text_of = [&](const std::string& key, bool required) -> std::string {

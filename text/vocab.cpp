@@ -48,6 +48,12 @@ Vocab Vocab::from_file(const std::string& path) {
   Vocab v;
   std::string line;
   for (size_t n = 1; getline_lf(in, line); ++n) {
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0)
+      throw std::runtime_error(fmt::format("[Vocab] {}: starts with a byte-order mark (U+FEFF), which would become part of the "
+                                           "first token: save the file as UTF-8 without one", path));
+    if (line.find('\r') != std::string::npos)
+      throw std::runtime_error(fmt::format("[Vocab] {}:{}: a carriage return inside the line (old Mac line endings?): one token "
+                                           "per line, ended by \\n or \\r\\n", path, n));
     decode_utf8(line, InvalidUtf8::Error, fmt::format("{}:{}", path, n));
     if (v.id(line) >= 0)
       throw std::runtime_error(fmt::format("[Vocab] {}:{}: token '{}' already on line {}", path, n, line, v.id(line) + 1));
