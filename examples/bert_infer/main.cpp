@@ -108,7 +108,11 @@ int dump(const DumpArgs& a) {
   std::map<std::string, std::vector<int64_t>> inputs;
   models::Labels labels;
   for (const auto& [name, e] : file.tensors) {
-    if (e.dtype != nn::safetensors::DType::I64 && e.dtype != nn::safetensors::DType::I32) continue;  // e.g. reference outputs
+    const bool integers = e.dtype == nn::safetensors::DType::I64 || e.dtype == nn::safetensors::DType::I32;
+    if (is_model_input(name) && !integers)  // ids read as floats would be silently dropped
+      throw std::runtime_error(fmt::format("{}: {} is {}; model inputs are integers (I64 or I32)", in_path, name,
+                                           nn::safetensors::dtype_name(e.dtype)));
+    if (!integers) continue;  // e.g. reference outputs
     if (is_model_input(name) && e.shape != ids_shape)
       throw std::runtime_error(fmt::format("{}: {} has shape {}, expected {}", in_path, name, shape_str(e.shape), shape_str(ids_shape)));
     std::vector<int64_t> values = nn::safetensors::to_int64(e, name);

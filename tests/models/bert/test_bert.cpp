@@ -227,6 +227,17 @@ TEST_CASE("bert_infer dump: outputs, losses and gradients under the checkpoint's
   // errors name the file and the problem
   const std::string bad = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs /nonexistent.safetensors --out " + out + " 2>/dev/null";
   CHECK(std::system(bad.c_str()) != 0);
+  // token ids stored as floats are named, not dropped
+  const std::string float_ids = temp_path("xgrad_float_ids.safetensors"), said = temp_path("xgrad_float_ids.txt");
+  nn::safetensors::write(float_ids, {{"input_ids", Tensor::from_vector({2, 3}, {1, 2})}});
+  const std::string f32 = std::string(XGRAD_BERT_INFER) + " dump --model " + dir_of("b") + " --inputs " + float_ids + " --out " + out +
+                          " 2> " + said;
+  CHECK(std::system(f32.c_str()) != 0);
+  std::ifstream said_in(said);
+  const std::string message((std::istreambuf_iterator<char>(said_in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(message, Contains("input_ids is F32; model inputs are integers"));
+  std::filesystem::remove(float_ids);
+  std::filesystem::remove(said);
   std::filesystem::remove(out);
 }
 
