@@ -166,6 +166,16 @@ TEST_CASE("classification data: unlabelled files with ids, and texts joining col
   CHECK(j[0].text_a == "second first");
   n.text = "3+5";
   CHECK_THROWS_WITH(read(".tsv", "0\ta\tb\n", n), Contains(":1: no column 5 (the rows have 3)"));
+  // numbered columns and a header row: the header is named, not trained on as a class of its own
+  TextColumns numbered;
+  numbered.label = "1";
+  numbered.text = "2";
+  CHECK_THROWS_WITH(read(".tsv", "label\ttext\n1\tgood\n0\tbad\n", numbered),
+                    Contains(":1: the label 'label' looks like a header") && Contains("--skip-header"));
+  numbered.skip_header = true;
+  CHECK(read(".tsv", "label\ttext\n1\tgood\n0\tbad\n", numbered).size() == 2);
+  numbered.skip_header = false;
+  CHECK(read(".tsv", "pos\tgood\nneg\tbad\n", numbered).size() == 2);  // word labels throughout: no header
   // JSONL: numeric and string ids, keys joined, a missing joined key named
   TextColumns k;
   k.label = "";

@@ -214,6 +214,12 @@ std::vector<TextExample> table_examples(std::vector<Record> records, const TextC
     }
     out.push_back(std::move(e));
   }
+  // Numbered columns read every row as an example: a header row would become one, its label a
+  // class of its own. Seen when the first row's label is a word and every other row's a number.
+  if (!header_row && at.label != kNone && out.size() > 1 && !is_number(out.front().label) &&
+      std::all_of(out.begin() + 1, out.end(), [](const TextExample& e) { return is_number(e.label); }))
+    fail(path, out.front().line, fmt::format("the label '{}' looks like a header (every other row's label is a number): pass "
+                                             "--skip-header, or name the columns", out.front().label));
   return out;
 }
 
