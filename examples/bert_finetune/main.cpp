@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
   xg::training::MultiTaskOptions::table().add_to(app, multi, "Multi-task (one encoder, a head per task)");
   TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}} "
-                                     "(with --learning-curve: every run's scores and the summary)");
+                                     "(with --learning-curve: every run's scores and the summary)")
+      ->group("Output");
   xg::training::CurveOptions curve;
   std::string curve_sizes;
   app.add_option("--learning-curve", curve_sizes,
@@ -104,13 +105,17 @@ int main(int argc, char** argv) {
                              "--curve-seeds runs each, into OUT/curve/n<N>-seed<S>; writes OUT/learning_curve.csv (one row "
                              "of dev scores per run) and OUT/learning_curve_summary.csv (mean and sample std per size); its "
                              "runs train at least --min-steps (default {} here) and their checkpoints are deleted once scored",
-                             kCurveMinSteps));
+                             kCurveMinSteps))
+      ->group("Learning curves");
   app.add_option("--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")
-      ->check(CLI::Range(1, 1000));
-  app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints");
+      ->check(CLI::Range(1, 1000))
+      ->group("Learning curves");
+  app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints")
+      ->group("Learning curves");
   app.add_flag("--benchmark", benchmark,
                "time --steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
-               "ids (--batch x --max-len, every token real, at --precision); prints examples/s last, and no training");
+               "ids (--batch x --max-len, every token real, at --precision); prints examples/s last, and no training")
+      ->group("Modes");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here

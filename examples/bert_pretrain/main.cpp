@@ -60,10 +60,12 @@ int main(int argc, char** argv) {
   app.add_flag("--benchmark", benchmark,
                "time training steps on random token ids (honours --model --batch --seq-len --steps --threads --precision "
                "--optimizer; by default the recipe's optimizer, LAMB for ALBERT, as training steps it); "
-               "last line 'tokens/s: X'");
+               "last line 'tokens/s: X'")
+      ->group("Modes");
   app.add_flag("--eval-only", eval_only,
                "evaluate the --init-from checkpoint (extended per --extend-vocab) on the corpus's held-out documents, as "
-               "training would, and stop; then one 'name: value' line per metric (mlm_acc, perplexity, ...)");
+               "training would, and stop; then one 'name: value' line per metric (mlm_acc, perplexity, ...)")
+      ->group("Modes");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
