@@ -319,7 +319,8 @@ int bench(const BenchArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Inference with a Hugging Face BERT checkpoint directory (config.json + model.safetensors).", "bert_infer"};
+  CLI::App app{"Inference with a Hugging Face checkpoint directory of any registered model family: "
+               "config.json, model.safetensors or pytorch_model.bin, and its tokenizer files.", "bert_infer"};
   xg::cli::show_defaults(app);
   app.require_subcommand(1);
 
