@@ -122,6 +122,16 @@ json added_tokens_json(const Tokenizer& tok, const std::string& lstrip_token = "
 
 json special_token_piece(const std::string& token, int type_id) { return {{"SpecialToken", {{"id", token}, {"type_id", type_id}}}}; }
 
+// TemplateProcessing "CLS $A SEP" and "CLS $A SEP $B:1 SEP:1", as BERT's and ALBERT's files carry it.
+json cls_sep_template_json(const Tokenizer& tok, const std::string& cls, const std::string& sep) {
+  const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  auto special = [&](const std::string& t) { return json{{"id", t}, {"ids", {tok.token_to_id(t)}}, {"tokens", {t}}}; };
+  return {{"type", "TemplateProcessing"},
+          {"single", {special_token_piece(cls, 0), a, special_token_piece(sep, 0)}},
+          {"pair", {special_token_piece(cls, 0), a, special_token_piece(sep, 0), b, special_token_piece(sep, 1)}},
+          {"special_tokens", {{cls, special(cls)}, {sep, special(sep)}}}};
+}
+
 }  // namespace
 
 Vocab wordpiece_from_tokenizer_json(const TokenizerConfig& c, TokenizerOptions& o) {
@@ -299,9 +309,6 @@ std::string unigram_model_from_tokenizer_json(const TokenizerConfig& c, Sentence
 json wordpiece_tokenizer_json(const BertTokenizer& tok, const TokenizerOptions& o) {
   json vocab = json::object();
   for (size_t id = 0; id < tok.vocab().size(); ++id) vocab[tok.vocab().token(int32_t(id))] = id;
-  const json cls = special_token_piece(o.cls_token, 0), sep = special_token_piece(o.sep_token, 0);
-  const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
-  auto special = [&](const std::string& t) { return json{{"id", t}, {"ids", {tok.token_to_id(t)}}, {"tokens", {t}}}; };
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
@@ -313,11 +320,7 @@ json wordpiece_tokenizer_json(const BertTokenizer& tok, const TokenizerOptions& 
             {"strip_accents", o.strip_accents ? json(*o.strip_accents) : json()},
             {"lowercase", o.lowercase}}},
           {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
-          {"post_processor",
-           {{"type", "TemplateProcessing"},
-            {"single", {cls, a, sep}},
-            {"pair", {cls, a, sep, b, special_token_piece(o.sep_token, 1)}},
-            {"special_tokens", {{o.cls_token, special(o.cls_token)}, {o.sep_token, special(o.sep_token)}}}}},
+          {"post_processor", cls_sep_template_json(tok, o.cls_token, o.sep_token)},
           {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
           {"model",
            {{"type", "WordPiece"},
@@ -379,21 +382,13 @@ json unigram_tokenizer_json(const SentencePieceTokenizer& tok) {
   if (!charsmap.empty()) normalizers.push_back({{"type", "Precompiled"}, {"precompiled_charsmap", base64_encode(charsmap)}});
   const json pre = o.remove_space ? json{{"type", "Sequence"}, {"pretokenizers", {{{"type", "WhitespaceSplit"}}, metaspace_json()}}}
                                   : metaspace_json();
-  const SpecialTokens& st = tok.special_tokens();
-  const json cls = special_token_piece(st.cls, 0), sep = special_token_piece(st.sep, 0);
-  const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
-  auto special = [&](const std::string& t) { return json{{"id", t}, {"ids", {tok.token_to_id(t)}}, {"tokens", {t}}}; };
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
           {"added_tokens", added_tokens_json(tok)},
           {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
           {"pre_tokenizer", pre},
-          {"post_processor",
-           {{"type", "TemplateProcessing"},
-            {"single", {cls, a, sep}},
-            {"pair", {cls, a, sep, b, special_token_piece(st.sep, 1)}},
-            {"special_tokens", {{st.cls, special(st.cls)}, {st.sep, special(st.sep)}}}}},
+          {"post_processor", cls_sep_template_json(tok, tok.special_tokens().cls, tok.special_tokens().sep)},
           {"decoder", metaspace_json()},
           {"model", {{"type", "Unigram"}, {"unk_id", unk_id}, {"vocab", vocab}, {"byte_fallback", false}}}};
 }

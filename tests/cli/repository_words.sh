@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The repository speaks of the software only: no file names a development milestone ("stop 12",
-# "this stop"), an issue number ("issue 7", "issue #7"), a review's history ("a review found") or
-# an absolute path of a development machine (/work/..., /root/..., /home/...). Prints FILE:LINE:TEXT
-# for each such line and exits 1 if there is any.
+# The repository speaks of the software only: no file names a development milestone, an issue
+# number, a review's history or an absolute path of a development machine (the patterns below).
+# Prints FILE:LINE:TEXT for each such line and exits 1 if there is any.
 #   repository_words.sh SOURCE_DIR
 # Checks the files git tracks or would add (untracked, not ignored; outside a git checkout, the
 # source folders' files), except binary files, corpus and vocabulary data (data/*.txt, data/*.json,
