@@ -171,6 +171,25 @@ std::set<size_t> documents_of(const Instance& in, bool second) {
 // The held-out set of a pre-training run is made by the same code from its held-out documents
 // (training/tasks/pretraining.cpp holds out two at least): from one document, every "random next
 // sentence" would come from that document, and held-out NSP accuracy would not measure NSP.
+TEST_CASE("ELECTRA's masking: a chosen token becomes [MASK] 85% of the time, else stays itself", "[pretraining]") {
+  PretrainingOptions opt;
+  opt.dupe_factor = 3;
+  opt.mask_token_rate = 0.85f;
+  opt.random_token_rate = 0.f;
+  const auto inst = create_static_instances(docs(), opt, MaskingVocab::from(tok()));
+  size_t masked = 0, as_mask = 0, kept = 0;
+  for (const auto& in : inst)
+    for (size_t k = 0; k < in.masked_positions.size(); ++k) {
+      const int32_t now = in.tokens[size_t(in.masked_positions[k])];
+      as_mask += now == tok().mask_id();
+      kept += now == in.masked_labels[k];
+      ++masked;
+    }
+  REQUIRE(masked > 1000);
+  CHECK(as_mask + kept == masked);  // never a random token
+  CHECK(double(as_mask) / double(masked) == Approx(0.85).margin(0.02));
+}
+
 TEST_CASE("NSP negatives take their second sentence from another document when there is one", "[pretraining]") {
   PretrainingOptions opt;
   opt.max_seq_length = 32;
@@ -529,4 +548,7 @@ TEST_CASE("pre-training options are validated", "[pretraining][errors]") {
   o = {};
   o.dupe_factor = 0;
   CHECK_THROWS_WITH(o.validate(), Contains("dupe_factor"));
+  o = {};
+  o.mask_token_rate = 0.95f;  // with random_token_rate 0.1: more than every token
+  CHECK_THROWS_WITH(o.validate(), Contains("mask_token_rate 0.95") && Contains("random_token_rate 0.1"));
 }

@@ -181,7 +181,7 @@ TEST_CASE("train_sentencepiece refuses what libsentencepiece would end the proce
   const std::string corpus = temp_path("spiece-hostile.txt"), out = temp_path("spiece-hostile.model");
   const auto write = [&](const std::string& text) { std::ofstream(corpus, std::ios::binary) << text; };
   // only control characters, only whitespace: the library's CHECK would exit(-1) inside Train
-  for (const std::string text : {std::string("\x01\x02\x03\n\x04\x05\n"), std::string("   \n\t\t\n\n")}) {
+  for (const std::string& text : {std::string("\x01\x02\x03\n\x04\x05\n"), std::string("   \n\t\t\n\n")}) {
     write(text);
     CHECK_THROWS_WITH(train_sentencepiece(corpus, 100, out, 1), Contains(corpus) && Contains("the corpus has no words"));
   }

@@ -47,6 +47,9 @@ void PretrainingOptions::validate() const {
   if (!(short_seq_prob >= 0.f && short_seq_prob <= 1.f)) fail(fmt::format("short_seq_prob {} must be in [0, 1]", short_seq_prob));
   if (dupe_factor == 0) fail("dupe_factor must be at least 1");
   if (max_ngram == 0 || max_ngram > 16) fail(fmt::format("max_ngram {} must be in [1, 16]", max_ngram));
+  if (!(mask_token_rate >= 0.f && random_token_rate >= 0.f && mask_token_rate + random_token_rate <= 1.f))
+    fail(fmt::format("mask_token_rate {} and random_token_rate {} must be at least 0 and add up to at most 1", mask_token_rate,
+                     random_token_rate));
 }
 
 namespace {
@@ -307,11 +310,15 @@ void mask_instance(Instance& inst, const PretrainingOptions& opt, const MaskingV
   const size_t to_predict = masked_count(tokens.size(), opt);
   std::vector<std::pair<int32_t, int32_t>> masked;  // (position, original id)
   const std::vector<int32_t> original = tokens;
+  // Of the chosen tokens not masked, the share that stays itself (BERT: 0.1 of 0.2).
+  const float not_masked = 1.f - opt.mask_token_rate;
+  const float keep_share = not_masked > 0.f ? (not_masked - opt.random_token_rate) / not_masked : 1.f;
   auto mask_word = [&](const std::vector<size_t>& word) {
     for (size_t idx : word) {
       int32_t replacement;
-      if (rng.uniform() < 0.8f) replacement = vocab.mask_id;
-      else if (rng.uniform() < 0.5f) replacement = original[idx];
+      // Two draws whatever the rates: BERT's 80/10/10 draws the numbers it always drew.
+      if (rng.uniform() < opt.mask_token_rate) replacement = vocab.mask_id;
+      else if (rng.uniform() < keep_share) replacement = original[idx];
       else replacement = vocab.random_choices[size_t(rng.below(vocab.random_choices.size()))];
       tokens[idx] = replacement;
       masked.emplace_back(int32_t(idx), original[idx]);

@@ -37,6 +37,9 @@ struct PretrainingOptions {
   size_t dupe_factor = 5;       // static mode: passes over the corpus, each with fresh masks
   bool whole_word_mask = false;
   size_t max_ngram = 1;  // > 1: mask spans of up to this many whole words (ALBERT: 3), see mask_instance
+  // What a chosen token becomes: [MASK] at mask_token_rate, a random token at random_token_rate,
+  // itself otherwise (BERT 0.8 and 0.1; ELECTRA 0.85 and 0).
+  float mask_token_rate = 0.8f, random_token_rate = 0.1f;
   uint64_t seed = 12345;
   // Throws naming the field for impossible settings.
   void validate() const;
@@ -112,7 +115,7 @@ size_t masked_count(size_t tokens, const PretrainingOptions& opt);
 
 // Google's create_masked_lm_predictions: masked_lm_prob of the tokens (at least 1, at most
 // max_predictions_per_seq), never a special token, whole words together when asked; each chosen
-// token becomes [MASK] 80% of the time, a random token 10%, itself 10%.
+// token becomes [MASK] 80% of the time, a random token 10%, itself 10% (opt's rates).
 // With max_ngram > 1, ALBERT's n-gram masking: from whole words taken in random order, a span of n
 // consecutive words (n <= max_ngram, drawn by draw_ngram_length), shortened while it would exceed
 // the budget, skipped if it overlaps one already masked.

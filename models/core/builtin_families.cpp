@@ -7,8 +7,9 @@ namespace xg::models {
 FamilyEntry bert_family();
 FamilyEntry roberta_family();
 FamilyEntry albert_family();
+FamilyEntry electra_family();
 
-std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family(), albert_family()}; }
+std::vector<FamilyEntry> builtin_families() { return {bert_family(), roberta_family(), albert_family(), electra_family()}; }
 
 std::string default_model_type() { return "bert"; }
 

@@ -19,6 +19,9 @@ struct PretrainingTargets {
   Tensor masked_positions;  // (M): flat indices b*T + t of the predicted tokens
   Tensor masked_labels;     // (M): their original ids
   Tensor sentence_labels;   // (B): NSP (1 = B is random) or SOP (1 = A and B swapped); ignored by MLM only
+  // Seeds what a model draws at random for the batch (ELECTRA's generator samples): set by the
+  // caller from the run's seed and data position, so that a resumed run draws what it would have.
+  uint64_t sample_seed = 0;
 };
 // Targets from the data pipeline's plain vectors.
 PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,
@@ -32,6 +35,11 @@ struct PretrainingOutput {
   Tensor mlm_logits;       // (M, V): only where predictions are made
   Tensor sentence_logits;  // (B, 2); undefined without a sentence task
   size_t mlm_correct = 0, sentence_correct = 0;
+  // Replaced-token detection (ELECTRA), undefined or zero otherwise: the discriminator's binary
+  // cross-entropy, mean over the real tokens, and what it got right there.
+  Tensor replaced_loss;
+  size_t tokens = 0, tokens_correct = 0;
+  size_t replaced = 0, predicted_replaced = 0, replaced_found = 0;  // actual, predicted, both
 };
 
 // The sentence-level task of a pre-training model: what PretrainingTargets::sentence_labels mean.
@@ -43,6 +51,9 @@ class PretrainingHeads {
  public:
   virtual ~PretrainingHeads() = default;
   virtual SentenceTask sentence_task() const = 0;
+  // Whether the loss is replaced-token detection (ELECTRA: PretrainingOutput's replaced_* are set)
+  // rather than the MLM loss alone.
+  virtual bool detects_replaced_tokens() const { return false; }
   // Losses, logits and correct counts of one batch (the graph recorded when gradients are on).
   virtual PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& targets) = 0;
   // Gradient checkpointing of the encoder's layers; throws for a model whose encoder cannot.

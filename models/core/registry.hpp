@@ -36,9 +36,12 @@ struct FamilyTokenizer {
 };
 
 // What a family's paper sets for pre-training from scratch beyond its heads: whole-word n-gram
-// masking and the optimizer (unset: AdamW with its own defaults). Flags override each.
+// masking, the masked tokens' replacements, and the optimizer (unset: AdamW with its own defaults). Flags override each.
 struct PretrainingRecipe {
   size_t max_ngram = 1;
+  // What a chosen token becomes: [MASK] at this rate, a random token at random_token_rate, else
+  // itself (BERT's 80/10/10).
+  float mask_token_rate = 0.8f, random_token_rate = 0.1f;
   std::optional<std::string> optimizer;
   std::optional<float> beta2, eps;
 };

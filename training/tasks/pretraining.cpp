@@ -342,7 +342,8 @@ void check_init_from_options(const PretrainOptions& o) {
 
 class PretrainingTask : public Task {
  public:
-  PretrainingTask(const PretrainOptions& o, const TaskContext& ctx) : opt_(o), max_predictions_(max_predictions_of(o)) {
+  PretrainingTask(const PretrainOptions& o, const TaskContext& ctx)
+      : opt_(o), max_predictions_(max_predictions_of(o)), seed_(ctx.seed) {
     if (ctx.checkpoint.empty()) check_init_from_options(o);  // a resumed run needs its own checkpoint only
     if (!ctx.checkpoint.empty()) load_checkpoint(ctx.checkpoint, "resume", ctx);
     else if (!o.init_from.empty()) load_checkpoint(o.init_from, "--init-from", ctx);
@@ -354,6 +355,7 @@ class PretrainingTask : public Task {
   }
 
   std::string name() const override {
+    if (heads_->detects_replaced_tokens()) return "rtd";
     switch (heads_->sentence_task()) {
       case models::SentenceTask::NextSentence: return "mlm_nsp";
       case models::SentenceTask::SentenceOrder: return "mlm_sop";
@@ -375,11 +377,19 @@ class PretrainingTask : public Task {
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (!memory_checked_) refuse_if_too_big(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     memory_checked_ = true;
-    const Batch b = make_batch(shard_.keep(next_instances(*source_, pos_, shard_.draw(batch_size))), opt_.seq_len, tok_->pad_id());
+    const uint64_t sample_seed = batch_sample_seed(pos_.epoch, pos_.index);  // before the batch moves the position
+    Batch b = make_batch(shard_.keep(next_instances(*source_, pos_, shard_.draw(batch_size))), opt_.seq_len, tok_->pad_id());
+    b.targets.sample_seed = sample_seed;
     const auto out = heads_->forward_pretraining(b.inputs, b.targets);
     const double masked = double(b.targets.masked_labels.numel());
     BatchLoss l{out.loss, {{"mlm", out.mlm_loss.item()}}, {{"masked", masked}, {"mlm_correct", double(out.mlm_correct)}},
                 b.real_tokens, {{"mlm", out.mlm_loss, masked}}};
+    if (out.replaced_loss.defined()) {  // the discriminator's term, weighted as in the loss
+      const double tokens = double(out.tokens);
+      l.terms.push_back({"rtd", sub(out.loss, out.mlm_loss), tokens});
+      l.parts.emplace_back("rtd", out.replaced_loss.item());
+      for (const auto& [name, v] : replaced_counts(out)) l.counts[name] = v;
+    }
     if (has_sentence_task()) {
       l.terms.push_back({sentence_name(), out.sentence_loss, double(b.inputs.batch())});
       l.parts.emplace_back(sentence_name(), out.sentence_loss.item());
@@ -392,6 +402,8 @@ class PretrainingTask : public Task {
   Scalars train_metrics(const Counts& c) const override {
     auto count = [&](const char* name) { return c.count(name) ? c.at(name) : 0.0; };
     Scalars s = {{"mlm_acc", count("mlm_correct") / std::max(count("masked"), 1.0)}};
+    if (heads_->detects_replaced_tokens())
+      for (const auto& m : replaced_metrics(c)) s.push_back(m);
     if (has_sentence_task()) s.emplace_back(sentence_name() + "_acc", count("sentence_correct") / std::max(count("sequences"), 1.0));
     return s;
   }
@@ -399,11 +411,17 @@ class PretrainingTask : public Task {
   Evaluation evaluate(size_t batch_size) override {
     if (eval_.empty()) return {};
     size_t masked = 0, mlm_correct = 0, sentence_correct = 0;
-    double mlm_loss_sum = 0, sentence_loss_sum = 0;
+    double mlm_loss_sum = 0, sentence_loss_sum = 0, replaced_loss_sum = 0;
+    Counts replaced;
     for (size_t s = 0; s < eval_.size(); s += batch_size) {
       const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
-      const Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
+      Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
+      b.targets.sample_seed = batch_sample_seed(~uint64_t(0), s);  // the same draws at every evaluation
       const auto out = heads_->forward_pretraining(b.inputs, b.targets);
+      if (out.replaced_loss.defined()) {
+        replaced_loss_sum += double(out.replaced_loss.item()) * double(out.tokens);
+        for (const auto& [name, v] : replaced_counts(out)) replaced[name] += v;
+      }
       const size_t m = b.targets.masked_labels.numel();
       masked += m;
       mlm_correct += out.mlm_correct;
@@ -419,6 +437,17 @@ class PretrainingTask : public Task {
     Evaluation e{{{"mlm_acc", mlm_acc}, {"perplexity", std::exp(mlm_loss)}, {"mlm_loss", mlm_loss}, {"mlm_acc_baseline", baseline}},
                  fmt::format("MLM accuracy {:.2f}% (most frequent token {:.2f}%), perplexity {:.1f}", 100 * mlm_acc,
                              100 * baseline, std::exp(mlm_loss))};
+    if (heads_->detects_replaced_tokens()) {
+      const Scalars r = replaced_metrics(replaced);
+      for (const auto& m : r) e.metrics.push_back(m);
+      e.metrics.emplace_back("rtd_loss", replaced_loss_sum / std::max(replaced["tokens"], 1.0));
+      const double original_share = 1 - replaced["replaced"] / std::max(replaced["tokens"], 1.0);
+      e.metrics.emplace_back("rtd_acc_baseline", original_share);
+      e.summary = fmt::format("generator MLM accuracy {:.2f}% (most frequent token {:.2f}%); replaced-token detection "
+                              "accuracy {:.2f}% (all 'original' {:.2f}%), precision {:.2f}%, recall {:.2f}% of the {:.1f}% "
+                              "replaced", 100 * mlm_acc, 100 * baseline, 100 * r[0].second, 100 * original_share,
+                              100 * r[1].second, 100 * r[2].second, 100 * (1 - original_share));
+    }
     if (has_sentence_task()) {
       const std::string n = sentence_name();
       const double acc = double(sentence_correct) / double(eval_.size());
@@ -450,6 +479,26 @@ class PretrainingTask : public Task {
 
  private:
   bool has_sentence_task() const { return heads_->sentence_task() != models::SentenceTask::None; }
+
+  // What a batch's random draws (ELECTRA's generator samples) start from: the run's seed and where
+  // the batch starts in the data, so that a resumed run draws what the uninterrupted one did.
+  uint64_t batch_sample_seed(uint64_t epoch, size_t index) const {
+    return (seed_ ^ 0x6a09e667f3bcc909ULL) * 0x9E3779B97F4A7C15ULL + epoch * 0xBF58476D1CE4E5B9ULL + uint64_t(index) +
+           uint64_t(Communicator::world().rank()) * 0x94D049BB133111EBULL;
+  }
+
+  static Counts replaced_counts(const models::PretrainingOutput& out) {
+    return {{"tokens", double(out.tokens)}, {"tokens_correct", double(out.tokens_correct)},
+            {"replaced", double(out.replaced)}, {"predicted_replaced", double(out.predicted_replaced)},
+            {"replaced_found", double(out.replaced_found)}};
+  }
+  // The discriminator's accuracy over real tokens, and its precision and recall of "replaced".
+  static Scalars replaced_metrics(const Counts& c) {
+    auto count = [&](const char* name) { return c.count(name) ? c.at(name) : 0.0; };
+    return {{"rtd_acc", count("tokens_correct") / std::max(count("tokens"), 1.0)},
+            {"rtd_precision", count("replaced_found") / std::max(count("predicted_replaced"), 1.0)},
+            {"rtd_recall", count("replaced_found") / std::max(count("replaced"), 1.0)}};
+  }
   std::string sentence_name() const { return models::sentence_task_name(heads_->sentence_task()); }
 
   // The model and tokenizer of checkpoint `dir` (`what`: "resume" or "--init-from", in errors).
@@ -560,7 +609,10 @@ class PretrainingTask : public Task {
     popt.max_predictions_per_seq = max_predictions_;
     popt.masked_lm_prob = opt_.masked_lm_prob;
     popt.whole_word_mask = opt_.whole_word_mask;
-    popt.max_ngram = opt_.max_ngram > 0 ? opt_.max_ngram : models::family_entry(model_->model_type()).recipe.max_ngram;
+    const models::PretrainingRecipe recipe = models::family_entry(model_->model_type()).recipe;
+    popt.max_ngram = opt_.max_ngram > 0 ? opt_.max_ngram : recipe.max_ngram;
+    popt.mask_token_rate = recipe.mask_token_rate;
+    popt.random_token_rate = recipe.random_token_rate;
     popt.seed = ctx.seed;
     popt.dupe_factor = 1;
     popt.validate();
@@ -607,6 +659,7 @@ class PretrainingTask : public Task {
 
   const PretrainOptions opt_;
   const size_t max_predictions_;
+  const uint64_t seed_;
   bool vocabulary_trained_ = false;  // on the corpus, by this run
   text::Pairing pairing_ = text::Pairing::NextSentence;
   std::unique_ptr<text::Tokenizer> tok_;

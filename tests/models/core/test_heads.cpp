@@ -12,6 +12,7 @@
 #include "models/core/checkpoint.hpp"
 #include "models/roberta/roberta_heads.hpp"
 #include "tests/golden.hpp"
+#include "tests/head_parity.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -22,62 +23,12 @@ using xg::test::max_scaled_error;
 namespace {
 std::string head_dir(const std::string& name) { return std::string(XGRAD_TEST_DATA_DIR) + "/heads/" + name; }
 
-struct Golden {
-  explicit Golden(const std::string& name) : file(nn::safetensors::read(head_dir(name) + "/goldens.safetensors")) {}
-  nn::safetensors::File file;
-  bool has(const std::string& n) const { return file.tensors.count(n) > 0; }
-  Tensor f(const std::string& n) const { return nn::safetensors::to_float(file.tensors.at(n), n); }
-  Tensor i(const std::string& n) const {
-    const auto& e = file.tensors.at(n);
-    return Tensor::from_ints(nn::safetensors::to_int64(e, n), e.shape);
-  }
-  // Labels as the generator passed them: int64 ids or float targets.
-  Tensor label(const std::string& n) const { return file.tensors.at(n).dtype == nn::safetensors::DType::I64 ? i(n) : f(n); }
-  ModelInputs inputs() const {
-    const auto& ids = file.tensors.at("input_ids");
-    if (ids.shape.size() == 3) {  // multiple choice: (B, C, T), as transformers takes them
-      ModelInputs in{i("input_ids"), i("token_type_ids"), Tensor(), Tensor()};
-      const auto mask = i("attention_mask").to_ints();
-      in.attention_mask = Tensor::from_vector(std::vector<float>(mask.begin(), mask.end()), ids.shape);
-      return in;
-    }
-    return make_inputs(ids.shape[0], ids.shape[1], i("input_ids").to_ints(), i("token_type_ids").to_ints(),
-                       i("attention_mask").to_ints());
-  }
-};
+using Golden = test::HeadGolden;
+Golden golden(const std::string& name) { return Golden(head_dir(name)); }
 
-// Outputs within 1e-4, the loss, and every parameter's gradient within 1e-3 of transformers'.
 void check_parity(const std::string& name, const std::string& architecture, const std::vector<std::string>& label_names,
                   const std::vector<std::string>& output_names) {
-  INFO("case " << name);
-  const Golden g(name);
-  LoadedModel loaded = load_pretrained(head_dir(name));
-  REQUIRE(loaded.model->architecture() == architecture);
-  CHECK(loaded.notes.empty());
-  PretrainedModel& m = *loaded.model;
-  m.eval();
-  Labels labels;
-  for (const auto& l : label_names) labels[l] = g.label(l);
-  const NamedOutputs out = m.forward_named(g.inputs(), labels);
-  for (const auto& o : output_names) {
-    INFO(o);
-    CHECK(max_scaled_error(out.at(o), g.f(o)) < 1e-4);
-  }
-  CHECK(out.at("loss").item() == Approx(g.f("loss").item()).epsilon(1e-5));
-  out.at("loss").backward();
-  size_t checked = 0;
-  for (auto& [n, p] : m.named_parameters()) {
-    INFO(n);
-    REQUIRE(p.grad().defined());
-    CHECK(max_scaled_error(p.grad(), g.f("grad." + n), test::kGradientFloor) < 1e-3);
-    ++checked;
-  }
-  // every gradient the generator wrote (the rest: inputs, labels, outputs, loss)
-  CHECK(checked == g.file.tensors.size() - 4 - label_names.size() - output_names.size());
-  // a pre-training model: also what bert_pretrain trains, the sparse last layer included
-  if (dynamic_cast<PretrainingHeads*>(&m))
-    test::check_pretraining_parity(m, g.inputs(), test::pretraining_targets(g.i("labels")), g.f("loss").item(),
-                                   [&](const std::string& n) { return g.f("grad." + n); });
+  test::check_head_parity(head_dir(name), architecture, label_names, output_names);
 }
 }  // namespace
 
@@ -106,7 +57,7 @@ TEST_CASE("multiple choice (BERT, RoBERTa, ALBERT) matches transformers on (batc
   check_parity("albert_multiple_choice", "AlbertForMultipleChoice", {"labels"}, {"logits"});
   auto mc = load_pretrained_as<BertForMultipleChoice>(head_dir("multiple_choice"));
   CHECK_THROWS_WITH(mc.model->forward_named(make_inputs(1, 3, {1, 2, 3})), Contains("must be (batch, choices, tokens)"));
-  ModelInputs bad = Golden("multiple_choice").inputs();
+  ModelInputs bad = golden("multiple_choice").inputs();
   bad.token_type_ids = reshape(bad.token_type_ids, {2, 21});
   CHECK_THROWS_WITH(mc.model->forward_named(bad), Contains("token_type_ids has shape"));
 }
@@ -197,7 +148,7 @@ TEST_CASE("head config: bad fields are errors naming the file and the field", "[
 }
 
 TEST_CASE("head losses: the problem type is inferred as transformers infers it, label errors", "[heads]") {
-  const Golden g("seq_multi");
+  const Golden g = golden("seq_multi");
   auto loaded = load_pretrained_as<BertForSequenceClassification>(head_dir("seq_multi"));
   auto& m = *loaded.model;
   m.eval();

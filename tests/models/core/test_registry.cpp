@@ -103,7 +103,7 @@ class TestBertForThreeClasses : public BertPreTrainedModel {
 }  // namespace
 
 TEST_CASE("registry: config.json's model_type and architectures build the right class", "[registry]") {
-  CHECK(registered_model_types() == std::vector<std::string>{"bert", "roberta", "albert"});
+  CHECK(registered_model_types() == std::vector<std::string>{"bert", "roberta", "albert", "electra"});
   const auto archs = registered_architectures("bert");
   for (const auto& a : kArchitectures) CHECK(std::find(archs.begin(), archs.end(), a) != archs.end());
   for (const auto& a : kArchitectures) {
@@ -173,6 +173,13 @@ TEST_CASE("registry: each family's entry carries what programs would otherwise s
   CHECK(roberta.recipe.eps == 1e-6f);
   CHECK(albert.recipe.max_ngram == 3);
   CHECK(albert.recipe.optimizer == std::string("lamb"));
+  // ELECTRA's masking: [MASK] or the token itself, no random token (its generator makes those)
+  const FamilyEntry electra = family_entry("electra");
+  CHECK(electra.recipe.mask_token_rate == 0.85f);
+  CHECK(electra.recipe.random_token_rate == 0.f);
+  CHECK(bert.recipe.mask_token_rate == 0.8f);
+  CHECK(bert.recipe.random_token_rate == 0.1f);
+  CHECK(electra.tokenizer.tokenizer_class == "BertTokenizer");
   CHECK(default_model_type() == "bert");
   CHECK(config_model_type({{"model_type", "albert"}}) == "albert");
   CHECK(config_model_type({{"vocab_size", 5}}) == "bert");  // this project's configs before families
@@ -188,7 +195,7 @@ TEST_CASE("registry: each family's entry carries what programs would otherwise s
   CHECK(first_position(family_entry("roberta").preset("tiny")) == 2);
   CHECK_THROWS_WITH(first_position({{"model_type", "roberta"}}), Contains("'roberta'") && Contains("pad_token_id"));
   CHECK_THROWS_WITH(first_position({{"model_type", "roberta"}, {"pad_token_id", -1}}), Contains("-1"));
-  CHECK_THROWS_WITH(family_entry("gpt2"), Contains("'gpt2'") && Contains("bert, roberta, albert"));
+  CHECK_THROWS_WITH(family_entry("gpt2"), Contains("'gpt2'") && Contains("bert, roberta, albert, electra"));
 }
 
 TEST_CASE("registry: every architecture saves and reloads with identical outputs", "[registry]") {
