@@ -283,6 +283,9 @@ TEST_CASE("tokenizer directories as Hugging Face writes them, old and new", "[to
   CHECK(tok->decode(ids) == "it isn't so, ok");
   CHECK(tok->mask_id() == 103);
   CHECK(tok->encode("Hello, World").ids == bert().encode("Hello, World").ids);
+  // ELECTRA's checkpoints name their WordPiece tokenizer after the family
+  write(dir + "/tokenizer_config.json", R"({"do_lower_case": true, "tokenizer_class": "ElectraTokenizer"})");
+  CHECK(load_tokenizer(dir)->encode("Hello, World").ids == bert().encode("Hello, World").ids);
   // older checkpoints (and this project's before tokenizer files): vocab.txt and config.json only
   fs::remove(dir + "/tokenizer_config.json");
   fs::remove(dir + "/special_tokens_map.json");

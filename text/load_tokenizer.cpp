@@ -32,7 +32,8 @@ const std::vector<std::pair<std::string, Loader>>& loaders() {
   static const Loader albert = [](const std::string& dir) -> std::unique_ptr<Tokenizer> { return SentencePieceTokenizer::from_pretrained(dir); };
   static const std::vector<std::pair<std::string, Loader>> all = {
       {"BertTokenizer", bert},       {"BertTokenizerFast", bert},       {"RobertaTokenizer", roberta},
-      {"RobertaTokenizerFast", roberta}, {"AlbertTokenizer", albert}, {"AlbertTokenizerFast", albert}};
+      {"RobertaTokenizerFast", roberta}, {"AlbertTokenizer", albert}, {"AlbertTokenizerFast", albert},
+      {"ElectraTokenizer", bert},       {"ElectraTokenizerFast", bert}};  // ELECTRA's is BERT's WordPiece under its own name
   return all;
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Loads a RoBERTa or ALBERT checkpoint directory (written by xgrad or by transformers) with
+"""Loads a RoBERTa, ALBERT or ELECTRA checkpoint directory (written by xgrad or by transformers) with
 transformers' from_pretrained (the class its config.json names: RobertaForMaskedLM,
-AlbertForPreTraining, AlbertForMaskedLM), runs a padded batch with MLM labels (and sentence-order
-labels for AlbertForPreTraining), and compares with `bert_infer dump --grads` on the same directory
+AlbertForPreTraining, AlbertForMaskedLM, ElectraForPreTraining, ElectraForMaskedLM), runs a padded
+batch with MLM labels (sentence-order labels for AlbertForPreTraining; replaced-token labels, 0 or 1
+at every position, for ElectraForPreTraining, whose generator, when saved beside it, transformers
+ignores), and compares with `bert_infer dump --grads` on the same directory
 and inputs: last_hidden_state, the logits, the loss and every parameter gradient by its Hugging
 Face name. Exits 1 if anything differs by more than 1e-4 (outputs) / 1e-3 (gradients), relative
 to the largest magnitude.
@@ -38,6 +40,8 @@ mask[1, T - 3:] = 0
 ids[mask == 0] = cfg.pad_token_id
 labels = torch.full((B, T), -100)
 labels[0, 2], labels[1, 1] = 5, 7
+if architecture == "ElectraForPreTraining":  # the discriminator: is each token replaced?
+    labels = torch.randint(0, 2, (B, T))
 extra = {"sentence_order_label": torch.tensor([0, 1])} if architecture == "AlbertForPreTraining" else {}
 out = model(input_ids=ids, attention_mask=mask, labels=labels, output_hidden_states=True, **extra)
 out.loss.backward()

@@ -139,6 +139,7 @@ int dump(const DumpArgs& a) {
     if (grads) {
       out.at("loss").backward();
       for (auto& [n, p] : model.named_parameters()) {
+        if (!p.grad().defined()) continue;  // not in this forward (an ELECTRA discriminator's generator)
         auto f = loaded.file_names.find(n);
         out["grad." + (f == loaded.file_names.end() ? n : f->second)] = p.grad();
       }

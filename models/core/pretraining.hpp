@@ -19,9 +19,11 @@ struct PretrainingTargets {
   Tensor masked_positions;  // (M): flat indices b*T + t of the predicted tokens
   Tensor masked_labels;     // (M): their original ids
   Tensor sentence_labels;   // (B): NSP (1 = B is random) or SOP (1 = A and B swapped); ignored by MLM only
-  // Seeds what a model draws at random for the batch (ELECTRA's generator samples): set by the
-  // caller from the run's seed and data position, so that a resumed run draws what it would have.
-  uint64_t sample_seed = 0;
+  // What a model draws at random for the batch (ELECTRA's generator samples) comes from these: the
+  // run's seed (and epoch) and each sequence's place in the run's stream of sequences, the first
+  // of this batch's at first_sequence. The draws for a sequence are then the same however the
+  // stream is cut into batches, ranks and accumulation steps, and on resume.
+  uint64_t sample_seed = 0, first_sequence = 0;
 };
 // Targets from the data pipeline's plain vectors.
 PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_positions,

@@ -209,12 +209,12 @@ NamedOutputs ElectraForPreTraining::forward_named(const ModelInputs& in, const L
   return out;
 }
 
-std::vector<int64_t> sample_from_logits(const Tensor& logits, Generator& rng) {
+std::vector<int64_t> sample_from_logits(const Tensor& logits, const std::vector<double>& u) {
   const Tensor c = logits.contiguous();
   const size_t V = c.size(-1), N = c.numel() / V;
+  if (u.size() != N)
+    throw std::invalid_argument(fmt::format("[sample_from_logits] {} uniforms for {} rows of logits", u.size(), N));
   const float* x = c.data();
-  std::vector<double> u(N);  // one uniform per row, drawn in order: the samples do not depend on threads
-  for (double& v : u) v = rng.uniform();
   std::vector<int64_t> out(N);
   parallel_rows(N, V, [&](size_t r0, size_t r1) {
     std::vector<float> p(V);
@@ -234,6 +234,18 @@ std::vector<int64_t> sample_from_logits(const Tensor& logits, Generator& rng) {
   return out;
 }
 
+std::vector<double> masked_position_uniforms(const PretrainingTargets& t, size_t seq_len) {
+  const Tensor positions = t.masked_positions.contiguous();
+  const int64_t* p = positions.data_as<int64_t>();
+  std::vector<double> u(positions.numel());
+  for (size_t i = 0; i < u.size(); ++i) {
+    const uint64_t sequence = t.first_sequence + uint64_t(p[i]) / seq_len, position = uint64_t(p[i]) % seq_len;
+    Generator rng(t.sample_seed ^ (sequence * 0x9E3779B97F4A7C15ULL) ^ (position * 0xC2B2AE3D27D4EB4FULL));
+    u[i] = rng.uniform();
+  }
+  return u;
+}
+
 PretrainingOutput ElectraForPreTraining::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
   if (!generator)
@@ -244,12 +256,9 @@ PretrainingOutput ElectraForPreTraining::forward_pretraining(const ModelInputs& 
                                             kArchitecture, config.hidden_size / 4, std::max<size_t>(1, config.num_attention_heads / 4),
                                             config.intermediate_size / 4, config.num_hidden_layers));
   PretrainingOutput out = generator->forward_pretraining(in, t);  // the generator's MLM
-  std::vector<int64_t> sampled;
-  {
-    Generator rng(t.sample_seed);
-    sampled = sample_from_logits(out.mlm_logits, rng);  // values only: no gradient flows through a sample
-  }
   const size_t B = in.batch(), T = in.seq_len();
+  // values only: no gradient flows through a sample
+  const std::vector<int64_t> sampled = sample_from_logits(out.mlm_logits, masked_position_uniforms(t, T));
   const Tensor ids = in.input_ids.contiguous();
   std::vector<int64_t> corrupted(ids.data_as<int64_t>(), ids.data_as<int64_t>() + B * T);
   std::vector<float> replaced(B * T, 0.f);

@@ -110,7 +110,7 @@ class ElectraForPreTraining : public ElectraPreTrainedModel, public PretrainingH
   SentenceTask sentence_task() const override { return SentenceTask::None; }
   bool detects_replaced_tokens() const override { return true; }
   // Replaced-token detection: the generator's MLM loss at the masked positions, its samples
-  // (from its softmax, drawn with t.sample_seed, no gradient through them) put in their place,
+  // (from its softmax, drawn by masked_position_uniforms, no gradient through them) put in their place,
   // and the discriminator's binary cross-entropy at every real token:
   // loss = mlm_loss + kDiscriminatorWeight * replaced_loss. Throws without a generator.
   PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) override;
@@ -125,8 +125,11 @@ class ElectraForPreTraining : public ElectraPreTrainedModel, public PretrainingH
   std::shared_ptr<ElectraForMaskedLM> generator;  // "generator.", over the same embeddings; null without one
 };
 
-// One token drawn per row of `logits` (N, V) from softmax(logits), by inverse CDF with one of
-// `rng`'s uniforms per row: what the generator puts at the masked positions.
-std::vector<int64_t> sample_from_logits(const Tensor& logits, Generator& rng);
+// One token drawn per row of `logits` (N, V) from softmax(logits), by inverse CDF with the row's
+// uniform in [0, 1): what the generator puts at the masked positions.
+std::vector<int64_t> sample_from_logits(const Tensor& logits, const std::vector<double>& uniforms);
+// The uniform of each masked position of `t` (flat b * seq_len + position): a function of
+// t.sample_seed, the sequence's index in the stream (t.first_sequence + b) and the position alone.
+std::vector<double> masked_position_uniforms(const PretrainingTargets& t, size_t seq_len);
 
 }  // namespace xg::models

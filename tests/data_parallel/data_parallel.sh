@@ -77,7 +77,7 @@ pretrain)
     fail "logged losses differ:"$'\n'"$(paste <(losses "$W/two/metrics.jsonl") <(losses "$W/one/metrics.jsonl"))"
   ;;
 families)
-  # RoBERTa (MLM alone, byte-level BPE) and ALBERT (MLM + SOP, LAMB, n-gram masks, SentencePiece),
+  # RoBERTa (MLM alone, byte-level BPE), ALBERT (MLM + SOP, LAMB, n-gram masks, SentencePiece) and ELECTRA,
   # each with a small vocabulary trained from the corpus (under mpirun by rank 0 alone, the others
   # opening its files: the same vocabulary, so the same weights)
   printf '{"model_type": "albert", "hidden_size": 16, "embedding_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -85,7 +85,12 @@ families)
  "classifier_dropout_prob": 0}\n' > "$W/albert.json"
   printf '{"model_type": "roberta", "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32,
  "max_position_embeddings": 40, "type_vocab_size": 1, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0}\n' > "$W/roberta.json"
-  for family in albert roberta; do
+  # ELECTRA (replaced-token detection): the generator's draws are a function of each sequence's
+  # place in the stream, so two ranks of 4 draw what one rank of 8 does
+  printf '{"model_type": "electra", "hidden_size": 16, "embedding_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2,
+ "intermediate_size": 32, "max_position_embeddings": 32, "hidden_dropout_prob": 0, "attention_probs_dropout_prob": 0,
+ "generator": {"hidden_size": 8, "num_attention_heads": 1, "intermediate_size": 16, "num_hidden_layers": 1}}\n' > "$W/electra.json"
+  for family in albert roberta electra; do
     FAMILY=("${TRAINING[@]}" --steps 10 --model "$W/$family.json")
     run "$W/$family-one.log" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 8 --out "$W/$family-one"
     run "$W/$family-two.log" "${MPI[@]}" "$BIN/bert_pretrain" "${FAMILY[@]}" --train-vocab 300 --batch 4 \

@@ -48,9 +48,9 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--allow-tokenizer-mismatch", &O::allow_tokenizer_mismatch, "train a model on another family's kind of tokenizer "
                                                                        "(a RoBERTa model on a WordPiece vocab.txt)")
       .add("--model", &O::model, "[family-]size: tiny, mini, small, medium, base, large (BERT), roberta-tiny ... "
-                                 "roberta-large, albert-tiny ... albert-xxlarge; or a config.json (\"\": tiny; with "
+                                 "roberta-large, albert-tiny ... albert-xxlarge, electra-tiny ... electra-large; or a config.json (\"\": tiny; with "
                                  "--init-from the checkpoint's config, which a conflicting --model may not change)", kRestore)
-      .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa full-sentences, ALBERT sop), nsp, "
+      .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa and ELECTRA full-sentences, ALBERT sop), nsp, "
                                      "sop, full-sentences or doc-sentences (MLM only)", kRestore,
            Choices{{"auto", "nsp", "sop", "full-sentences", "doc-sentences"}})
       .add("--seq-len,--max-seq-length", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
@@ -377,9 +377,11 @@ class PretrainingTask : public Task {
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (!memory_checked_) refuse_if_too_big(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     memory_checked_ = true;
-    const uint64_t sample_seed = batch_sample_seed(pos_.epoch, pos_.index);  // before the batch moves the position
+    // where the batch starts in the stream (this rank's part after the earlier ranks'), before drawing moves it
+    const uint64_t sample_seed = sample_seed_of(pos_.epoch), first_sequence = pos_.index + shard_.rank * batch_size;
     Batch b = make_batch(shard_.keep(next_instances(*source_, pos_, shard_.draw(batch_size))), opt_.seq_len, tok_->pad_id());
     b.targets.sample_seed = sample_seed;
+    b.targets.first_sequence = first_sequence;
     const auto out = heads_->forward_pretraining(b.inputs, b.targets);
     const double masked = double(b.targets.masked_labels.numel());
     BatchLoss l{out.loss, {{"mlm", out.mlm_loss.item()}}, {{"masked", masked}, {"mlm_correct", double(out.mlm_correct)}},
@@ -416,7 +418,8 @@ class PretrainingTask : public Task {
     for (size_t s = 0; s < eval_.size(); s += batch_size) {
       const std::vector<text::Instance> part(eval_.begin() + long(s), eval_.begin() + long(std::min(eval_.size(), s + batch_size)));
       Batch b = make_batch(part, opt_.seq_len, tok_->pad_id());
-      b.targets.sample_seed = batch_sample_seed(~uint64_t(0), s);  // the same draws at every evaluation
+      b.targets.sample_seed = sample_seed_of(~uint64_t(0));  // the same draws at every evaluation
+      b.targets.first_sequence = s;
       const auto out = heads_->forward_pretraining(b.inputs, b.targets);
       if (out.replaced_loss.defined()) {
         replaced_loss_sum += double(out.replaced_loss.item()) * double(out.tokens);
@@ -480,11 +483,10 @@ class PretrainingTask : public Task {
  private:
   bool has_sentence_task() const { return heads_->sentence_task() != models::SentenceTask::None; }
 
-  // What a batch's random draws (ELECTRA's generator samples) start from: the run's seed and where
-  // the batch starts in the data, so that a resumed run draws what the uninterrupted one did.
-  uint64_t batch_sample_seed(uint64_t epoch, size_t index) const {
-    return (seed_ ^ 0x6a09e667f3bcc909ULL) * 0x9E3779B97F4A7C15ULL + epoch * 0xBF58476D1CE4E5B9ULL + uint64_t(index) +
-           uint64_t(Communicator::world().rank()) * 0x94D049BB133111EBULL;
+  // What an epoch's random draws (ELECTRA's generator samples, with each sequence's index in the
+  // epoch: models::PretrainingTargets) come from.
+  uint64_t sample_seed_of(uint64_t epoch) const {
+    return (seed_ ^ 0x6a09e667f3bcc909ULL) * 0x9E3779B97F4A7C15ULL + epoch * 0xBF58476D1CE4E5B9ULL;
   }
 
   static Counts replaced_counts(const models::PretrainingOutput& out) {

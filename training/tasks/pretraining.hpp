@@ -3,7 +3,8 @@
 // family's sentence task, each family's recipe by default:
 //   BERT     MLM + next-sentence prediction on sentence pairs (BertForPreTraining);
 //   RoBERTa  MLM only on FULL-SENTENCES packed sequences, Adam beta2 0.98, eps 1e-6 (RobertaForMaskedLM);
-//   ALBERT   MLM + sentence-order prediction on sentence pairs (AlbertForPreTraining).
+//   ALBERT   MLM + sentence-order prediction on sentence pairs (AlbertForPreTraining);
+//   ELECTRA  replaced-token detection: a generator's MLM + the discriminator (ElectraForPreTraining).
 // --pairing picks another (BERT or ALBERT with MLM only on packed sequences: *ForMaskedLM).
 // Data from raw text (instances made on the fly, a fresh mask every time: dynamic masking) or
 // static shards. 2% of the documents, at least two, spread through the corpus (of shards, those

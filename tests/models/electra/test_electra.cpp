@@ -131,21 +131,39 @@ TEST_CASE("ELECTRA config: transformers' defaults, the paper's presets with thei
   CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("summary_type 'mean' is not supported"));
 }
 
-TEST_CASE("sampling from the generator draws from its softmax", "[electra][rtd]") {
+TEST_CASE("sampling from the generator draws from its softmax, the same for a sequence however batched", "[electra][rtd]") {
   Generator rng(7);
-  CHECK(sample_from_logits(Tensor::from_vector({0, 0, 50, 0}, {1, 4}), rng) == std::vector<int64_t>{2});
+  CHECK(sample_from_logits(Tensor::from_vector({0, 0, 50, 0}, {1, 4}), {0.999}) == std::vector<int64_t>{2});
   const std::vector<double> p = {0.6, 0.3, 0.1};
   std::vector<float> row;
   for (double v : p) row.push_back(float(std::log(v)));
   std::vector<float> rows;
+  std::vector<double> uniforms;
   const size_t n = 6000;
-  for (size_t i = 0; i < n; ++i) rows.insert(rows.end(), row.begin(), row.end());
+  for (size_t i = 0; i < n; ++i) {
+    rows.insert(rows.end(), row.begin(), row.end());
+    uniforms.push_back(rng.uniform());
+  }
   std::vector<size_t> seen(3, 0);
-  for (int64_t s : sample_from_logits(Tensor::from_vector(rows, {n, 3}), rng)) ++seen[size_t(s)];
+  for (int64_t s : sample_from_logits(Tensor::from_vector(rows, {n, 3}), uniforms)) ++seen[size_t(s)];
   for (size_t k = 0; k < 3; ++k) {
     CAPTURE(k);
     CHECK(double(seen[k]) / double(n) == Approx(p[k]).margin(0.025));  // 4+ standard deviations
   }
+  CHECK_THROWS_WITH(sample_from_logits(Tensor::from_vector(rows, {n, 3}), {0.5}), Contains("1 uniforms for 6000 rows"));
+  // A sequence's draws depend on its index in the stream and the position, not on the batch it is in:
+  // sequences 5 and 6 as one batch, and sequence 6 alone
+  PretrainingTargets both = make_pretraining_targets({1, 3, 8 + 2}, {0, 0, 0}, {});
+  both.sample_seed = 99;
+  both.first_sequence = 5;
+  PretrainingTargets alone = make_pretraining_targets({2}, {0}, {});
+  alone.sample_seed = 99;
+  alone.first_sequence = 6;
+  const std::vector<double> u = masked_position_uniforms(both, 8);
+  CHECK(u[2] == masked_position_uniforms(alone, 8)[0]);
+  CHECK(u[0] != u[1]);
+  alone.sample_seed = 100;
+  CHECK(u[2] != masked_position_uniforms(alone, 8)[0]);
 }
 
 TEST_CASE("replaced-token detection: the loss, its weight, shared embeddings, no gradient through the samples", "[electra][rtd]") {
@@ -173,6 +191,7 @@ TEST_CASE("replaced-token detection: the loss, its weight, shared embeddings, no
   CHECK(again.loss.item() == out.loss.item());
   size_t replaced = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) replaced += m.forward_pretraining(b.in, rtd_batch(seed).t).replaced;
+  CHECK(m.forward_pretraining(b.in, rtd_batch(12).t).loss.item() != out.loss.item());  // another seed, other draws
   CHECK(replaced >= 70);  // of 80 masked tokens, 40 candidates each
 
   // The discriminator's loss reaches the shared embeddings but not the generator through its samples.
