@@ -152,8 +152,11 @@ TEST_CASE("pre-training refuses what a family cannot train, with clear errors", 
   r = family_run("roberta-tiny", "xgrad_pretrain_family_bad");
   r.task.corpus = XGRAD_TEST_DATA_DIR;
   CHECK_THROWS_WITH(r.go(), Contains("is a shard directory") && Contains("--tokenizer"));
-  r = family_run("electra-tiny", "xgrad_pretrain_family_bad");  // not a family: a BERT size
-  CHECK_THROWS_WITH(r.go(), Contains("'electra-tiny'"));
+  r = family_run("xlnet-tiny", "xgrad_pretrain_family_bad");  // not a family: a BERT size
+  CHECK_THROWS_WITH(r.go(), Contains("'xlnet-tiny'"));
+  r = family_run("electra-tiny", "xgrad_pretrain_family_bad");  // replaced-token detection has no sentence task
+  r.task.pairing = "nsp";
+  CHECK_THROWS_WITH(r.go(), Contains("--pairing nsp") && Contains("'electra'") && Contains("ElectraForPreTraining (none)"));
   r = family_run("albert-gigantic", "xgrad_pretrain_family_bad");
   CHECK_THROWS_WITH(r.go(), Contains("'gigantic'"));
   fs::remove_all(r.trainer.out);
