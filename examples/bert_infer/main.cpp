@@ -138,11 +138,18 @@ int dump(const DumpArgs& a) {
     out = model.forward_named(in, labels);
     if (grads) {
       out.at("loss").backward();
+      std::vector<std::string> unreached;  // parameters this forward does not use (an ELECTRA discriminator's generator)
       for (auto& [n, p] : model.named_parameters()) {
-        if (!p.grad().defined()) continue;  // not in this forward (an ELECTRA discriminator's generator)
+        if (!p.grad().defined()) {
+          unreached.push_back(n);
+          continue;
+        }
         auto f = loaded.file_names.find(n);
         out["grad." + (f == loaded.file_names.end() ? n : f->second)] = p.grad();
       }
+      if (!unreached.empty())
+        fmt::print(stderr, "note: {} parameters get no gradient from {}'s forward, so no grad.*: {}{}\n", unreached.size(),
+                   model.architecture(), unreached.front(), unreached.size() > 1 ? ", ..." : "");
     }
   }
   for (auto& [n, t] : out) t = t.detach();

@@ -22,7 +22,8 @@ struct PretrainingTargets {
   // What a model draws at random for the batch (ELECTRA's generator samples) comes from these: the
   // run's seed (and epoch) and each sequence's place in the run's stream of sequences, the first
   // of this batch's at first_sequence. The draws for a sequence are then the same however the
-  // stream is cut into batches, ranks and accumulation steps, and on resume.
+  // stream is cut into batches, ranks and accumulation steps (but for a batch that runs past the
+  // end of an epoch, whose sequences keep counting in the epoch it started in), and on resume.
   uint64_t sample_seed = 0, first_sequence = 0;
 };
 // Targets from the data pipeline's plain vectors.
@@ -31,7 +32,7 @@ PretrainingTargets make_pretraining_targets(const std::vector<int64_t>& masked_p
                                             const std::vector<int64_t>& sentence_labels);
 
 struct PretrainingOutput {
-  Tensor loss;             // scalar: mlm_loss (+ sentence_loss)
+  Tensor loss;             // scalar: mlm_loss (+ sentence_loss, or + 50 x replaced_loss for ELECTRA)
   Tensor mlm_loss;         // scalar: mean over the masked tokens
   Tensor sentence_loss;    // scalar; undefined without a sentence task
   Tensor mlm_logits;       // (M, V): only where predictions are made
@@ -56,6 +57,9 @@ class PretrainingHeads {
   // Whether the loss is replaced-token detection (ELECTRA: PretrainingOutput's replaced_* are set)
   // rather than the MLM loss alone.
   virtual bool detects_replaced_tokens() const { return false; }
+  // Throws, saying what is missing, when the model cannot pre-train as it is (an ELECTRA
+  // discriminator without its generator): a run asks before it reads any data.
+  virtual void check_can_pretrain() const {}
   // Losses, logits and correct counts of one batch (the graph recorded when gradients are on).
   virtual PretrainingOutput forward_pretraining(const ModelInputs& in, const PretrainingTargets& targets) = 0;
   // Gradient checkpointing of the encoder's layers; throws for a model whose encoder cannot.

@@ -45,13 +45,12 @@ std::string ElectraPreTrainedModel::name_from_checkpoint(const std::string& file
     return "";
   if (ends_with(n, "LayerNorm.gamma")) n.replace(n.size() - 5, 5, "weight");  // TF-era names
   else if (ends_with(n, "LayerNorm.beta")) n.replace(n.size() - 4, 4, "bias");
-  for (const char* head : {"discriminator_predictions.", "generator_predictions.", "generator_lm_head.", "generator.",
-                           "classifier.", "qa_outputs.", "sequence_summary."})  // beside "electra."
-    if (n.rfind(head, 0) == 0) return n;
+  if (is_head_tensor(n)) return n;  // heads sit beside "electra." 
   if (n.rfind("electra.", 0) == 0) n = n.substr(8);
   return base_prefix_ + n;
 }
 
+// Every architecture's heads, and a pre-training model's generator.
 bool ElectraPreTrainedModel::is_head_tensor(const std::string& name) const {
   for (const char* head : {"discriminator_predictions.", "generator_predictions.", "generator_lm_head.", "generator.",
                            "classifier.", "qa_outputs.", "sequence_summary."})
@@ -185,8 +184,10 @@ std::vector<int64_t> real_positions(const ModelInputs& in) {
   return real;
 }
 
-// Binary cross-entropy of (B, T) logits at `positions` against 0/1 `targets` there.
+// Binary cross-entropy of (B, T) logits at `positions` against 0/1 `targets` there; 0 (reaching
+// every logit with a zero gradient) when there are none, where a mean would be 0/0.
 Tensor replaced_token_loss(const Tensor& logits, const std::vector<int64_t>& positions, const std::vector<float>& targets) {
+  if (positions.empty()) return sum(logits) * 0.f;
   const Tensor at = index_select(reshape(logits, {-1}), 0, positions);
   return bce_with_logits(at, Tensor::from_vector(targets, {targets.size()}));
 }
@@ -198,13 +199,24 @@ NamedOutputs ElectraForPreTraining::forward_named(const ModelInputs& in, const L
   NamedOutputs out{{"last_hidden_state", hidden}, {"logits", discriminator_predictions->forward(hidden)}};
   if (!labels.count("labels")) return out;
   const Tensor& l = labels.at("labels");
-  if (l.dtype() != Dtype::Int64 || l.numel() != in.batch() * in.seq_len())
-    throw std::invalid_argument(fmt::format("[{}] labels must be {} x {} int64 (1 = replaced), got {} values", kArchitecture,
-                                            in.batch(), in.seq_len(), l.numel()));
+  if (l.numel() != in.batch() * in.seq_len())
+    throw std::invalid_argument(fmt::format("[{}] labels must be {} x {} values (1 = replaced, 0 = original), got {}",
+                                            kArchitecture, in.batch(), in.seq_len(), l.numel()));
+  // as transformers' labels.float(): int64 or float labels
+  std::vector<float> all;
+  if (l.dtype() == Dtype::Int64)
+    for (int64_t v : l.to_ints()) all.push_back(float(v));
+  else
+    all = l.to_vector();
   const std::vector<int64_t> real = real_positions(in);
-  const int64_t* v = l.contiguous().data_as<int64_t>();
   std::vector<float> targets;
-  for (int64_t p : real) targets.push_back(float(v[p]));
+  for (int64_t p : real) {
+    const float v = all[size_t(p)];
+    if (v != 0.f && v != 1.f)
+      throw std::invalid_argument(fmt::format("[{}] labels hold {} at position {}: 1 (replaced) or 0 (original) only",
+                                              kArchitecture, v, p));
+    targets.push_back(v);
+  }
   out["loss"] = replaced_token_loss(out["logits"], real, targets);
   return out;
 }
@@ -246,24 +258,26 @@ std::vector<double> masked_position_uniforms(const PretrainingTargets& t, size_t
   return u;
 }
 
+void ElectraForPreTraining::check_can_pretrain() const {
+  if (generator) return;
+  throw std::invalid_argument(fmt::format("[{}] replaced-token detection needs a generator, and config.json has no "
+                                          "\"generator\" sizes (a Hugging Face discriminator checkpoint has none: give it "
+                                          "one, e.g. {{\"hidden_size\": {}, \"num_attention_heads\": {}, "
+                                          "\"intermediate_size\": {}, \"num_hidden_layers\": {}}})",
+                                          kArchitecture, config.hidden_size / 4, std::max<size_t>(1, config.num_attention_heads / 4),
+                                          config.intermediate_size / 4, config.num_hidden_layers));
+}
+
 PretrainingOutput ElectraForPreTraining::forward_pretraining(const ModelInputs& in, const PretrainingTargets& t) {
   check_pretraining_targets(in, t, SentenceTask::None, kArchitecture);
-  if (!generator)
-    throw std::invalid_argument(fmt::format("[{}] replaced-token detection needs a generator, and config.json has no "
-                                            "\"generator\" sizes (a Hugging Face discriminator checkpoint has none: give it "
-                                            "one, e.g. {{\"hidden_size\": {}, \"num_attention_heads\": {}, "
-                                            "\"intermediate_size\": {}, \"num_hidden_layers\": {}}})",
-                                            kArchitecture, config.hidden_size / 4, std::max<size_t>(1, config.num_attention_heads / 4),
-                                            config.intermediate_size / 4, config.num_hidden_layers));
+  check_can_pretrain();
   PretrainingOutput out = generator->forward_pretraining(in, t);  // the generator's MLM
   const size_t B = in.batch(), T = in.seq_len();
   // values only: no gradient flows through a sample
   const std::vector<int64_t> sampled = sample_from_logits(out.mlm_logits, masked_position_uniforms(t, T));
-  const Tensor ids = in.input_ids.contiguous();
-  std::vector<int64_t> corrupted(ids.data_as<int64_t>(), ids.data_as<int64_t>() + B * T);
+  std::vector<int64_t> corrupted = in.input_ids.to_ints();
   std::vector<float> replaced(B * T, 0.f);
-  const int64_t* positions = t.masked_positions.contiguous().data_as<int64_t>();
-  const int64_t* originals = t.masked_labels.contiguous().data_as<int64_t>();
+  const std::vector<int64_t> positions = t.masked_positions.to_ints(), originals = t.masked_labels.to_ints();
   for (size_t i = 0; i < sampled.size(); ++i) {
     corrupted[size_t(positions[i])] = sampled[i];
     replaced[size_t(positions[i])] = sampled[i] != originals[i] ? 1.f : 0.f;

@@ -109,6 +109,7 @@ class ElectraForPreTraining : public ElectraPreTrainedModel, public PretrainingH
   nlohmann::json family_config_json() const override;
   SentenceTask sentence_task() const override { return SentenceTask::None; }
   bool detects_replaced_tokens() const override { return true; }
+  void check_can_pretrain() const override;  // throws without a generator
   // Replaced-token detection: the generator's MLM loss at the masked positions, its samples
   // (from its softmax, drawn by masked_position_uniforms, no gradient through them) put in their place,
   // and the discriminator's binary cross-entropy at every real token:

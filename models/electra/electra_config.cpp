@@ -10,6 +10,14 @@ void FirstTokenSummaryOnly::operator()(const char* field, const std::string& v) 
   if (v != "first") throw std::invalid_argument(fmt::format("{} '{}' is not supported (first only)", field, v));
 }
 
+void ActivationOrNone::operator()(const char* field, const std::string& v) const {
+  if (!v.empty()) config::activation_name(field, v);
+}
+
+void NotProjectedToLabels::operator()(const char* field, bool v) const {
+  if (v) throw std::invalid_argument(fmt::format("{} true is not supported (the summary keeps the hidden width)", field));
+}
+
 ElectraConfig ElectraConfig::preset(const std::string& name) {
   struct P {
     const char* name;
@@ -43,10 +51,13 @@ void ElectraConfig::validate() const {
                                             hidden_size, num_attention_heads));
   if (!generator) return;
   const ElectraGeneratorSize& g = *generator;
-  for (const auto& [field, v] : {std::pair{"hidden_size", g.hidden_size}, {"num_attention_heads", g.num_attention_heads},
-                                 {"intermediate_size", g.intermediate_size}, {"num_hidden_layers", g.num_hidden_layers}})
-    if (v == 0 || v > config::Positive::kMaxSize)
-      throw std::invalid_argument(fmt::format("[ElectraConfig] generator.{} {} must be in [1, {}]", field, v, config::Positive::kMaxSize));
+  for (const auto& [field, v] : {std::pair{"generator.hidden_size", g.hidden_size}, {"generator.num_attention_heads", g.num_attention_heads},
+                                 {"generator.intermediate_size", g.intermediate_size}, {"generator.num_hidden_layers", g.num_hidden_layers}})
+    try {
+      config::positive(field, v);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("[ElectraConfig] ") + e.what());
+    }
   if (g.hidden_size % g.num_attention_heads != 0)
     throw std::invalid_argument(fmt::format("[ElectraConfig] generator.hidden_size {} is not divisible by "
                                             "generator.num_attention_heads {}", g.hidden_size, g.num_attention_heads));
@@ -90,6 +101,8 @@ nlohmann::json ElectraConfig::to_json() const {
 
 ElectraConfig ElectraConfig::from_json(const nlohmann::json& j, const std::string& source) {
   ElectraConfig c = config::from_json<ElectraConfig>(j, source);
+  // transformers' SequenceSummary takes a null activation as none (config::from_json keeps the default)
+  if (const auto a = j.find("summary_activation"); a != j.end() && a->is_null()) c.summary_activation.clear();
   const auto it = j.find("generator");
   if (it == j.end() || it->is_null()) return c;
   if (!it->is_object()) throw std::invalid_argument(fmt::format("[ElectraConfig] {}: generator is not a JSON object", source));

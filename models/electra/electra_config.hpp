@@ -14,6 +14,14 @@ namespace xg::models {
 struct FirstTokenSummaryOnly {
   void operator()(const char* field, const std::string& v) const;
 };
+// An activation name, or "" for none (config.json's null, as transformers' SequenceSummary reads it).
+struct ActivationOrNone {
+  void operator()(const char* field, const std::string& v) const;
+};
+// transformers' SequenceSummary projects to num_labels when this is true: not supported.
+struct NotProjectedToLabels {
+  void operator()(const char* field, bool v) const;
+};
 
 // (type, Hugging Face name, default, check): transformers' ElectraConfig defaults (ELECTRA-Small).
 #define XG_ELECTRA_CONFIG_FIELDS(X)                                            \
@@ -32,7 +40,9 @@ struct FirstTokenSummaryOnly {
   X(float, layer_norm_eps, 1e-12f, config::above_zero)                         \
   X(std::string, summary_type, "first", FirstTokenSummaryOnly{})               \
   X(bool, summary_use_proj, true, config::any_value)                           \
-  X(std::string, summary_activation, "gelu", config::activation_name)          \
+  X(bool, summary_proj_to_labels, false, NotProjectedToLabels{})               \
+  X(std::string, summary_activation, "gelu", ActivationOrNone{})               \
+  X(float, summary_first_dropout, 0.f, config::probability)                    \
   X(float, summary_last_dropout, 0.1f, config::probability)                    \
   X(int64_t, pad_token_id, 0, config::non_negative)                            \
   X(std::string, position_embedding_type, "absolute", AbsolutePositionsOnly{})

@@ -68,14 +68,16 @@ NamedOutputs ElectraForQuestionAnswering::forward_named(const ModelInputs& in, c
 }
 
 ElectraSequenceSummary::ElectraSequenceSummary(const ElectraConfig& c)
-    : act(nn::activation_from_name(c.summary_activation)), dropout_p(c.summary_last_dropout) {
+    : activated(!c.summary_activation.empty()), first_dropout_p(c.summary_first_dropout), last_dropout_p(c.summary_last_dropout) {
+  if (activated) act = nn::activation_from_name(c.summary_activation);
   if (c.summary_use_proj) summary = register_module("summary", std::make_shared<nn::Linear>(c.hidden_size, c.hidden_size));
 }
 
 Tensor ElectraSequenceSummary::forward(const Tensor& first_tokens) {
-  Tensor h = first_token_rows(first_tokens);
+  Tensor h = dropout(first_token_rows(first_tokens), first_dropout_p, is_training());
   if (summary) h = summary->forward(h);
-  return dropout(nn::activate(h, act), dropout_p, is_training());
+  if (activated) h = nn::activate(h, act);
+  return dropout(h, last_dropout_p, is_training());
 }
 
 ElectraForMultipleChoice::ElectraForMultipleChoice(const ElectraConfig& c, HeadConfig h) : ElectraHeadModel(c, std::move(h)) {

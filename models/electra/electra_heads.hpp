@@ -56,15 +56,17 @@ class ElectraForQuestionAnswering : public ElectraHeadModel {
   std::shared_ptr<nn::Linear> qa_outputs;
 };
 
-// transformers' SequenceSummary as ELECTRA configures it: the first token's state, a projection
-// ("summary", when summary_use_proj), summary_activation, dropout of summary_last_dropout.
+// transformers' SequenceSummary as ELECTRA configures it: the first token's state, dropout of
+// summary_first_dropout, a projection ("summary", when summary_use_proj), summary_activation
+// (none when null), dropout of summary_last_dropout.
 class ElectraSequenceSummary : public nn::Module {
  public:
   explicit ElectraSequenceSummary(const ElectraConfig& c);
   Tensor forward(const Tensor& first_tokens);  // (B, 1, H) -> (B, H)
   std::shared_ptr<nn::Linear> summary;  // null without summary_use_proj
-  nn::Activation act;
-  float dropout_p;
+  bool activated;
+  nn::Activation act{};
+  float first_dropout_p, last_dropout_p;
 };
 
 // One score per choice; inputs are (B, C, T) tensors.

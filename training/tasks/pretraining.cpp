@@ -597,6 +597,7 @@ class PretrainingTask : public Task {
     if (heads_->sentence_task() != sentence_task_of(pairing_))
       throw std::invalid_argument(fmt::format("[pretraining] {} trains {}, not --pairing {}", model_->architecture(),
                                               models::sentence_task_name(heads_->sentence_task()), text::pairing_name(pairing_)));
+    heads_->check_can_pretrain();
     heads_->set_checkpoint_activations(opt_.checkpoint_activations);
     const size_t model_vocab = config_.value("vocab_size", size_t(0));
     if (model_vocab != tok_->vocab_size())

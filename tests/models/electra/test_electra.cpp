@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "autograd/engine.hpp"
 #include "models/core/checkpoint.hpp"
@@ -126,6 +127,20 @@ TEST_CASE("ELECTRA config: transformers' defaults, the paper's presets with thei
   bad = small.to_json();
   bad["generator"]["hidden_size"] = "wide";
   CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("generator.hidden_size"));
+  // the multiple-choice summary as transformers' SequenceSummary reads it
+  nlohmann::json j = small.to_json();
+  j["summary_activation"] = nullptr;  // no activation
+  CHECK(ElectraConfig::from_json(j).summary_activation.empty());
+  CHECK(ElectraConfig::from_json(ElectraConfig::from_json(j).to_json()).summary_activation.empty());
+  bad = small.to_json();
+  bad["summary_proj_to_labels"] = true;
+  CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("summary_proj_to_labels true is not supported"));
+  bad = small.to_json();
+  bad["summary_activation"] = "swishy";
+  CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("summary_activation"));
+  bad = small.to_json();
+  bad["generator"]["hidden_size"] = 0;
+  CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("generator.hidden_size"));
   bad = small.to_json();
   bad["summary_type"] = "mean";
   CHECK_THROWS_WITH(ElectraConfig::from_json(bad, "c.json"), Contains("summary_type 'mean' is not supported"));
@@ -228,10 +243,42 @@ TEST_CASE("replaced-token detection: the loss, its weight, shared embeddings, no
   CHECK(loaded.model->forward_pretraining(b.in, b.t).loss.item() == Approx(out.loss.item()).epsilon(1e-6));
   fs::remove_all(dir);
 
+  // transformers' labels.float(): float labels give the int64 labels' loss; other values are refused;
+  // no real token gives a zero loss, not 0/0
+  {
+    const ModelInputs in = make_inputs(1, 4, {2, 9, 5, 3});
+    const Tensor loss = m.forward_named(in, {{"labels", Tensor::from_ints({0, 1, 0, 0}, {1, 4})}}).at("loss");
+    CHECK(m.forward_named(in, {{"labels", Tensor::from_vector({0, 1, 0, 0}, {1, 4})}}).at("loss").item() == loss.item());
+    CHECK_THROWS_WITH(m.forward_named(in, {{"labels", Tensor::from_ints({0, 2, 0, 0}, {1, 4})}}),
+                      Contains("labels hold 2 at position 1"));
+    const ModelInputs none = make_inputs(1, 4, {2, 9, 5, 3}, {}, {0, 0, 0, 0});
+    CHECK(m.forward_named(none, {{"labels", Tensor::from_ints({0, 1, 0, 0}, {1, 4})}}).at("loss").item() == 0.f);
+  }
+
   // A discriminator without a generator (as transformers' checkpoints are) cannot train this way.
   auto hf = load_pretrained_as<ElectraForPreTraining>(electra_dir("pretraining"));
   CHECK_THROWS_WITH(hf.model->forward_pretraining(make_inputs(1, 4, {2, 4, 5, 3}), make_pretraining_targets({1}, {7}, {})),
                     Contains("needs a generator") && Contains("\"generator\""));
+}
+
+TEST_CASE("pre-training a discriminator without a generator is refused before any data is read", "[electra][pretrain][errors]") {
+  const std::string dir = temp_path("xgrad_electra_no_generator");
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(electra_dir("pretraining") + "/" + f, dir + "/" + f);
+  {  // the 30 tokens of its vocabulary
+    std::ofstream vocab(dir + "/vocab.txt");
+    vocab << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+    for (int i = 5; i < 30; ++i) vocab << "w" << i << "\n";
+  }
+  PretrainRun r = small_pretrain_run("", temp_path("xgrad_electra_no_generator_run"), 4);
+  r.task.train_vocab = 0;
+  r.task.seq_len = 8;  // the checkpoint has 12 positions
+  r.task.init_from = dir;
+  r.task.corpus = dir + "/no_such_corpus.txt";  // refused before the corpus is opened
+  CHECK_THROWS_WITH(r.go(), Contains("needs a generator") && Contains("\"generator\""));
+  CHECK(!fs::exists(fs::path(r.trainer.out) / "checkpoint-000004"));
+  fs::remove_all(dir);
+  fs::remove_all(r.trainer.out);
 }
 
 TEST_CASE("bert_pretrain --model electra-tiny: replaced-token detection learns, checkpoints, exact resume", "[electra][pretrain]") {
