@@ -9,8 +9,8 @@
 # bert_pretrain recipe run for 18000 steps, ~27 minutes: tiny, 8000-token vocabulary trained on the
 # bundled corpus); MINILM=DIR the MiniLM checkpoint (default: fetched by tools/get_minilm.sh).
 # ELECTRA=DIR names the ELECTRA checkpoint (default: OUT/pretrain-electra/checkpoint-016000, made
-# first by bert_pretrain --model electra-tiny --steps 16000: the same discriminator size and about
-# the same 27 minutes). ONLY="sentiment" (or "sms") runs one data set; STARTS picks the curves
+# first by bert_pretrain --model electra-tiny --steps 16000: the same discriminator size, about 21
+# minutes on 2 cores where the BERT run takes 14 to 27). ONLY="sentiment" (or "sms") runs one data set; STARTS picks the curves
 # (default all: "tiny-scratch tiny-own tiny-own-tapt tiny-electra minilm minilm-scratch"), and only
 # the checkpoints those need are made; MINILM_SCRATCH_SEEDS (default 1, sizes 100 and all) sets the
 # seeds of the costly 6-layer from-scratch curve.
