@@ -18,10 +18,17 @@ MatmulPrecision matmul_precision() { return g_precision.load(); }
 MatmulPrecision matmul_precision_from_name(const std::string& name) {
   if (name == "fp32") return MatmulPrecision::FP32;
   if (name == "bf16") return MatmulPrecision::BF16;
-  throw std::invalid_argument("[precision] unknown matmul precision '" + name + "' (fp32, bf16)");
+  if (name == "int8") return MatmulPrecision::INT8;
+  throw std::invalid_argument("[precision] unknown matmul precision '" + name + "' (fp32, bf16, int8)");
 }
 
-const char* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::BF16 ? "bf16" : "fp32"; }
+const char* matmul_precision_name(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::BF16: return "bf16";
+    case MatmulPrecision::INT8: return "int8";
+    default: return "fp32";
+  }
+}
 
 bool bf16_forward_now() {
   return matmul_precision() == MatmulPrecision::BF16 && !grad_enabled() && t_grad_precision_scopes == 0;

@@ -8,15 +8,18 @@
 //    gradients on it stays fp32, its backward too.
 // Batched matmuls (attention scores and context), softmax, LayerNorm, GELU and the losses stay
 // fp32 at either setting.
+// INT8 is for inference only: the linear layers whose weights an nn::InferenceWeights quantized
+// (gemm::PackedB::int8: int8 per output channel, activations uint8 per row at run time, int32
+// sums) run the int8 GEMM; every other GEMM, and anything with gradients, runs fp32.
 #include <string>
 
 namespace xg {
 
-enum class MatmulPrecision { FP32, BF16 };
+enum class MatmulPrecision { FP32, BF16, INT8 };
 
 void set_matmul_precision(MatmulPrecision p);
 MatmulPrecision matmul_precision();
-// "fp32" or "bf16"; throws naming the text otherwise.
+// "fp32", "bf16" or "int8"; throws naming the text otherwise.
 MatmulPrecision matmul_precision_from_name(const std::string& name);
 const char* matmul_precision_name(MatmulPrecision p);
 

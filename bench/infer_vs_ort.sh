@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bert_infer bench (the encoder's forward pass, no tape; fp32 and --precision bf16) against ONNX Runtime on the same model
+# bert_infer bench (the encoder's forward pass, no tape; fp32, --precision bf16 and int8) against ONNX Runtime,
+# fp32 and int8 (quantize_dynamic), on the same model
 # exported from transformers' BertModel (bench/ort_peer.py: its best of the plain export and the
 # transformers-optimizer fused graph, at ORT_ENABLE_ALL, over 1 and 2 intra-op threads), same
 # machine, same run, random ids with every position a real token, or (INPUT=sentences) the first BATCH
@@ -46,29 +47,46 @@ repeats=${REPEATS:-1}
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "infer_vs_ort: REPEATS must be a positive integer, not '$repeats'" >&2; exit 2; }
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[2:])):.{sys.argv[1]}f}')" "$@"; }
 ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
-printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" model "$shape" recorded "xgrad fp32" "xgrad bf16" "ORT fp32" "fp32 x" "bf16 x" "ORT's best setting (tokens/s)"
+printf "%-8s %-9s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %6s  %s\n" model "$shape" recorded "x fp32" "x bf16" "x int8" \
+  "ORT fp32" "ORT int8" "fp32" "bf16" "int8" "int8/f" "bf16/i" "ORT's best settings: fp32; int8"
+# ratio columns: fp32, bf16 against ORT fp32; int8 against ORT int8; int8/f: int8 against ORT fp32;
+# bf16/i: bf16 against ORT int8
 for m in $models; do
   tps() { build/bin/bert_infer bench --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" --precision "$1" "${text_flags[@]}" | grep "^tokens/s" | awk '{print $2}'; }
-  recorded=() fp32=() bf16=() peer_tps=() fp32_ratios=() bf16_ratios=()
-  peer_flags=()
+  # peer VARIANTS FLAGS...: ORT's tokens/s at its best of VARIANTS (round 1) or at FLAGS; sets peer_setting
+  peer() {
+    local variants=$1 out; shift
+    out=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${text_flags[@]}" \
+      --variants "$variants" "$@" 2> build/ort_peer.log) ||
+      { echo "infer_vs_ort: bench/ort_peer.py failed for $m (its stderr: build/ort_peer.log)" >&2; tail -5 build/ort_peer.log >&2; exit 1; }
+    peer_setting=$(grep "^best:" <<< "$out" | cut -d' ' -f2-)
+    grep "^tokens/s" <<< "$out" | awk '{print $2}'
+  }
+  recorded=() fp32=() bf16=() int8=() ort32=() ort8=() r_fp32=() r_bf16=() r_int8=() r_int8f=() r_bf16i=()
+  flags32=() flags8=()
   for ((round = 1; round <= repeats; ++round)); do
     recorded+=("$(XGRAD_FUSED_INFERENCE=0 tps fp32)")
     fp32+=("$(tps fp32)")
     bf16+=("$(tps bf16)")
-    peer=$("$python" bench/ort_peer.py --model "$m" --batch "$batch" --seq-len "$seq" --steps "$steps" "${text_flags[@]}" \
-      "${peer_flags[@]}" 2> build/ort_peer.log) ||
-      { echo "infer_vs_ort: bench/ort_peer.py failed for $m (its stderr: build/ort_peer.log)" >&2; tail -5 build/ort_peer.log >&2; exit 1; }
-    peer_tps+=("$(grep "^tokens/s" <<< "$peer" | awk '{print $2}')")
+    int8+=("$(tps int8)")
     if (( round == 1 )); then  # "ort-fused threads 2" -> --variants ort-fused --threads 2
-      setting=$(grep "^best:" <<< "$peer" | cut -d' ' -f2-)
-      read -r variant _ threads <<< "$setting"
-      peer_flags=(--variants "$variant" --threads "$threads")
+      peer "ort,ort-fused" > build/ort_peer.tps; ort32+=("$(cat build/ort_peer.tps)"); setting32=$peer_setting
+      peer "ort-int8,ort-fused-int8" > build/ort_peer.tps; ort8+=("$(cat build/ort_peer.tps)"); setting8=$peer_setting
+      read -r v _ t <<< "$setting32"; flags32=(--threads "$t"); variants32=$v
+      read -r v _ t <<< "$setting8"; flags8=(--threads "$t"); variants8=$v
+    else
+      peer "$variants32" "${flags32[@]}" > build/ort_peer.tps; ort32+=("$(cat build/ort_peer.tps)")
+      peer "$variants8" "${flags8[@]}" > build/ort_peer.tps; ort8+=("$(cat build/ort_peer.tps)")
     fi
-    fp32_ratios+=("$(ratio "${fp32[-1]}" "${peer_tps[-1]}")")
-    bf16_ratios+=("$(ratio "${bf16[-1]}" "${peer_tps[-1]}")")
+    r_fp32+=("$(ratio "${fp32[-1]}" "${ort32[-1]}")")
+    r_bf16+=("$(ratio "${bf16[-1]}" "${ort32[-1]}")")
+    r_int8+=("$(ratio "${int8[-1]}" "${ort8[-1]}")")
+    r_int8f+=("$(ratio "${int8[-1]}" "${ort32[-1]}")")
+    r_bf16i+=("$(ratio "${bf16[-1]}" "${ort8[-1]}")")
   done
-  printf "%-8s %-9s %10s %10s %10s %10s %7s %7s  %s\n" "$m" "${batch}x${seq}" "$(median 1 "${recorded[@]}")" \
-    "$(median 1 "${fp32[@]}")" "$(median 1 "${bf16[@]}")" "$(median 1 "${peer_tps[@]}")" "$(median 2 "${fp32_ratios[@]}")" \
-    "$(median 2 "${bf16_ratios[@]}")" "$setting"
-  if (( repeats > 1 )); then echo "  fp32 ratio per round: ${fp32_ratios[*]}; bf16: ${bf16_ratios[*]}"; fi
+  printf "%-8s %-9s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %6s  %s\n" "$m" "${batch}x${seq}" "$(median 1 "${recorded[@]}")" \
+    "$(median 1 "${fp32[@]}")" "$(median 1 "${bf16[@]}")" "$(median 1 "${int8[@]}")" "$(median 1 "${ort32[@]}")" \
+    "$(median 1 "${ort8[@]}")" "$(median 2 "${r_fp32[@]}")" "$(median 2 "${r_bf16[@]}")" "$(median 2 "${r_int8[@]}")" \
+    "$(median 2 "${r_int8f[@]}")" "$(median 2 "${r_bf16i[@]}")" "$setting32; $setting8"
+  if (( repeats > 1 )); then echo "  per round: fp32 ${r_fp32[*]}; bf16 ${r_bf16[*]}; int8 ${r_int8[*]}"; fi
 done

@@ -8,11 +8,14 @@ ONNX Runtime gets its fastest setting here: each of
   - the export rewritten by onnxruntime.transformers.optimizer (model_type bert: the fused
     Attention, SkipLayerNormalization, BiasGelu and EmbedLayerNormalization kernels ORT is known
     for), also at ORT_ENABLE_ALL,
-at each --threads count (intra-op threads; sequential execution); the best is printed last as
-'tokens/s: X', after a line naming the setting it came from.
+and their int8 forms (ort-int8, ort-fused-int8: onnxruntime.quantization.quantize_dynamic, int8
+weights per output channel, uint8 activations quantized at run time, ORT's VNNI kernels where the
+CPU has them; ORT quantizes after its graph fusions, as its docs advise),
+at each --threads count (intra-op threads; sequential execution); the best of the --variants
+asked for is printed last as 'tokens/s: X', after a line naming the setting it came from.
 
   python bench/ort_peer.py --model base --batch 8 --seq-len 128 --steps 20 --threads 1,2
-  (--variants ort-fused --threads 2 times one setting alone)
+  (--variants ort-fused --threads 2 times one setting alone; --variants ort-int8,ort-fused-int8 the int8 peer)
 """
 import argparse
 import os
@@ -24,8 +27,10 @@ import numpy as np
 import onnxruntime as ort
 import torch
 import transformers
+from onnxruntime.quantization import QuantType, quantize_dynamic
 from onnxruntime.transformers import optimizer as ort_optimizer
 
+VARIANTS = ("ort", "ort-fused", "ort-int8", "ort-fused-int8")
 PRESETS = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8), "base": (12, 768, 12),
            "large": (24, 1024, 16)}  # (layers, hidden, heads), as BertConfig::preset
 
@@ -79,9 +84,9 @@ def main():
     a = p.parse_args()
     if a.sentences and not a.vocab:
         p.error("--sentences needs --vocab")
-    unknown = set(a.variants.split(",")) - {"ort", "ort-fused"}
+    unknown = set(a.variants.split(",")) - set(VARIANTS)
     if unknown:
-        p.error(f"--variants: unknown {sorted(unknown)} (ort, ort-fused)")
+        p.error(f"--variants: unknown {sorted(unknown)} ({', '.join(VARIANTS)})")
 
     torch.manual_seed(0)
     model = build_model(a.model, a.seq_len).eval()
@@ -112,7 +117,12 @@ def main():
         print("fused operators:", {k: v for k, v in optimized.get_fused_operator_statistics().items() if v})
         optimized.save_model_to_file(fused)
         variants = a.variants.split(",")
-        for variant, path in (("ort", plain), ("ort-fused", fused)):
+        paths = {"ort": plain, "ort-fused": fused}
+        for source in ("ort", "ort-fused"):
+            if source + "-int8" in variants:
+                paths[source + "-int8"] = os.path.join(tmp, source + "-int8.onnx")
+                quantize_dynamic(paths[source], paths[source + "-int8"], per_channel=True, weight_type=QuantType.QInt8)
+        for variant, path in paths.items():
             if variant not in variants:
                 continue
             for threads in [int(t) for t in a.threads.split(",")]:

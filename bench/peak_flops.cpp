@@ -1,6 +1,7 @@
 // The CPU's arithmetic peaks, measured: a loop of independent FMAs on registers (fp32, the widest
-// vectors this build targets) and, where the CPU has AVX512-BF16, of vdpbf16ps (bf16 pairs summed
-// into fp32), on 1 and on every thread of the pool. The ratios in docs/benchmarks.md (share of
+// vectors this build targets), where the CPU has AVX512-BF16 of vdpbf16ps (bf16 pairs summed
+// into fp32), and where it has AVX512-VNNI of vpdpbusd (uint8 x int8 quads summed into int32; an
+// integer multiply-add counted as 2 ops, as FLOPs are), on 1 and on every thread of the pool. The ratios in docs/benchmarks.md (share of
 // peak that BERT training and inference reach) divide by these.
 //   bench_peak_flops [--seconds S]
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/kernels/quantize.hpp"
 #include "autograd/parallel.hpp"
 #include "autograd/xt.hpp"
 
@@ -63,6 +65,23 @@ __attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(size_t iters)
   if (sink == 12345.f) std::puts("");
   return double(iters) * kChains * 64;
 }
+
+// vpdpbusd: 16 lanes, each four uint8 x int8 products summed into int32: 128 ops.
+__attribute__((target("avx512f,avx512vnni"))) double int8_dot_loop(size_t iters) {
+  __m512i acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (size_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  int lanes[16], sink = 0;
+  for (int c = 0; c < kChains; ++c) {
+    _mm512_storeu_si512(lanes, acc[c]);
+    sink += lanes[0];
+  }
+  if (sink == 12345) std::puts("");
+  return double(iters) * kChains * 128;
+}
 #endif
 
 // GFLOP/s of `loop` on `threads` threads: each task warms up, then counts what it does for about
@@ -106,12 +125,18 @@ int main(int argc, char** argv) {
   fmt::print("fp32 FMA, {}-float vectors: 1 thread {:.1f} GFLOP/s, {} threads {:.1f} GFLOP/s\n", xg::kSimdWidth,
              measure(fp32_fma_loop, 1, seconds), all, measure(fp32_fma_loop, all, seconds));
 #if XG_PEAK_BF16
-  if (xg::gemm::bf16_native_available()) {
+  if (xg::gemm::bf16_native_available())
     fmt::print("bf16 dot (vdpbf16ps, fp32 sums): 1 thread {:.1f} GFLOP/s, {} threads {:.1f} GFLOP/s\n",
                measure(bf16_dot_loop, 1, seconds), all, measure(bf16_dot_loop, all, seconds));
-    return 0;
-  }
+  else
+    fmt::print("bf16 dot: this CPU has no AVX512-BF16\n");
+  if (xg::gemm::int8_vnni_available())
+    fmt::print("int8 dot (vpdpbusd, int32 sums): 1 thread {:.1f} GOP/s, {} threads {:.1f} GOP/s\n",
+               measure(int8_dot_loop, 1, seconds), all, measure(int8_dot_loop, all, seconds));
+  else
+    fmt::print("int8 dot: this CPU has no AVX512-VNNI\n");
+#else
+  fmt::print("bf16 and int8 dot: this build has no AVX-512 intrinsics\n");
 #endif
-  fmt::print("bf16 dot: this CPU (or build) has no AVX512-BF16\n");
   return 0;
 }

@@ -30,7 +30,9 @@ struct PipelineOptions {
   // to use instead of the checkpoint's own tokenizer files.
   std::string tokenizer;
   bool cased = false;  // with a vocab.txt `tokenizer`: keep case and accents
-  MatmulPrecision precision = MatmulPrecision::FP32;  // BF16: the linear layers' GEMMs on bf16 operands
+  // BF16: the linear layers' GEMMs on bf16 operands; INT8: on int8 weights (per output channel) and
+  // activations quantized per row at run time (autograd/precision.hpp)
+  MatmulPrecision precision = MatmulPrecision::FP32;
   size_t batch = 32;       // sequences per forward pass
   size_t max_length = 0;   // tokens per sequence, special ones included; 0 (or more): what the positions hold
   bool verify_checksums = true;  // a checkpoint listing its files' CRC32C (checksums.json) is checked

@@ -48,8 +48,11 @@ Tensor float_weight(const Tensor& w) {
 
 // op(B) = w^T for rows (out) x in stored row-major: the GEMM operand of y = x w^T.
 std::shared_ptr<const gemm::PackedB> pack_transposed(const float* w, size_t out, size_t in, MatmulPrecision precision) {
-  return std::make_shared<const gemm::PackedB>(precision == MatmulPrecision::BF16 ? gemm::PackedB::bf16(true, in, out, w, in)
-                                                                                 : gemm::PackedB::fp32(true, in, out, w, in));
+  switch (precision) {
+    case MatmulPrecision::BF16: return std::make_shared<const gemm::PackedB>(gemm::PackedB::bf16(true, in, out, w, in));
+    case MatmulPrecision::INT8: return std::make_shared<const gemm::PackedB>(gemm::PackedB::int8(true, in, out, w, in));
+    default: return std::make_shared<const gemm::PackedB>(gemm::PackedB::fp32(true, in, out, w, in));
+  }
 }
 
 }  // namespace

@@ -31,8 +31,12 @@ namespace xg::nn {
 // the fused path and SelfAttention::forward (gradients off) project Q, K and V with one GEMM
 // (packed_qkv_for); they are not also packed one by one, so Linear::forward called on one of them
 // alone packs its weight per call, as without an InferenceWeights.
+// At int8 each Linear's weight is quantized per output channel (gemm::PackedB::int8), and the
+// layer runs the int8 GEMM while the precision is INT8: the one way a model runs int8 (a Linear
+// no InferenceWeights holds runs fp32 under INT8).
 // Memory: one more copy of the Linear weights at fp32; at bf16 half a copy (a full one where the
-// CPU lacks AVX512-BF16 and the panels hold the rounded values as fp32). Dropping it frees it.
+// CPU lacks AVX512-BF16 and the panels hold the rounded values as fp32); at int8 a quarter.
+// Dropping it frees it.
 class InferenceWeights {
  public:
   InferenceWeights(Module& m, MatmulPrecision precision);

@@ -375,6 +375,7 @@ void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t ld
                   float beta, float* C, size_t ldc, const Epilogue& epilogue) {
   const Problem p{trans_a, false, M, B.N(), B.K(), alpha, A, lda, nullptr, 0, beta, C, ldc, epilogue};
   if (B.kind_ == PackedB::Kind::Fp32) return detail::run_fp32_packed(p, B.floats());
+  if (B.kind_ == PackedB::Kind::Int8) return detail::run_int8_packed(p, B.data_.get());
   detail::run_bf16_packed(p, B.data_.get(), B.kind_ == PackedB::Kind::Bf16Pairs);
 }
 

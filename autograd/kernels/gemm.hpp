@@ -75,14 +75,21 @@ class PackedB {
   // For sgemm_bf16's result: B rounded to bf16, packed for the bf16 kernel selected now (bf16
   // pairs for the AVX512-BF16 kernel; for the fallback, fp32 panels of the rounded values).
   static PackedB bf16(bool trans_b, size_t K, size_t N, const float* B, size_t ldb);
+  // For the int8 GEMM (autograd/kernels/quantize.hpp): each of the N columns of op(B) (an output
+  // channel) quantized to symmetric int8 with its own scale, packed for the int8 kernel, with its
+  // scale and the sum of its int8 values. sgemm_packed then quantizes each row of A to uint8 as it
+  // runs: an approximation of sgemm's result (dynamic quantization), not its bits. Throws
+  // std::invalid_argument naming the column on a non-finite value.
+  static PackedB int8(bool trans_b, size_t K, size_t N, const float* B, size_t ldb);
 
   size_t K() const { return K_; }
   size_t N() const { return N_; }
-  bool is_bf16() const { return kind_ != Kind::Fp32; }
+  bool is_bf16() const { return kind_ == Kind::Bf16Pairs || kind_ == Kind::Bf16Rounded; }
+  bool is_int8() const { return kind_ == Kind::Int8; }
   size_t bytes() const { return words_ * 4; }
 
  private:
-  enum class Kind { Fp32, Bf16Pairs, Bf16Rounded };  // Bf16Rounded: fp32 panels of rounded values
+  enum class Kind { Fp32, Bf16Pairs, Bf16Rounded, Int8 };  // Bf16Rounded: fp32 panels of rounded values
   struct Free {
     void operator()(void* p) const;
   };
@@ -92,12 +99,12 @@ class PackedB {
                            const Epilogue&);
 
   Kind kind_;
-  size_t K_, N_, words_;                   // words_: 32-bit panel elements (a float or a bf16 pair)
+  size_t K_, N_, words_;  // words_: 32-bit panel elements (a float, a bf16 pair, or 4 int8 values)
   std::unique_ptr<uint32_t[], Free> data_;  // 64-byte aligned
 };
 
 // C (M x N) = alpha * op(A) * B + beta * C for a packed B: sgemm's result for PackedB::fp32,
-// sgemm_bf16's for PackedB::bf16.
+// sgemm_bf16's for PackedB::bf16, the dynamically quantized product for PackedB::int8.
 void sgemm_packed(bool trans_a, size_t M, float alpha, const float* A, size_t lda, const PackedB& B,
                   float beta, float* C, size_t ldc, const Epilogue& epilogue = {});
 

@@ -274,6 +274,8 @@ void run(const Problem<BElem>& p, int threads, const typename Kern::Packed* pack
 // on bf16 pairs for the native kernel or, when `pairs` is false, on fp32 panels of rounded values.
 void run_fp32_packed(const Problem<float>& p, const float* packed);
 void run_bf16_packed(const Problem<float>& p, const void* packed, bool pairs);
+// The int8 GEMM (gemm_int8.cpp) on a PackedB::int8's words.
+void run_int8_packed(const Problem<float>& p, const void* packed);
 // sgemm_bf16's fallback (gemm.cpp): the fp32 kernel on panels rounded to bf16 as they are packed;
 // `packed` (fp32 panels, already rounded) replaces p.B and its packing.
 void run_bf16_rounded(const Problem<float>& p, const float* packed = nullptr);

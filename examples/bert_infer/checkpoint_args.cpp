@@ -37,8 +37,10 @@ CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::s
   if (!model_optional)
     cmd->add_option("--precision", a.precision,
                     "matmul precision: bf16 rounds the linear layers' inputs and weights to bf16 and sums in fp32 "
-                    "(faster where the CPU has AVX512-BF16; outputs differ from fp32 by about 1e-2)")
-        ->check(CLI::IsMember({"fp32", "bf16"}));
+                    "(faster where the CPU has AVX512-BF16; outputs differ from fp32 by about 1e-2); int8 quantizes "
+                    "the linear layers' weights per output channel and their inputs per row (dynamic quantization, "
+                    "int32 sums; fastest where the CPU has AVX512-VNNI)")
+        ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   return cmd;
 }
 

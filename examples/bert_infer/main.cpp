@@ -10,7 +10,7 @@
 //     DIR is a *ForTokenClassification checkpoint, e.g. OUT/best of bert_finetune --task ner)
 //   bert_infer classify --model DIR [--jsonl] [--top-k K] [--batch N] < lines   (a fine-tuned *ForSequenceClassification:
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
-//   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16]
+//   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16|int8]
 //                    [--sentences FILE [--vocab PATH]] [--first-token]
 //     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 also prints its
 //     difference from fp32)
@@ -393,8 +393,10 @@ int main(int argc, char** argv) {
   xg::cli::add_number(*bench_cmd, "--steps", b.opt.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--threads", b.opt.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::Range(0, 4096));
   xg::cli::add_number(*bench_cmd, "--seed", b.opt.seed, "random weights and ids");
-  bench_cmd->add_option("--precision", b.precision, "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  bench_cmd->add_option("--precision", b.precision,
+                        "matmul precision of the linear layers (bf16: inputs rounded to bf16, fp32 sums; int8: dynamic "
+                        "quantization, int32 sums)")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   bench_cmd->add_flag("--first-token", b.opt.first_token,
                       "time the output at each sequence's first token only, as a sentence classifier reads it (the last layer runs there alone)");
   bench_cmd->add_option("--sentences", b.opt.sentences,

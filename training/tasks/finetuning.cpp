@@ -48,6 +48,11 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
                                      "or windowed, per --task)", kRestore, at_least(4))
       .add("--predictions", &O::predictions, "write the best model's predictions on --test (else --dev) to this file, in "
                                              "the task's submission format")
+      .add("--score-precision", &O::score_precision, "matmul precision of the best model's final scores on --dev and "
+                                                     "--test: fp32, bf16 or int8 (int8 weights per output channel, "
+                                                     "activations per row, as bert_infer --precision int8 runs it); "
+                                                     "empty: the training precision", OnResume::UseNew,
+           Choices{{"", "fp32", "bf16", "int8"}})
       .add("--patience", &O::patience, "stop after this many evaluations without a better dev score (0: never stop early)",
            kRestore)
       .add("--layer-lr-decay", &O::layer_lr_decay, "layer-wise rate decay: the head learns at --lr, the top layer at "
@@ -74,7 +79,9 @@ std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir
 }
 
 ScoringModel::ScoringModel(const std::string& checkpoint, const FinetuneOptions& o)
-    : model(models::load_pretrained(checkpoint).model), tok(finetune_tokenizer(checkpoint, o)) {}  // in eval mode
+    : model(models::load_pretrained(checkpoint).model), tok(finetune_tokenizer(checkpoint, o)) {  // in eval mode
+  if (matmul_precision() == MatmulPrecision::INT8) int8_weights = std::make_unique<nn::InferenceWeights>(*model, MatmulPrecision::INT8);
+}
 
 void write_index_predictions(const std::string& path, const std::vector<std::pair<std::string, std::string>>& rows) {
   std::string text = "index\tprediction\n";
@@ -397,8 +404,11 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
     throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: no evaluation saved one (--eval-every 0, or a "
                                          "resumed run with no step left to train)", out));
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";
-  const MatmulPrecisionGuard precision(run_precision(trainer));  // scored as evaluated during training
+  // scored as evaluated during training, unless --score-precision says otherwise
+  const MatmulPrecisionGuard precision(task.score_precision.empty() ? run_precision(trainer)
+                                                                    : matmul_precision_from_name(task.score_precision));
   nlohmann::json report = nlohmann::json::object();
+  report["precision"] = matmul_precision_name(matmul_precision());
   report["dev"] = kind.score_file(best, task.dev, task, trainer.batch, dev_predictions);
   if (!task.test.empty()) {
     nlohmann::json test = kind.score_file(best, task.test, task, trainer.batch, task.predictions);

@@ -18,6 +18,7 @@
 
 #include "autograd/engine.hpp"
 #include "models/core/pretrained.hpp"
+#include "nn/packed_weights.hpp"
 #include "text/tokenizer.hpp"
 #include "training/task.hpp"
 #include "training/trainer.hpp"
@@ -36,6 +37,7 @@ struct FinetuneOptions : ResumableOptions {
   bool allow_tokenizer_mismatch = false;  // a tokenizer of another family's kind is refused unless set
   size_t max_len = 128;            // tokens per example (or window), special tokens included
   std::string predictions;         // the best model's predictions on --test (else --dev), in the kind's format
+  std::string score_precision;     // the final scores' matmul precision: fp32, bf16, int8; empty: as trained
   size_t patience = 0;             // evaluations without a better dev score before stopping; 0: never stop early
   float layer_lr_decay = 1.f;      // each encoder layer learns at this fraction of the rate of the one above it
   size_t freeze_layers = 0;        // the embeddings and this many lowest layers stay fixed
@@ -68,12 +70,15 @@ struct Scores {
 std::unique_ptr<text::Tokenizer> finetune_tokenizer(const std::string& model_dir, const FinetuneOptions& o);
 
 // A checkpoint a kind saved, loaded to score a data file (FinetuneKind::score_file): its model
-// in eval mode, its tokenizer (finetune_tokenizer's), and gradients off while this lives.
+// in eval mode, its tokenizer (finetune_tokenizer's), and gradients off while this lives. At
+// matmul precision INT8 its linear layers' weights are quantized (nn::InferenceWeights), as
+// bert_infer --precision int8 serves them.
 struct ScoringModel {
   ScoringModel(const std::string& checkpoint, const FinetuneOptions& o);
   NoGradGuard no_grad;
   std::unique_ptr<models::PretrainedModel> model;
   std::unique_ptr<text::Tokenizer> tok;
+  std::unique_ptr<nn::InferenceWeights> int8_weights;
 };
 
 // Writes (index, prediction) rows under the header index<TAB>prediction, atomically: GLUE's
