@@ -15,7 +15,7 @@
 # picks ORT's fastest setting, later rounds rerun that setting alone. On a shared, noisy machine
 # one run each moves the ratio by a third; the rounds show by how much.
 # The peer runs under $PEER_PYTHON; unset, a venv in build/venv-ort (Debian's python3-torch with
-# PyPI's onnxruntime, onnx and transformers; scripts/install_deps.sh --bench makes the same one) is
+# PyPI's onnxruntime, onnx, transformers and ml_dtypes (onnxruntime.quantization needs it); scripts/install_deps.sh --bench makes the same one) is
 # made on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +33,11 @@ esac
 python=${PEER_PYTHON:-}
 if [[ -z "$python" ]]; then
   venv=build/venv-ort
-  if ! "$venv/bin/python" -c "import onnxruntime, onnx, transformers" 2>/dev/null; then  # missing, or an install cut short
+  if ! "$venv/bin/python" -c "import onnxruntime, onnx, transformers, ml_dtypes" 2>/dev/null; then  # missing, or an install cut short
     /usr/bin/python3 -c "import torch" 2>/dev/null || {
       echo "infer_vs_ort: needs Debian's python3-torch and python3-venv (apt-get install -y python3-torch python3-venv)" >&2; exit 1; }
     /usr/bin/python3 -m venv --system-site-packages "$venv"
-    "$venv/bin/pip" install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
+    "$venv/bin/pip" install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2" "ml_dtypes==0.7.0"
   fi
   python=$venv/bin/python
 fi

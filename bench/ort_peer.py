@@ -24,6 +24,7 @@ import tempfile
 import time
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import torch
 import transformers
@@ -121,7 +122,9 @@ def main():
         for source in ("ort", "ort-fused"):
             if source + "-int8" in variants:
                 paths[source + "-int8"] = os.path.join(tmp, source + "-int8.onnx")
-                quantize_dynamic(paths[source], paths[source + "-int8"], per_channel=True, weight_type=QuantType.QInt8)
+                # the fused graph's contrib operators defeat ONNX shape inference: their outputs are float
+                quantize_dynamic(paths[source], paths[source + "-int8"], per_channel=True, weight_type=QuantType.QInt8,
+                                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         for variant, path in paths.items():
             if variant not in variants:
                 continue

@@ -44,10 +44,10 @@ $bench || exit 0
 
 cd "$(dirname "$0")/.."
 mkdir -p build
-if ! build/venv-ort/bin/python -c "import onnxruntime, onnx, transformers" 2>/dev/null; then
+if ! build/venv-ort/bin/python -c "import onnxruntime, onnx, transformers, ml_dtypes" 2>/dev/null; then
   echo "making build/venv-ort (onnxruntime, onnx, transformers over Debian's torch)"
   /usr/bin/python3 -m venv --system-site-packages build/venv-ort
-  build/venv-ort/bin/pip install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2"
+  build/venv-ort/bin/pip install --quiet "onnxruntime==1.32.0" "onnx==1.17.0" "transformers==4.45.2" "ml_dtypes==0.7.0"
 fi
 # (missing, or other versions: the import prints nothing, or something else)
 if [[ $(build/venv-torch2/bin/python -c "import torch, transformers; print(torch.__version__.split('+')[0], transformers.__version__)" 2>/dev/null) != "2.15.0 5.25.0" ]]; then

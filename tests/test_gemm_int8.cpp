@@ -268,3 +268,29 @@ TEST_CASE("a BERT at INT8 runs its linear layers on int8 weights and stays near 
   MatmulPrecisionGuard fp32_again(MatmulPrecision::FP32);
   CHECK(nn::packed_weight_for(up0) == nullptr);  // packed for int8: not read at fp32
 }
+
+TEST_CASE("the AVX-512 row quantizer gives the portable one's bytes, scale and zero point", "[int8]") {
+  if (!gemm::int8_vnni_available()) return;  // one quantizer only on this CPU
+  Restore restore;
+  for (const size_t n : {1, 3, 15, 16, 17, 64, 100, 771}) {
+    for (const uint64_t seed : {1, 2, 3}) {
+      auto x = random_vec(n, seed * 100 + n, seed == 2 ? 0.f : -3.f, seed == 3 ? 0.f : 2.f);  // one-signed rows too
+      if (seed == 1 && n > 5) x[n / 2] = 1.5f / 255.f;  // halfway cases for the rounding
+      std::vector<uint8_t> fast(n), portable(n);
+      gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
+      const gemm::RowQuantization a = gemm::quantize_row_u8(x.data(), n, fast.data());
+      gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
+      const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), n, portable.data());
+      INFO("n=" << n << " seed=" << seed);
+      CHECK(a.scale == b.scale);
+      CHECK(a.zero_point == b.zero_point);
+      CHECK(fast == portable);
+    }
+    std::vector<float> bad = random_vec(n, 9);
+    bad[n - 1] = -std::numeric_limits<float>::infinity();
+    std::vector<uint8_t> q(n, 7);
+    gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
+    CHECK(std::isnan(gemm::quantize_row_u8(bad.data(), n, q.data()).scale));
+    CHECK(q == std::vector<uint8_t>(n, 0));
+  }
+}

@@ -155,6 +155,67 @@ XG_VNNI_TARGET inline void store_row(__m512i s0, __m512i s1, size_t r, const Til
   _mm512_mask_storeu_ps(c + 16, m1, v1);
 }
 
+// 16 values as uint8: clamp(nearest-even(v * inverse) + zero point, 0, 255).
+XG_VNNI_TARGET inline __m128i quantize16(__m512 v, __m512 inverse, __m512i zp) {
+  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v, inverse)), zp);  // nearest even (MXCSR)
+  return _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, _mm512_setzero_si512()), _mm512_set1_epi32(255)));
+}
+
+// quantize_row_u8 (the same values: one float multiply, round to nearest even, clamp), writing
+// quad q of the row (k = 4q..4q+3) at out + q * quad_stride: a row of A's panels, or (stride 4)
+// a plain row. Bytes past n up to the next quad are zero.
+XG_VNNI_TARGET RowQuantization quantize_row_avx512(const float* x, size_t n, uint8_t* out, size_t quad_stride) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 lo = zero, hi = zero, nonfinite = zero;  // x * 0 is NaN for NaN and infinities alone
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    lo = _mm512_min_ps(lo, v);
+    hi = _mm512_max_ps(hi, v);
+    nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, zero));
+  }
+  const __mmask16 tail = lanes(n - i);
+  if (i < n) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail, x + i);  // zeros elsewhere: inside [lo, hi] already
+    lo = _mm512_min_ps(lo, v);
+    hi = _mm512_max_ps(hi, v);
+    nonfinite = _mm512_add_ps(nonfinite, _mm512_mul_ps(v, zero));
+  }
+  // lane by lane (GCC 12 warns of an uninitialised value inside _mm512_reduce_*_ps)
+  alignas(64) float los[16], his[16], nans[16];
+  _mm512_store_ps(los, lo);
+  _mm512_store_ps(his, hi);
+  _mm512_store_ps(nans, nonfinite);
+  float low = 0.f, high = 0.f;
+  bool finite = true;
+  for (size_t l = 0; l < 16; ++l) {
+    low = std::min(low, los[l]);
+    high = std::max(high, his[l]);
+    finite = finite && !std::isnan(nans[l]);
+  }
+  RowQuantization rq;
+  if (finite && high != low) {
+    rq.scale = (high - low) / 255.f;
+    rq.zero_point = int32_t(std::clamp(std::nearbyint(-low * (1.f / rq.scale)), 0.f, 255.f));
+  } else if (!finite) {
+    rq.scale = std::numeric_limits<float>::quiet_NaN();
+  }
+  const bool constant = !finite || high == low;  // every q zero
+  const __m512 inverse = _mm512_set1_ps(constant ? 0.f : 1.f / rq.scale);
+  const __m512i zp = _mm512_set1_epi32(rq.zero_point);
+  for (i = 0; i + 16 <= n; i += 16) {
+    alignas(16) uint32_t quad[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(quad), quantize16(_mm512_loadu_ps(x + i), inverse, zp));
+    for (size_t t = 0; t < 4; ++t) std::memcpy(out + (i / 4 + t) * quad_stride, quad + t, 4);
+  }
+  if (i < n) {
+    alignas(16) uint8_t bytes[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), quantize16(_mm512_maskz_loadu_ps(tail, x + i), inverse, zp));
+    for (size_t k = i; k < round_up(n, 4); ++k) out[(k / 4) * quad_stride + k % 4] = k < n ? bytes[k - i] : 0;
+  }
+  return rq;
+}
+
 template <size_t R>
 XG_VNNI_TARGET void tile_vnni_rows(size_t kq, const uint8_t* a, const int8_t* b, const TileOut& t) {
   __m512i acc0[R], acc1[R];
@@ -189,6 +250,9 @@ void tile_vnni(size_t kq, const uint8_t* a, const int8_t* b, const TileOut& t) {
 }
 #else
 bool cpu_has_vnni() { return false; }
+RowQuantization quantize_row_avx512(const float*, size_t, uint8_t*, size_t) {
+  throw std::logic_error("quantize_row_avx512: not in this build");
+}
 void tile_vnni(size_t kq, const uint8_t* a, const int8_t* b, const TileOut& t) { tile_portable(kq, a, b, t); }
 #endif
 
@@ -217,7 +281,7 @@ void place_row(const uint8_t* row, size_t K, size_t i, size_t kq, uint8_t* panel
   uint8_t* out = panels + (i / MR) * a_panel_bytes(kq) + (i % MR) * 4;
   size_t k = 0;
   for (; k + 4 <= K; k += 4) std::memcpy(out + (k / 4) * MR * 4, row + k, 4);
-  for (; k < K; ++k) out[(k / 4) * MR * 4 + k % 4] = row[k];
+  for (; k < round_up(K, 4); ++k) out[(k / 4) * MR * 4 + k % 4] = k < K ? row[k] : 0;
 }
 
 // Every tile of C: rows in panels [p0, p1) x columns in panels [c0, c1), column blocks of B kept in
@@ -289,7 +353,9 @@ void check_finite_column(const float* w, size_t K, size_t stride, size_t column)
 
 }  // namespace
 
-RowQuantization quantize_row_u8(const float* x, size_t n, uint8_t* q) {
+namespace {
+// The portable quantizer (quantize_row_u8's definition).
+RowQuantization quantize_row_portable(const float* x, size_t n, uint8_t* q) {
   float lo = 0.f, hi = 0.f;
   bool finite = true;
   for (size_t i = 0; i < n; ++i) {
@@ -309,6 +375,25 @@ RowQuantization quantize_row_u8(const float* x, size_t n, uint8_t* q) {
   const int32_t zero = int32_t(std::clamp(std::nearbyint(-lo * inverse), 0.f, 255.f));
   for (size_t i = 0; i < n; ++i) q[i] = uint8_t(std::clamp(std::nearbyint(x[i] * inverse) + float(zero), 0.f, 255.f));
   return {scale, zero};
+}
+
+// Row i of A quantized straight into its panel.
+RowQuantization quantize_into_panel(const float* x, size_t K, size_t i, size_t kq, uint8_t* panels, std::vector<uint8_t>& row) {
+  uint8_t* out = panels + (i / MR) * a_panel_bytes(kq) + (i % MR) * 4;
+  if (selected_kernel().load() == Int8Kernel::Vnni) return quantize_row_avx512(x, K, out, MR * 4);
+  row.resize(K);
+  const RowQuantization rq = quantize_row_portable(x, K, row.data());
+  place_row(row.data(), K, i, kq, panels);
+  return rq;
+}
+}  // namespace
+
+RowQuantization quantize_row_u8(const float* x, size_t n, uint8_t* q) {
+  if (selected_kernel().load() != Int8Kernel::Vnni) return quantize_row_portable(x, n, q);
+  std::vector<uint8_t> padded(round_up(n, 4));
+  const RowQuantization rq = quantize_row_avx512(x, n, padded.data(), 4);
+  std::copy(padded.begin(), padded.begin() + std::ptrdiff_t(n), q);
+  return rq;
 }
 
 float quantize_channel_s8(const float* w, size_t n, size_t stride, int8_t* q) {
@@ -363,20 +448,26 @@ void detail::run_int8_packed(const Problem<float>& p, const void* packed) {
   }
   const size_t m_panels = (p.M + MR - 1) / MR;
   QuantizedA& qa = a_buffers();
-  qa.panels.assign(m_panels * a_panel_bytes(l.kq), 0);
+  qa.panels.resize(m_panels * a_panel_bytes(l.kq));
   qa.scale.resize(m_panels * MR);
   qa.zero.assign(m_panels * MR, 0);
+  for (size_t i = p.M; i < m_panels * MR; ++i)  // the last panel's rows past M: computed, never stored
+    for (size_t q = 0; q < l.kq; ++q) std::memset(qa.panels.data() + (i / MR) * a_panel_bytes(l.kq) + q * MR * 4 + (i % MR) * 4, 0, 4);
   const int threads = threads_for(p.M, p.N, p.K);
-  const size_t tasks = std::min(size_t(std::max(1, threads)), p.M);
-  parallel_for(tasks, [&](size_t t) {
-    std::vector<uint8_t> row(p.K);
+  // Quantizing costs about what waking the pool does below some 64K values.
+  const size_t tasks = p.M * p.K < (size_t(1) << 16) ? 1 : std::min(size_t(std::max(1, threads)), p.M);
+  auto quantize_rows = [&](size_t t) {
+    std::vector<uint8_t> row;
     for (size_t i = t * p.M / tasks; i < (t + 1) * p.M / tasks; ++i) {
-      const RowQuantization rq = quantize_row_u8(A + i * lda, p.K, row.data());
+      const RowQuantization rq = quantize_into_panel(A + i * lda, p.K, i, l.kq, qa.panels.data(), row);
       qa.scale[i] = p.alpha * rq.scale;
       qa.zero[i] = rq.zero_point;
-      place_row(row.data(), p.K, i, l.kq, qa.panels.data());
     }
-  });
+  };
+  if (tasks == 1)
+    quantize_rows(0);
+  else
+    parallel_for(tasks, quantize_rows);
   const Run run{p.M, l.kq, &qa, l, Int8View(l, packed), nullptr, p.C, p.ldc, p.beta, &p.epilogue};
   run.all(threads);
 }
