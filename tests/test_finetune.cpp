@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "autograd/precision.hpp"
 #include "models/bert/bert_heads.hpp"
 #include "models/core/checkpoint.hpp"
 #include "tests/finetune_fixtures.hpp"
@@ -46,6 +47,13 @@ TEST_CASE("fine-tuning a small BERT on sentiment sentences beats the majority ba
   CHECK(config.at("id2label") == nlohmann::json({{"0", "0"}, {"1", "1"}}));
   CHECK(fs::exists(best + "/vocab.txt"));
   CHECK(kind.score_file(best, o.dev, o, 64, "").at("accuracy") == Approx(accuracy));
+  {  // scored at INT8 (--score-precision int8): int8 linear layers, within two points here
+    MatmulPrecisionGuard int8(MatmulPrecision::INT8);
+    CHECK(ScoringModel(best, o).int8_weights != nullptr);  // its linear layers quantized, not fp32 under another name
+    const double quantized = kind.score_file(best, o.dev, o, 64, "").at("accuracy").get<double>();
+    INFO("int8 dev accuracy " << quantized);
+    CHECK(std::fabs(quantized - accuracy) <= 0.02);
+  }
   fs::remove_all(dir);
 }
 

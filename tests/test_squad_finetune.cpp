@@ -118,6 +118,16 @@ TEST_CASE("squad_v2 fine-tuning: the loss falls, dev is scored and predicted, be
   std::string err;
   std::getline(std::ifstream(dir + "/err.txt"), err);
   CHECK_THAT(err, Contains("[qa] stdin line 1: 'question' must be a string, got 3"));
+
+  {  // the finished run resumed with no --task (bert_finetune --resume RUN): still squad_v2, scored again
+    training::TrainerOptions again;
+    again.quiet = true;
+    again.resume = dir + "/run";
+    QuestionAnsweringKind fresh;
+    const nlohmann::json rescored = run_finetuning(again, FinetuneOptions{}, fresh).scores;
+    CHECK(rescored.at("dev").at("f1") == dev.at("f1"));
+    CHECK(rescored.at("dev").at("NoAns_total") == 2);
+  }
   fs::remove_all(dir);
 }
 

@@ -574,4 +574,10 @@ TEST_CASE("trainer: a fine-tuning run ends with its scores as a table, where the
   CHECK_THAT(s, Contains("  test       0.7667          -        300"));  // a metric the split lacks
   CHECK_THAT(s, Contains("took 5.5 s; use it: bert_infer classify --model runs/x/best"));
   CHECK_THAT(finetune_summary(scores, "b", 1, ""), Contains("took 1.0 s\n"));
+  nlohmann::json at_int8 = scores;  // --score-precision int8: named in the heading, not a row
+  at_int8["precision"] = "int8";
+  const std::string q = finetune_summary(at_int8, "runs/x/best", 1, "");
+  CHECK_THAT(q, Contains("final scores of the best model (runs/x/best, at int8):"));
+  CHECK_THAT(q, !Contains("precision"));
+  CHECK_THAT(q, Contains("  test       0.7667          -        300"));
 }

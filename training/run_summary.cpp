@@ -12,12 +12,18 @@ std::string finetune_summary(const nlohmann::json& scores, const std::string& be
   std::vector<std::string> metrics;  // every split's, in first-seen order, the example count last
   for (const auto& [split, values] : scores.items())
     for (const auto& [name, v] : values.items())
-      if (name != "examples" && std::find(metrics.begin(), metrics.end(), name) == metrics.end()) metrics.push_back(name);
+      if (values.is_object())
+        if (name != "examples" && std::find(metrics.begin(), metrics.end(), name) == metrics.end()) metrics.push_back(name);
   metrics.push_back("examples");
-  std::string out = fmt::format("final scores of the best model ({}):\n  {:<6}", best_dir, "");
+  // "precision": the matmul precision the scores were taken at (bert_finetune --score-precision)
+  const std::string precision = scores.contains("precision") && scores["precision"].is_string()
+                                    ? fmt::format(", at {}", scores["precision"].get<std::string>())
+                                    : "";
+  std::string out = fmt::format("final scores of the best model ({}{}):\n  {:<6}", best_dir, precision, "");
   for (const auto& m : metrics) out += fmt::format(" {:>10}", m);
   out += "\n";
   for (const auto& [split, values] : scores.items()) {
+    if (!values.is_object()) continue;
     out += fmt::format("  {:<6}", split);
     for (const auto& m : metrics) {
       if (!values.contains(m) || !values[m].is_number()) out += fmt::format(" {:>10}", "-");

@@ -65,12 +65,6 @@ void refuse_single_task_flags(const CLI::App& app) {
   }
 }
 
-// The --task of a run: as given, else (resuming) the one saved with the checkpoint.
-std::string task_name(const FinetuneOptions& task, const TrainerOptions& trainer) {
-  if (!task.task.empty() || trainer.resume.empty()) return task.task;
-  const auto state = xg::training::TrainingState::read(xg::training::resolve_checkpoint(trainer.resume));
-  return state.options.value("task", std::string());
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,7 +166,7 @@ int main(int argc, char** argv) {
       if (!report.empty()) xg::write_text_atomically(report, result.to_json().dump(2) + "\n");
       return result.signal != 0 ? 128 + result.signal : 0;
     }
-    auto& kind = xg::training::finetune_kind(task_name(task, trainer));
+    auto& kind = xg::training::finetune_kind(xg::training::task_of_run(task, trainer));
     const auto start = std::chrono::steady_clock::now();
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM

@@ -376,7 +376,14 @@ std::unique_ptr<FinetuneKind> new_finetune_kind(const std::string& task) {
   return std::move(kinds[kind_index(task)]);
 }
 
+std::string task_of_run(const FinetuneOptions& task, const TrainerOptions& trainer) {
+  if (!task.task.empty() || trainer.resume.empty()) return task.task;
+  return TrainingState::read(resolve_checkpoint(trainer.resume)).options.value("task", std::string());
+}
+
 FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, FinetuneKind& kind) {
+  // a resumed run selects its saved task (squad_v2, not squad) before the checkpoint's options are restored
+  task.task = task_of_run(task, trainer);
   kind.select(task.task, task);  // a benchmark's --data-dir may name the files
   if (task.train.empty() && trainer.resume.empty()) throw std::invalid_argument("[finetune] --train is required");
   // a resumed run takes both from its checkpoint's options
@@ -408,7 +415,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   const MatmulPrecisionGuard precision(task.score_precision.empty() ? run_precision(trainer)
                                                                     : matmul_precision_from_name(task.score_precision));
   nlohmann::json report = nlohmann::json::object();
-  report["precision"] = matmul_precision_name(matmul_precision());
+  if (!task.score_precision.empty()) report["precision"] = task.score_precision;
   report["dev"] = kind.score_file(best, task.dev, task, trainer.batch, dev_predictions);
   if (!task.test.empty()) {
     nlohmann::json test = kind.score_file(best, task.test, task, trainer.batch, task.predictions);

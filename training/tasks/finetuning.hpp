@@ -218,6 +218,9 @@ struct FinetuneResult {
   nlohmann::json scores;
 };
 
+// The --task of a run: as given, else (resuming) the one saved with the checkpoint.
+std::string task_of_run(const FinetuneOptions& task, const TrainerOptions& trainer);
+
 // Fine-tunes per `trainer` and `task` with `kind`, evaluating on --dev (each epoch unless
 // --eval-every is given), then scores OUT/best on --dev and --test and writes --predictions.
 // Prints (rank 0, not when resuming) the unusual_settings of a new run once its training set is read.
