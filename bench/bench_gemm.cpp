@@ -8,6 +8,10 @@
 //   bench_gemm --bf16     (sgemm_bf16 against sgemm on BERT's linear shapes, forward and backward,
 //                          at M = 1024 and 4096, or the shape given, plus the register-only fp32
 //                          FMA and bf16 vdpbf16ps peaks; "ratio" there is bf16 GFLOP/s / fp32 GFLOP/s)
+//   bench_gemm --int8     (the int8 GEMM of dynamic quantization, on a PackedB::int8, against sgemm_packed
+//                          on fp32 weights: BERT-Base's linear layers at 1 and 8 x 128 tokens, or the shape
+//                          given, the rows' quantization included; with the register-only vpdpbusd peak;
+//                          "ratio" there is int8 GOP/s / fp32 GFLOP/s)
 // Last line: "ratio: X" = xgrad GFLOP/s / the peer's GFLOP/s (the smallest over shapes when
 // several run).
 #include <fmt/format.h>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.hpp"
+#include "autograd/kernels/quantize.hpp"
 #include "autograd/parallel.hpp"
 #include "util/random.hpp"
 
@@ -210,6 +215,22 @@ __attribute__((target("avx512f,avx512bf16"))) float dpbf16_loop(size_t iters) {
   return sum_lanes(acc);
 }
 
+__attribute__((target("avx512f,avx512vnni"))) float dpbusd_loop(size_t iters) {
+  __m512i acc[kPeakChains];
+  for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (size_t n = 0; n < iters; ++n)
+#pragma GCC unroll 16
+    for (int i = 0; i < kPeakChains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  alignas(64) int32_t lanes[16];
+  float total = 0;
+  for (int i = 0; i < kPeakChains; ++i) {
+    _mm512_store_si512(lanes, acc[i]);
+    for (int32_t v : lanes) total += float(v);
+  }
+  return total;
+}
+
 // Best of several timings of `loop`, in GFLOP/s on this thread; flop_per_op per instruction.
 template <class Loop>
 double peak_gflops(Loop loop, double flop_per_op) {
@@ -267,6 +288,48 @@ double run_bf16_shape(const Shape& s, int threads, double budget_s, double bf16_
   return t.ratio;
 }
 
+// The int8 GEMM (B quantized once, A's rows quantized in each call) against sgemm_packed on the
+// same weights at fp32; returns int8 GOP/s / fp32 GFLOP/s.
+double run_int8_shape(const Shape& s, int threads, double budget_s, double int8_peak_1t) {
+  xg::set_num_threads(threads);
+  xg::Generator gen(1);
+  std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
+  for (auto& v : A) v = gen.uniform() - 0.5f;
+  for (auto& v : B) v = gen.uniform() - 0.5f;
+  const size_t ldb = s.tb ? s.K : s.N;
+  const double gop = 2.0 * double(s.M) * double(s.N) * double(s.K) / 1e9;
+  const auto q = xg::gemm::PackedB::int8(s.tb, s.K, s.N, B.data(), ldb);
+  const auto f = xg::gemm::PackedB::fp32(s.tb, s.K, s.N, B.data(), ldb);
+  auto int8 = [&] { xg::gemm::sgemm_packed(false, s.M, 1.f, A.data(), s.K, q, 0.f, C.data(), s.N); };
+  auto fp32 = [&] { xg::gemm::sgemm_packed(false, s.M, 1.f, A.data(), s.K, f, 0.f, C.data(), s.N); };
+  const Timing t = time_pairs(int8, fp32, budget_s, threads);
+  const double share = int8_peak_1t > 0 ? gop / t.ours_s / (int8_peak_1t * threads) : 0;
+  fmt::print("{:>5} x {:>5} x {:>5} threads={}  fp32 {:6.1f} GFLOP/s  int8 {:6.1f} GOP/s ({:4.1f}% of int8 peak)  "
+             "int8/fp32 {:.2f}\n",
+             s.M, s.N, s.K, threads, gop / t.blas_s, gop / t.ours_s, 100 * share, t.ratio);
+  std::fflush(stdout);
+  return t.ratio;
+}
+
+int int8_main(const std::vector<int>& threads, double budget, std::vector<Shape> shapes) {
+  fmt::print("int8 kernel: {}\n", xg::gemm::int8_kernel() == xg::gemm::Int8Kernel::Vnni ? "AVX512-VNNI (vpdpbusd)"
+                                                                                       : "portable (int32 loop)");
+  double peak = 0;
+#if defined(XG_BENCH_PEAKS)
+  if (xg::gemm::int8_vnni_available()) peak = peak_gflops(dpbusd_loop, 128);  // 16 lanes x 4 x (multiply + add)
+#endif
+  fmt::print("register-only peak, 1 thread: int8 vpdpbusd {:.1f} GOP/s\n", peak);
+  if (shapes.empty())
+    for (size_t M : {128, 1024})
+      for (auto [N, K] : std::vector<std::pair<size_t, size_t>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
+        shapes.push_back({1, M, N, K, false, true});
+  double worst = 1e30;
+  for (int t : threads)
+    for (const auto& s : shapes) worst = std::min(worst, run_int8_shape(s, t, budget, peak));
+  fmt::print("ratio: {:.3f}\n", worst);
+  return 0;
+}
+
 int bf16_main(const std::vector<int>& threads, double budget, std::vector<Shape> shapes) {
   fmt::print("bf16 kernel: {}\n", xg::gemm::bf16_kernel() == xg::gemm::Bf16Kernel::Native
                                       ? "AVX512-BF16 (vdpbf16ps)"
@@ -315,7 +378,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> dims;
   size_t batch = 1;
   std::vector<int> threads;
-  bool ta = false, tb = false, bf16 = false, packed = false;
+  bool ta = false, tb = false, bf16 = false, packed = false, int8 = false;
   double budget = 1.0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -333,9 +396,11 @@ int main(int argc, char** argv) {
     else if (a == "--seconds") budget = std::stod(next());
     else if (a == "--bf16") bf16 = true;
     else if (a == "--packed") packed = true;
+    else if (a == "--int8") int8 = true;
     else if (a == "--help" || a == "-h") {
       fmt::print("usage: bench_gemm [M N K] [--batch B] [--threads T]... [--ta] [--tb] [--packed] [--seconds S]\n"
-                 "       bench_gemm [M N K [--ta] [--tb]] --bf16 [--threads T]... [--seconds S]\n");
+                 "       bench_gemm [M N K [--ta] [--tb]] --bf16 [--threads T]... [--seconds S]\n"
+                 "       bench_gemm [M N K [--tb]] --int8 [--threads T]... [--seconds S]\n");
       return 0;
     } else dims.push_back(std::stoul(a));
   }
@@ -351,6 +416,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (bf16) return bf16_main(threads, budget, shapes);
+  if (int8 && (batch != 1 || packed || ta || bf16)) {
+    fmt::print(stderr, "bench_gemm: --int8 times one GEMM per shape on op(A) = A: no --batch, --packed, --ta or --bf16\n");
+    return 2;
+  }
+  if (int8) return int8_main(threads, budget, shapes);
   if (!shapes.empty()) {  // the shape given
   } else if (packed) {  // BERT-Base's linear layers in inference, batch 1 and 8 x 128 tokens
     for (size_t M : {128, 1024})
