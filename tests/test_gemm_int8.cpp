@@ -41,9 +41,10 @@ struct GemmSize {
   size_t M, N, K;
 };
 // Tails of every kind: rows past a 12-row panel, columns past a 32-column panel, K not a multiple
-// of 4; and BERT-like sizes that take the threaded column and row splits.
-const GemmSize kShapes[] = {{1, 1, 1}, {5, 7, 3}, {12, 32, 4}, {13, 33, 9}, {25, 65, 130}, {130, 70, 771}, {3, 300, 64},
-                         {200, 2, 40}};
+// of 4; and sizes that take each threaded split: columns (few rows), rows (many rows: each thread
+// quantizes its own), and one thread (small products).
+const GemmSize kShapes[] = {{1, 1, 1},     {5, 7, 3},     {12, 32, 4},  {13, 33, 9},   {25, 65, 130},
+                            {130, 70, 771}, {3, 300, 64}, {200, 2, 40}, {301, 70, 130}, {397, 33, 771}};
 
 }  // namespace
 
