@@ -83,6 +83,9 @@ TEST_CASE("igemm_u8s8 at the extremes: 255 x -128 over a long K does not saturat
     CHECK(C[0] == -255 * 128 * int32_t(K));
     CHECK(C[1] == 255 * 127 * int32_t(K));
   }
+  // a depth whose sums could overflow int32 is refused, not wrapped
+  CHECK_THROWS_WITH(gemm::igemm_u8s8(1, 1, 65794, nullptr, 65794, nullptr, 65794, nullptr, 1), Catch::Contains("65794"));
+  CHECK_THROWS_WITH(gemm::PackedB::int8(false, 65794, 1, nullptr, 1), Catch::Contains("exceeds 65793"));
 }
 
 TEST_CASE("quantize_row_u8 round-trips within half a step, keeps zero exact and marks non-finite rows", "[int8]") {

@@ -71,7 +71,15 @@ struct Int8View {  // a PackedB::int8's parts
         sums(reinterpret_cast<const int32_t*>(scales + l.padded_n())) {}
 };
 
-// Column c's K int8 values (k-th at b[k * stride]) into panel layout.
+// The largest K whose int32 sums cannot overflow: 255 x 128 x K < 2^31.
+constexpr size_t kMaxK = 65793;
+void check_depth(size_t K, const char* what) {
+  if (K > kMaxK)
+    throw std::invalid_argument(fmt::format("[{}] K = {} exceeds {}, the depth whose int32 sums of uint8 x int8 "
+                                            "products cannot overflow", what, K, kMaxK));
+}
+
+// Column c's K int8 values (contiguous) into panel layout.
 void place_column(const int8_t* column, size_t K, size_t c, const Int8Layout& l, int8_t* panels) {
   int8_t* panel = panels + (c / NR) * l.panel_bytes() + (c % NR) * 4;
   for (size_t k = 0; k < K; ++k) panel[(k / 4) * NR * 4 + k % 4] = column[k];
@@ -415,6 +423,7 @@ float quantize_channel_s8(const float* w, size_t n, size_t stride, int8_t* q) {
 }
 
 PackedB PackedB::int8(bool trans_b, size_t K, size_t N, const float* B, size_t ldb) {
+  check_depth(K, "PackedB::int8");
   const Int8Layout l(K, N);
   PackedB out(Kind::Int8, K, N, l.words());
   std::memset(out.data_.get(), 0, out.words_ * 4);
@@ -496,6 +505,7 @@ void detail::run_int8_packed(const Problem<float>& p, const void* packed) {
 void igemm_u8s8(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, const int8_t* B, size_t ldb, int32_t* C,
                 size_t ldc) {
   if (M == 0 || N == 0) return;
+  check_depth(K, "igemm_u8s8");
   const Int8Layout l(K, N);
   std::vector<uint32_t, xsimd::aligned_allocator<uint32_t, 64>> words(l.words(), 0);
   auto* panels = reinterpret_cast<int8_t*>(words.data());

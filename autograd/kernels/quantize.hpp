@@ -29,6 +29,7 @@ float quantize_channel_s8(const float* w, size_t n, size_t stride, int8_t* q);
 
 // C (M x N, int32) = A (M x K, uint8, row-major, row stride lda) times B^T (B: N x K int8,
 // row-major, row stride ldb): every sum exact. The kernel the int8 GEMM runs, on its packing.
+// K is at most 65,793 (255 x 128 x K < 2^31; PackedB::int8 has the same bound); more throws.
 void igemm_u8s8(size_t M, size_t N, size_t K, const uint8_t* A, size_t lda, const int8_t* B, size_t ldb, int32_t* C,
                 size_t ldc);
 // The plain triple loop: the scalar twin the tests compare against.
