@@ -7,7 +7,7 @@
 //  - matmul()'s single-GEMM case: the forward only, with gradients off (inference). With
 //    gradients on it stays fp32, its backward too.
 // Batched matmuls (attention scores and context), softmax, LayerNorm, GELU and the losses stay
-// fp32 at either setting.
+// fp32 at every setting.
 // INT8 is for inference only: the linear layers whose weights an nn::InferenceWeights quantized
 // (gemm::PackedB::int8: int8 per output channel, activations uint8 per row at run time, int32
 // sums) run the int8 GEMM; every other GEMM, and anything with gradients, runs fp32.

@@ -415,12 +415,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bench_gemm: --bf16 times one plain GEMM per shape: no --batch or --packed\n");
     return 2;
   }
-  if (bf16) return bf16_main(threads, budget, shapes);
   if (int8 && (batch != 1 || packed || ta || bf16)) {
     fmt::print(stderr, "bench_gemm: --int8 times one GEMM per shape on op(A) = A: no --batch, --packed, --ta or --bf16\n");
     return 2;
   }
   if (int8) return int8_main(threads, budget, shapes);
+  if (bf16) return bf16_main(threads, budget, shapes);
   if (!shapes.empty()) {  // the shape given
   } else if (packed) {  // BERT-Base's linear layers in inference, batch 1 and 8 x 128 tokens
     for (size_t M : {128, 1024})

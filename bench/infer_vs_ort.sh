@@ -88,5 +88,5 @@ for m in $models; do
     "$(median 1 "${fp32[@]}")" "$(median 1 "${bf16[@]}")" "$(median 1 "${int8[@]}")" "$(median 1 "${ort32[@]}")" \
     "$(median 1 "${ort8[@]}")" "$(median 2 "${r_fp32[@]}")" "$(median 2 "${r_bf16[@]}")" "$(median 2 "${r_int8[@]}")" \
     "$(median 2 "${r_int8f[@]}")" "$(median 2 "${r_bf16i[@]}")" "$setting32; $setting8"
-  if (( repeats > 1 )); then echo "  per round: fp32 ${r_fp32[*]}; bf16 ${r_bf16[*]}; int8 ${r_int8[*]}"; fi
+  if (( repeats > 1 )); then echo "  per round: fp32 ${r_fp32[*]}; bf16 ${r_bf16[*]}; int8 ${r_int8[*]}; int8/f ${r_int8f[*]}; bf16/i ${r_bf16i[*]}"; fi
 done

@@ -6,7 +6,8 @@
 #       LINES (default: all) non-empty lines of data/pretrain_corpus_small.txt at fp32 and at int8
 #       (and bf16): the lowest, 1st-percentile and mean cosine of each line's two vectors
 #   bench/int8_accuracy.sh rescore RUN_DIR...
-#       each finished bert_finetune run's best model scored again on its --dev and --test at fp32
+#       each finished bert_finetune run's best model scored again (a run with steps left would
+#       train them first: the best/ checkpoint is checked for, not the step count) on its --dev and --test at fp32
 #       and at int8 (bert_finetune --resume RUN --score-precision P), side by side
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,8 @@ case "$mode" in
     lines=${2:-0}
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    grep -v '^[[:space:]]*$' data/pretrain_corpus_small.txt | { if ((lines > 0)); then head -n "$lines"; else cat; fi; } > "$tmp/lines.txt"
+    # (awk, not grep | head: under pipefail head's early exit would fail the pipeline)
+    awk -v n="$lines" 'NF && (n == 0 || ++kept <= n)' data/pretrain_corpus_small.txt > "$tmp/lines.txt"
     for p in fp32 int8 bf16; do
       start=$(date +%s.%N)
       build/bin/bert_infer embed --model "$model" --pooling mean --normalize --precision "$p" < "$tmp/lines.txt" > "$tmp/$p.txt"
@@ -36,9 +38,13 @@ case "$mode" in
   rescore)
     (($# > 0)) || { echo "usage: bench/int8_accuracy.sh rescore RUN_DIR..." >&2; exit 2; }
     for run in "$@"; do
+      [[ -f "$run/best/config.json" ]] || { echo "int8_accuracy: $run has no best/ checkpoint: not a finished bert_finetune run" >&2; exit 1; }
       for p in fp32 int8; do
         echo "== $run at $p"
-        build/bin/bert_finetune --resume "$run" --score-precision "$p" 2>&1 | sed -n '/^final scores/,/^took/p'
+        out=$(build/bin/bert_finetune --resume "$run" --score-precision "$p" 2>&1) ||
+          { echo "$out" >&2; echo "int8_accuracy: bert_finetune --resume $run --score-precision $p failed" >&2; exit 1; }
+        grep -q '^final scores' <<< "$out" || { echo "$out" >&2; echo "int8_accuracy: no final scores for $run" >&2; exit 1; }
+        sed -n '/^final scores/,/^took/p' <<< "$out"
       done
     done
     ;;

@@ -77,7 +77,7 @@ def main():
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--threads", default="1,2", help="intra-op thread counts to try")
-    p.add_argument("--variants", default="ort,ort-fused", help="graphs to try: ort (the plain export), ort-fused")
+    p.add_argument("--variants", default="ort,ort-fused", help="graphs to try: ort (the plain export), ort-fused, and their int8 forms ort-int8, ort-fused-int8")
     p.add_argument("--sentences", help="time real text: the first --batch non-empty lines of this file, tokenized by "
                    "--vocab (BertTokenizerFast), cut to --seq-len and padded to the longest, as a user batches them; "
                    "tokens/s counts real tokens (the padding's cost included)")

@@ -92,7 +92,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   };
   MatmulPrecisionGuard timed_precision(opt.precision);
   std::unique_ptr<nn::InferenceWeights> packed;  // as bert_infer serves a model
-  if (encoder.execution().packed_weights || opt.precision == MatmulPrecision::INT8) packed = std::make_unique<nn::InferenceWeights>(encoder, opt.precision);
+  if (nn::serving_packs_weights(encoder, opt.precision)) packed = std::make_unique<nn::InferenceWeights>(encoder, opt.precision);
   double max_diff = -1, mean_diff = -1;
   if (opt.precision != MatmulPrecision::FP32) {
     Tensor reference;

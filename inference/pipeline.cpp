@@ -110,8 +110,7 @@ Pipeline::Pipeline(models::LoadedModel loaded, std::unique_ptr<text::Tokenizer> 
   max_tokens_ = positions > skipped ? positions - skipped : 0;
   if (options_.max_length > 0) max_tokens_ = std::min(max_tokens_, options_.max_length);
   model().eval();
-  // int8 weights exist only as a packing: int8 packs whatever the execution options say.
-  if (model().execution().packed_weights || options_.precision == MatmulPrecision::INT8)
+  if (nn::serving_packs_weights(model(), options_.precision))
     packed_weights_ = std::make_unique<nn::InferenceWeights>(model(), options_.precision);
 }
 

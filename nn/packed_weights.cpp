@@ -115,6 +115,10 @@ void InferenceWeights::release() {
   attentions_.clear();
 }
 
+bool serving_packs_weights(const Module& m, MatmulPrecision precision) {
+  return m.execution().packed_weights || precision == MatmulPrecision::INT8;
+}
+
 std::shared_ptr<const gemm::PackedB> packed_weight_for(const Linear& lin) {
   const std::shared_ptr<const Linear::PackedWeight> p = lin.packed_weight;
   if (!p || p->precision != matmul_precision() || !p->source.matches(lin.weight)) return nullptr;

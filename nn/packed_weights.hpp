@@ -1,7 +1,7 @@
 #pragma once
 // Weights packed once for serving. The GEMM packs its weight operand into cache-sized panels on
 // every call; for a loaded checkpoint that serves many batches, InferenceWeights packs every
-// Linear's weight once (for fp32 or bf16 GEMMs), and the no-gradient forward passes read the
+// Linear's weight once (for fp32, bf16 or int8 GEMMs), and the no-gradient forward passes read the
 // packing: the fused encoder path, and Linear::forward while gradients are off (through the
 // `linear` op's overload taking a gemm::PackedB). At 1 x 128 tokens on BERT-base's shapes,
 // packing the weight was a quarter of each GEMM (bench_gemm --packed).
@@ -49,6 +49,10 @@ class InferenceWeights {
   std::vector<Linear*> linears_;
   std::vector<SelfAttention*> attentions_;
 };
+
+// Whether a program serving `m` at `precision` packs its weights (an InferenceWeights): as its
+// execution options say, and always at INT8, whose int8 weights exist only as a packing.
+bool serving_packs_weights(const Module& m, MatmulPrecision precision);
 
 // lin's packed weight when one is held for the current matmul precision and still belongs to
 // lin.weight (same storage and shape); else null. A shared copy: the holder may drop its own.

@@ -114,11 +114,25 @@ TEST_CASE("quantize_row_u8 round-trips within half a step, keeps zero exact and 
   CHECK(q3[2] == 255);
   CHECK(gemm::quantize_row_u8(negative.data(), 3, q3.data()).zero_point == 255);
   CHECK(q3[2] == 0);
-  // NaN or infinity: a NaN scale, so the row's outputs come out NaN as fp32's would
+  // NaN or infinity: a NaN scale, so the row's outputs come out NaN (fp32 would give NaN, or an
+  // infinity for an infinite input; never a finite value here)
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     std::vector<float> row{1.f, bad, -1.f};
     CHECK(std::isnan(gemm::quantize_row_u8(row.data(), 3, q3.data()).scale));
   }
+  // a range too narrow for a finite 1 / scale counts as zeros; one wider than a float holds still
+  // gets a finite scale
+  const std::vector<float> tiny{1e-38f, -1e-38f, 0.f}, huge{3e38f, -3e38f, 1.f};
+  const gemm::RowQuantization t = gemm::quantize_row_u8(tiny.data(), 3, q3.data());
+  CHECK(t.scale == 1.f);
+  CHECK(t.zero_point == 0);
+  CHECK(q3 == std::vector<uint8_t>{0, 0, 0});
+  const gemm::RowQuantization h = gemm::quantize_row_u8(huge.data(), 3, q3.data());
+  REQUIRE(std::isfinite(h.scale));
+  for (size_t i = 0; i < 3; ++i) CHECK(std::fabs(h.scale * float(int(q3[i]) - h.zero_point) - huge[i]) <= 0.5001f * h.scale);
+  std::vector<int8_t> qt(3, 5);
+  CHECK(gemm::quantize_channel_s8(tiny.data(), 3, 1, qt.data()) == 1.f);
+  CHECK(qt == std::vector<int8_t>{0, 0, 0});
 }
 
 TEST_CASE("quantize_channel_s8 round-trips within half a step and refuses non-finite weights", "[int8]") {
@@ -143,6 +157,7 @@ TEST_CASE("quantize_channel_s8 round-trips within half a step and refuses non-fi
   CHECK_THROWS_WITH(gemm::PackedB::int8(false, 3, 2, bad.data(), 2),
                     Catch::Contains("output channel 0") && Catch::Contains("inf"));
   CHECK_THROWS_WITH(gemm::PackedB::int8(true, 3, 2, bad.data(), 3), Catch::Contains("output channel 1"));
+  CHECK_THROWS_WITH(gemm::quantize_channel_s8(bad.data() + 3, 3, 1, q.data()), Catch::Contains("[quantize_channel_s8]") && Catch::Contains("input 1"));
 }
 
 namespace {
@@ -286,6 +301,20 @@ TEST_CASE("the AVX-512 row quantizer gives the portable one's bytes, scale and z
       gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
       const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), n, portable.data());
       INFO("n=" << n << " seed=" << seed);
+      CHECK(a.scale == b.scale);
+      CHECK(a.zero_point == b.zero_point);
+      CHECK(fast == portable);
+    }
+    for (const float edge : {1e-38f, 3e38f}) {  // ranges too narrow for 1 / scale, and wider than a float holds
+      std::vector<float> x = random_vec(n, 5, -1.f, 1.f);
+      for (float& v : x) v *= edge;  // (random_vec(-edge, edge) would overflow its width of 6e38)
+      std::vector<uint8_t> fast(n), portable(n);
+      gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
+      const gemm::RowQuantization a = gemm::quantize_row_u8(x.data(), n, fast.data());
+      gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
+      const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), n, portable.data());
+      INFO("n=" << n << " edge=" << edge);
+      CHECK(std::isfinite(a.scale));
       CHECK(a.scale == b.scale);
       CHECK(a.zero_point == b.zero_point);
       CHECK(fast == portable);

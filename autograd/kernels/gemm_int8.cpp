@@ -85,6 +85,22 @@ void place_column(const int8_t* column, size_t K, size_t c, const Int8Layout& l,
   for (size_t k = 0; k < K; ++k) panel[(k / 4) * NR * 4 + k % 4] = column[k];
 }
 
+// A row's scale and zero point from its range [lo, hi] (lo <= 0 <= hi, finite), with the multiplier
+// 1 / scale its values are quantized by: one definition for both row quantizers, whose bytes must
+// agree. A range whose reciprocal is not finite (narrower than ~1e-36: subnormal activations) is
+// quantized as all zero (multiplier 0, scale 1); the range is taken in double, so a row spanning
+// more than a float holds still gets a finite scale.
+struct RowParams {
+  RowQuantization rq;
+  float inverse;
+};
+RowParams row_params(float lo, float hi) {
+  const float scale = float((double(hi) - double(lo)) / 255.0), inverse = 1.f / scale;
+  if (!(scale > 0.f) || !std::isfinite(inverse)) return {{1.f, 0}, 0.f};
+  return {{scale, int32_t(std::clamp(std::nearbyint(-lo * inverse), 0.f, 255.f))}, inverse};
+}
+RowQuantization non_finite_row() { return {std::numeric_limits<float>::quiet_NaN(), 0}; }
+
 // What a tile's sums become.
 struct TileOut {
   size_t rows, cols;  // of the tile that are real (<= MR, <= NR)
@@ -99,7 +115,7 @@ struct TileOut {
   float beta;
 };
 
-// The dequantizing store, one row at a time (shared by the portable kernel and the tests' twin).
+// The portable kernel's dequantizing store of one sum.
 inline float dequantize(int32_t sum, int32_t zero, int32_t col_sum, float row_scale, float col_scale) {
   return float(sum - zero * col_sum) * row_scale * col_scale;
 }
@@ -210,15 +226,9 @@ XG_VNNI_TARGET RowQuantization quantize_row_avx512(const float* x, size_t n, uin
     high = std::max(high, his[l]);
     finite = finite && !std::isnan(nans[l]);
   }
-  RowQuantization rq;
-  if (finite && high != low) {
-    rq.scale = (high - low) / 255.f;
-    rq.zero_point = int32_t(std::clamp(std::nearbyint(-low * (1.f / rq.scale)), 0.f, 255.f));
-  } else if (!finite) {
-    rq.scale = std::numeric_limits<float>::quiet_NaN();
-  }
-  const bool constant = !finite || high == low;  // every q zero
-  const __m512 inverse = _mm512_set1_ps(constant ? 0.f : 1.f / rq.scale);
+  const RowParams params = finite ? row_params(low, high) : RowParams{non_finite_row(), 0.f};  // multiplier 0: every q zero
+  const RowQuantization rq = params.rq;
+  const __m512 inverse = _mm512_set1_ps(params.inverse);
   const __m512i zp = _mm512_set1_epi32(rq.zero_point);
   for (i = 0; i + 16 <= n; i += 16) {
     alignas(16) uint32_t quad[4];
@@ -360,12 +370,22 @@ struct Run {
   }
 };
 
-void check_finite_column(const float* w, size_t K, size_t stride, size_t column) {
-  for (size_t k = 0; k < K; ++k)
-    if (!std::isfinite(w[k * stride]))
-      throw std::invalid_argument(fmt::format("[PackedB::int8] output channel {} holds {} at input {}: int8 weights "
-                                              "need finite values",
-                                              column, w[k * stride], k));
+// quantize_channel_s8, naming `what` (the caller and the channel) in its error.
+float quantize_channel(const float* w, size_t n, size_t stride, int8_t* q, const std::string& what) {
+  float amax = 0.f;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(w[i * stride]))
+      throw std::invalid_argument(fmt::format("{} holds {} at input {}: int8 weights need finite values", what, w[i * stride], i));
+    amax = std::max(amax, std::abs(w[i * stride]));
+  }
+  // all zero, or too small for a finite reciprocal (below ~4e-37): every q zero
+  const float scale = amax / 127.f, inverse = 1.f / scale;
+  if (!(scale > 0.f) || !std::isfinite(inverse)) {
+    std::fill(q, q + n, int8_t(0));
+    return 1.f;
+  }
+  for (size_t i = 0; i < n; ++i) q[i] = int8_t(std::clamp(std::nearbyint(w[i * stride] * inverse), -127.f, 127.f));
+  return scale;
 }
 
 }  // namespace
@@ -382,16 +402,12 @@ RowQuantization quantize_row_portable(const float* x, size_t n, uint8_t* q) {
   }
   if (!finite) {
     std::fill(q, q + n, uint8_t(0));
-    return {std::numeric_limits<float>::quiet_NaN(), 0};
+    return non_finite_row();
   }
-  if (hi == lo) {  // all zero
-    std::fill(q, q + n, uint8_t(0));
-    return {1.f, 0};
-  }
-  const float scale = (hi - lo) / 255.f, inverse = 1.f / scale;
-  const int32_t zero = int32_t(std::clamp(std::nearbyint(-lo * inverse), 0.f, 255.f));
-  for (size_t i = 0; i < n; ++i) q[i] = uint8_t(std::clamp(std::nearbyint(x[i] * inverse) + float(zero), 0.f, 255.f));
-  return {scale, zero};
+  const RowParams params = row_params(lo, hi);  // multiplier 0 for an all-zero row: every q zero
+  const float zero = float(params.rq.zero_point);
+  for (size_t i = 0; i < n; ++i) q[i] = uint8_t(std::clamp(std::nearbyint(x[i] * params.inverse) + zero, 0.f, 255.f));
+  return params.rq;
 }
 
 // Row i of A quantized straight into its panel.
@@ -414,12 +430,7 @@ RowQuantization quantize_row_u8(const float* x, size_t n, uint8_t* q) {
 }
 
 float quantize_channel_s8(const float* w, size_t n, size_t stride, int8_t* q) {
-  check_finite_column(w, n, stride, 0);
-  float amax = 0.f;
-  for (size_t i = 0; i < n; ++i) amax = std::max(amax, std::abs(w[i * stride]));
-  const float scale = amax > 0.f ? amax / 127.f : 1.f, inverse = 1.f / scale;
-  for (size_t i = 0; i < n; ++i) q[i] = int8_t(std::clamp(std::nearbyint(w[i * stride] * inverse), -127.f, 127.f));
-  return scale;
+  return quantize_channel(w, n, stride, q, "[quantize_channel_s8] the channel");
 }
 
 PackedB PackedB::int8(bool trans_b, size_t K, size_t N, const float* B, size_t ldb) {
@@ -435,12 +446,7 @@ PackedB PackedB::int8(bool trans_b, size_t K, size_t N, const float* B, size_t l
   std::vector<int8_t> column(K);
   for (size_t j = 0; j < N; ++j) {  // column j of op(B): B[k * ldb + j], or B[j * ldb + k] when trans_b
     const float* first = trans_b ? B + j * ldb : B + j;
-    try {
-      scales[j] = quantize_channel_s8(first, K, trans_b ? 1 : ldb, column.data());
-    } catch (const std::invalid_argument&) {
-      check_finite_column(first, K, trans_b ? 1 : ldb, j);  // the same error, naming the column
-      throw;
-    }
+    scales[j] = quantize_channel(first, K, trans_b ? 1 : ldb, column.data(), fmt::format("[PackedB::int8] output channel {}", j));
     int32_t sum = 0;
     for (size_t k = 0; k < K; ++k) sum += column[k];
     sums[j] = sum;

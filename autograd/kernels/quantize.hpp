@@ -18,13 +18,14 @@ struct RowQuantization {
   int32_t zero_point = 0;  // in [0, 255]
 };
 
-// n values of x as uint8 q[i] = clamp(nearbyint(x[i] / scale) + zero_point, 0, 255), scale =
-// (max - min) / 255 over the values and 0. An all-zero row gets scale 1, zero point 0; a row with
-// a non-finite value gets q zero and scale NaN.
+// n values of x as uint8 q[i] = clamp(nearbyint(x[i] * (1 / scale)) + zero_point, 0, 255), scale =
+// (max - min) / 255 over the values and 0. A row of zeros (or of values too small for 1 / scale to
+// be finite, below ~1e-36) gets q zero, scale 1, zero point 0; a row with a NaN or an infinity gets
+// q zero and scale NaN.
 RowQuantization quantize_row_u8(const float* x, size_t n, uint8_t* q);
 
-// n values w[i * stride] as int8 q[i] = nearbyint(w / scale), scale = max|w| / 127 (1 when all
-// are zero). Throws std::invalid_argument on a non-finite value.
+// n values w[i * stride] as int8 q[i] = nearbyint(w * (1 / scale)), scale = max|w| / 127 (1, q
+// zero, when all are zero or below ~4e-37). Throws std::invalid_argument on a non-finite value.
 float quantize_channel_s8(const float* w, size_t n, size_t stride, int8_t* q);
 
 // C (M x N, int32) = A (M x K, uint8, row-major, row stride lda) times B^T (B: N x K int8,

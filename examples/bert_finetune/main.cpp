@@ -49,7 +49,8 @@ bool is_multitask(const xg::training::MultiTaskOptions& m, const TrainerOptions&
 
 // The flags a multi-task run takes per task in tasks.json (or not at all): named when given.
 void refuse_single_task_flags(const CLI::App& app) {
-  std::vector<std::string> flags = {"--task", "--train", "--dev", "--test", "--predictions", "--learning-curve", "--benchmark"};
+  std::vector<std::string> flags = {"--task",           "--train",     "--dev",          "--test",
+                                    "--predictions",    "--learning-curve", "--benchmark", "--score-precision"};
   for (const auto& kind : xg::training::finetune_kinds()) {
     CLI::App own;
     kind->add_options(own);

@@ -17,7 +17,7 @@ namespace xg::infer {
 struct ModelArgs {
   std::string model, vocab;
   bool cased = false;
-  std::string precision = "fp32";  // of the model's matmuls: fp32 or bf16
+  std::string precision = "fp32";  // of the model's linear layers: fp32, bf16 or int8
 };
 
 // Adds subcommand `name` to `app` with --model DIR (required unless `model_optional`),

@@ -12,8 +12,8 @@
 //     each line's labels with their probabilities, or its value for regression; a TAB separates a pair)
 //   bert_infer bench --model PRESET|DIR [--batch 8] [--seq-len 128] [--steps 20] [--threads N] [--precision fp32|bf16|int8]
 //                    [--sentences FILE [--vocab PATH]] [--first-token]
-//     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 also prints its
-//     difference from fp32)
+//     (the encoder's forward pass on random ids, no tape: prints tokens/s last; bf16 and int8 also
+//     print their difference from fp32)
 // --tokenizer (or --vocab) FILE|DIR [--cased] overrides the model directory's tokenizer. Each subcommand takes --help.
 #include <fmt/format.h>
 
