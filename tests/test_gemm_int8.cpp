@@ -291,33 +291,30 @@ TEST_CASE("a BERT at INT8 runs its linear layers on int8 weights and stays near 
 TEST_CASE("the AVX-512 row quantizer gives the portable one's bytes, scale and zero point", "[int8]") {
   if (!gemm::int8_vnni_available()) return;  // one quantizer only on this CPU
   Restore restore;
+  // x quantized on both paths: the same scale, zero point and bytes; returns the AVX-512 one's scale
+  auto both_agree = [](const std::vector<float>& x) {
+    std::vector<uint8_t> fast(x.size()), portable(x.size());
+    gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
+    const gemm::RowQuantization a = gemm::quantize_row_u8(x.data(), x.size(), fast.data());
+    gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
+    const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), x.size(), portable.data());
+    CHECK(a.scale == b.scale);
+    CHECK(a.zero_point == b.zero_point);
+    CHECK(fast == portable);
+    return a.scale;
+  };
   for (const size_t n : {1, 3, 15, 16, 17, 64, 100, 771}) {
     for (const uint64_t seed : {1, 2, 3}) {
       auto x = random_vec(n, seed * 100 + n, seed == 2 ? 0.f : -3.f, seed == 3 ? 0.f : 2.f);  // one-signed rows too
       if (seed == 1 && n > 5) x[n / 2] = 1.5f / 255.f;  // halfway cases for the rounding
-      std::vector<uint8_t> fast(n), portable(n);
-      gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
-      const gemm::RowQuantization a = gemm::quantize_row_u8(x.data(), n, fast.data());
-      gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
-      const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), n, portable.data());
       INFO("n=" << n << " seed=" << seed);
-      CHECK(a.scale == b.scale);
-      CHECK(a.zero_point == b.zero_point);
-      CHECK(fast == portable);
+      both_agree(x);
     }
     for (const float edge : {1e-38f, 3e38f}) {  // ranges too narrow for 1 / scale, and wider than a float holds
       std::vector<float> x = random_vec(n, 5, -1.f, 1.f);
       for (float& v : x) v *= edge;  // (random_vec(-edge, edge) would overflow its width of 6e38)
-      std::vector<uint8_t> fast(n), portable(n);
-      gemm::set_int8_kernel(gemm::Int8Kernel::Vnni);
-      const gemm::RowQuantization a = gemm::quantize_row_u8(x.data(), n, fast.data());
-      gemm::set_int8_kernel(gemm::Int8Kernel::Fallback);
-      const gemm::RowQuantization b = gemm::quantize_row_u8(x.data(), n, portable.data());
       INFO("n=" << n << " edge=" << edge);
-      CHECK(std::isfinite(a.scale));
-      CHECK(a.scale == b.scale);
-      CHECK(a.zero_point == b.zero_point);
-      CHECK(fast == portable);
+      CHECK(std::isfinite(both_agree(x)));
     }
     std::vector<float> bad = random_vec(n, 9);
     bad[n - 1] = -std::numeric_limits<float>::infinity();

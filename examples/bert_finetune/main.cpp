@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
       if (!report.empty()) xg::write_text_atomically(report, result.to_json().dump(2) + "\n");
       return result.signal != 0 ? 128 + result.signal : 0;
     }
-    auto& kind = xg::training::finetune_kind(xg::training::task_of_run(task, trainer));
+    task.task = xg::training::task_of_run(task, trainer);  // read once: run_finetuning keeps a task that is set
+    auto& kind = xg::training::finetune_kind(task.task);
     const auto start = std::chrono::steady_clock::now();
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
