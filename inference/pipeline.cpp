@@ -218,35 +218,59 @@ std::vector<text::SquadPrediction> Pipeline::answer(const std::vector<text::Squa
 }
 
 std::vector<std::vector<MaskFill>> Pipeline::fill_mask(const std::string& text, size_t top_k) const {
-  const text::Encoding e = tokenizer_->encode(text);
-  if (std::find(e.ids.begin(), e.ids.end(), tokenizer_->mask_id()) == e.ids.end())
-    throw std::invalid_argument(fmt::format("[Pipeline] fill_mask: the text has no {}", tokenizer_->special_tokens().mask));
-  if (e.ids.size() > max_tokens_)
-    throw std::invalid_argument(fmt::format("[Pipeline] fill_mask: the text has {} tokens, more than the {} the model's positions hold",
-                                            e.ids.size(), max_tokens_));
-  const models::ModelInputs in = models::pad_sequences({{{e.ids.begin(), e.ids.end()}, {}}}, tokenizer_->pad_id());
+  return fill_mask(std::vector<std::string>{text}, top_k, [](size_t) { return std::string("[Pipeline] fill_mask"); }).front();
+}
+
+std::vector<std::vector<std::vector<MaskFill>>> Pipeline::fill_mask(const std::vector<std::string>& texts, size_t top_k,
+                                                                    const std::function<std::string(size_t)>& where) const {
+  const auto name = [&](size_t i) { return where ? where(i) : "[Pipeline] fill_mask, " + text_number(i); };
+  std::vector<text::Encoding> encoded;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    try {
+      encoded.push_back(tokenizer_->encode(texts[i]));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(fmt::format("{}: {}", name(i), e.what()));
+    }
+    const auto& ids = encoded.back().ids;
+    if (std::find(ids.begin(), ids.end(), tokenizer_->mask_id()) == ids.end())
+      throw std::invalid_argument(fmt::format("{}: the text has no {}", name(i), tokenizer_->special_tokens().mask));
+    if (ids.size() > max_tokens_)
+      throw std::invalid_argument(fmt::format("{}: the text has {} tokens, more than the {} the model's positions hold", name(i),
+                                              ids.size(), max_tokens_));
+  }
   MatmulPrecisionGuard precision(options_.precision);
   NoGradGuard no_grad;
-  const Tensor logits = vocabulary_logits(model().forward_named(in), model().architecture());
-  const size_t V = logits.size(-1);
-  std::vector<std::vector<MaskFill>> out;
-  for (size_t t = 0; t < e.ids.size(); ++t) {
-    if (e.ids[t] != tokenizer_->mask_id()) continue;
-    const Tensor probs = softmax(slice(reshape(logits, {long(in.seq_len()), long(V)}), 0, long(t), long(t) + 1));
+  std::vector<std::vector<std::vector<MaskFill>>> out;
+  in_batches(encoded.size(), options_.batch, [&](size_t first, size_t count) {
+    std::vector<models::Sequence> sequences;
+    for (size_t b = first; b < first + count; ++b) sequences.push_back({{encoded[b].ids.begin(), encoded[b].ids.end()}, {}});
+    const models::ModelInputs in = models::pad_sequences(sequences, tokenizer_->pad_id());
+    const Tensor logits = vocabulary_logits(model().forward_named(in), model().architecture());
+    const size_t T = in.seq_len(), V = logits.size(-1);
     // Candidates are the tokenizer's tokens: a config.json may pad vocab_size past them.
-    std::vector<int32_t> order(std::min(V, tokenizer_->vocab_size()));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
-    const size_t k = std::min(top_k, order.size());
-    std::partial_sort(order.begin(), order.begin() + long(k), order.end(),
-                      [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
-    std::vector<MaskFill> candidates;
-    for (size_t i = 0; i < k; ++i) {
-      std::vector<int32_t> filled(e.ids.begin(), e.ids.end());
-      filled[t] = order[i];
-      candidates.push_back({order[i], t, tokenizer_->id_to_token(order[i]), tokenizer_->decode(filled), probs.data()[order[i]]});
+    const size_t candidates_of = std::min(V, tokenizer_->vocab_size());
+    for (size_t b = 0; b < count; ++b) {
+      const auto& ids = encoded[first + b].ids;
+      std::vector<std::vector<MaskFill>> masks;
+      for (size_t t = 0; t < ids.size(); ++t) {
+        if (ids[t] != tokenizer_->mask_id()) continue;
+        const Tensor probs = softmax(slice(reshape(logits, {long(count * T), long(V)}), 0, long(b * T + t), long(b * T + t) + 1));
+        std::vector<int32_t> order(candidates_of);
+        for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+        const size_t k = std::min(top_k, order.size());
+        std::partial_sort(order.begin(), order.begin() + long(k), order.end(),
+                          [&](int32_t x, int32_t y) { return probs.data()[x] > probs.data()[y]; });
+        std::vector<MaskFill> candidates;
+        for (size_t i = 0; i < k; ++i) {
+          std::vector<int32_t> filled(ids.begin(), ids.end());
+          filled[t] = order[i];
+          candidates.push_back({order[i], t, tokenizer_->id_to_token(order[i]), tokenizer_->decode(filled), probs.data()[order[i]]});
+        }
+        masks.push_back(std::move(candidates));
+      }
+      out.push_back(std::move(masks));
     }
-    out.push_back(std::move(candidates));
-  }
+  });
   return out;
 }
 
@@ -254,25 +278,26 @@ std::vector<std::vector<float>> Pipeline::embed(const std::vector<std::string>& 
                                                 const std::function<std::string(size_t)>& where) const {
   text::EncodeOptions eo;
   eo.max_length = max_tokens_;
+  std::vector<models::Sequence> sequences;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    try {
+      const text::Encoding e = tokenizer_->encode(texts[i], eo);
+      sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(fmt::format("{}: {}", where ? where(i) : "[Pipeline] embed, " + text_number(i), e.what()));
+    }
+  }
+  return embed_encoded(sequences, pooling, normalize);
+}
+
+std::vector<std::vector<float>> Pipeline::embed_encoded(const std::vector<models::Sequence>& inputs, models::Pooling pooling,
+                                                        bool normalize) const {
   std::vector<std::vector<float>> out;
   MatmulPrecisionGuard precision(options_.precision);
   NoGradGuard no_grad;
-  in_batches(texts.size(), options_.batch, [&](size_t first, size_t count) {
-    const std::vector<std::string> batch(texts.begin() + long(first), texts.begin() + long(first + count));
-    std::vector<text::Encoding> encoded;
-    try {
-      encoded = tokenizer_->encode_batch(batch, eo);
-    } catch (const std::exception&) {  // find the text to name
-      for (size_t i = first; i < first + count; ++i) try {
-          tokenizer_->encode(texts[i], eo);
-        } catch (const std::exception& e) {
-          throw std::invalid_argument(fmt::format("{}: {}", where ? where(i) : "[Pipeline] embed, " + text_number(i), e.what()));
-        }
-      throw;
-    }
-    std::vector<models::Sequence> sequences;
-    for (const auto& e : encoded) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
-    const models::ModelInputs in = models::pad_sequences(sequences, tokenizer_->pad_id());
+  in_batches(inputs.size(), options_.batch, [&](size_t first, size_t count) {
+    const std::vector<models::Sequence> batch(inputs.begin() + long(first), inputs.begin() + long(first + count));
+    const models::ModelInputs in = models::pad_sequences(batch, tokenizer_->pad_id());
     const Tensor h = model().base_model().forward_named(in).at("last_hidden_state");  // no head needed
     const Tensor pooled = models::pool_sentences(h, in.attention_mask, pooling, normalize);
     const size_t H = pooled.size(1);

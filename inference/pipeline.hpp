@@ -102,11 +102,18 @@ class Pipeline {
   // For each mask token in the text (in order), its top_k candidates. Needs a language-model
   // head (*ForMaskedLM, *ForPreTraining); throws when the text has no mask token.
   std::vector<std::vector<MaskFill>> fill_mask(const std::string& text, size_t top_k = 5) const;
+  // Many texts in one forward pass each batch; `where(i)` names text i in errors (default "text i+1").
+  std::vector<std::vector<std::vector<MaskFill>>> fill_mask(const std::vector<std::string>& texts, size_t top_k = 5,
+                                                            const std::function<std::string(size_t)>& where = {}) const;
 
   // One vector per text from the last hidden layer: the first token's or the mean over tokens,
   // optionally of unit length (all-MiniLM-L6-v2's sentence embeddings: Mean, normalize).
   std::vector<std::vector<float>> embed(const std::vector<std::string>& texts, models::Pooling pooling = models::Pooling::Cls,
                                         bool normalize = false, const std::function<std::string(size_t)>& where = {}) const;
+
+  // embed() after tokenizing: one vector per encoded input.
+  std::vector<std::vector<float>> embed_encoded(const std::vector<models::Sequence>& inputs, models::Pooling pooling,
+                                                bool normalize) const;
 
   // The classifier's head config (labels, problem type) of a sequence or token classifier.
   models::HeadConfig head_config() const;

@@ -1,5 +1,7 @@
 // SIMD kernels (xsimd). Each loop runs whole batches, then finishes the tail with the float
-// overload of the same functor.
+// overload of the same functor, except where that overload computes other bits (tanh, exp, GELU):
+// there the tail goes through the batch code, padded, so an element's value does not depend on
+// the length of the array it is in (a batch of one and of two sentences give the same logits).
 #include "autograd/kernels/vec.hpp"
 
 #include <algorithm>
@@ -21,14 +23,22 @@ template <class F>
 void map1(const float* x, float* out, size_t n, F f) {
   size_t i = 0;
   for (; i + W <= n; i += W) f(load(x + i)).store_unaligned(out + i);
-  for (; i < n; ++i) out[i] = f(x[i]);
+  if (i == n) return;
+  float tx[W] = {}, to[W];
+  std::copy_n(x + i, n - i, tx);
+  f(load(tx)).store_unaligned(to);
+  std::copy_n(to, n - i, out + i);
 }
 
 template <class F>
 void map2(const float* x, const float* g, float* out, size_t n, F f) {
   size_t i = 0;
   for (; i + W <= n; i += W) f(load(x + i), load(g + i)).store_unaligned(out + i);
-  for (; i < n; ++i) out[i] = f(x[i], g[i]);
+  if (i == n) return;
+  float tx[W] = {}, tg[W] = {}, to[W];
+  std::copy_n(x + i, n - i, tx), std::copy_n(g + i, n - i, tg);
+  f(load(tx), load(tg)).store_unaligned(to);
+  std::copy_n(to, n - i, out + i);
 }
 
 // unary_backward of one row of unary_ops.def: its Grad functor, or an error for NoGrad.

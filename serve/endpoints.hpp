@@ -1,0 +1,68 @@
+#pragma once
+// The server's model endpoints as functions of a JSON request, apart from HTTP: each reads and
+// checks its request on the connection's thread (types, limits, tokenizing) into a job, which the
+// batcher runs with other jobs of its group, and then writes the job's answer. Field names follow
+// text-embeddings-inference (/embed, /tokenize, "inputs", "normalize", "truncate") and
+// transformers' pipelines (labels and scores, entity_group, answer/start/end, token_str).
+// serve/openapi.json documents every request and answer.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "inference/pipeline.hpp"
+#include "models/core/sentence_embedding.hpp"
+#include "serve/batcher.hpp"
+
+namespace xg::serve {
+
+struct RequestLimits {
+  size_t max_inputs = 32;           // texts in one request (more: 413)
+  size_t max_text_bytes = 100000;   // bytes of one text (more: 413)
+};
+
+// A job that can write its answer once run (or at once, when it needs no model: no group).
+struct ModelJob : Job {
+  virtual nlohmann::json answer() const = 0;
+};
+
+class Endpoints {
+ public:
+  // `model_dir` is read for a sentence-transformers pooling config (1_Pooling/config.json), the
+  // default of /embed's "pooling". The pipeline is used by the batcher's worker only; the
+  // tokenizer from any thread.
+  Endpoints(inference::Pipeline& pipeline, const RequestLimits& limits, const std::string& model_dir);
+
+  // The POST endpoints this model has ("/embed", "/classify", ...), in the order /info lists them.
+  std::vector<std::string> available() const;
+  // The request `body` of POST `path` as a job; throws HttpError (400, 404, 413, 422) naming the
+  // field when it cannot be run.
+  std::shared_ptr<ModelJob> prepare(const std::string& path, const nlohmann::json& body) const;
+  // GET /info's document (precision as given to the server).
+  nlohmann::json info(const std::string& model_name, const std::string& precision, size_t max_batch_tokens) const;
+
+  // The head the model has: "sequence-classification", "token-classification",
+  // "question-answering", "masked-lm", "pre-training", "multiple-choice" or "none".
+  std::string head() const;
+  models::Pooling default_pooling() const { return default_pooling_; }
+
+ private:
+  std::shared_ptr<ModelJob> embed(const nlohmann::json& body) const;
+  std::shared_ptr<ModelJob> classify(const nlohmann::json& body) const;
+  std::shared_ptr<ModelJob> ner(const nlohmann::json& body) const;
+  std::shared_ptr<ModelJob> qa(const nlohmann::json& body) const;
+  std::shared_ptr<ModelJob> fill_mask(const nlohmann::json& body) const;
+  std::shared_ptr<ModelJob> tokenize(const nlohmann::json& body) const;
+  // `texts` within the limits, named as `field`[i].
+  void check_texts(const std::vector<std::string>& texts, const std::string& field, bool batched) const;
+  // A text's encoding, or HttpError 400 (invalid UTF-8) or 422 (more tokens than the model takes,
+  // unless `truncate`) naming `field`.
+  text::Encoding encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens = true) const;
+
+  inference::Pipeline& pipeline_;
+  RequestLimits limits_;
+  models::Pooling default_pooling_ = models::Pooling::Cls;
+};
+
+}  // namespace xg::serve
