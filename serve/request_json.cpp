@@ -116,9 +116,9 @@ nlohmann::json parse_request(const std::string& body) {
   } catch (const nlohmann::json::exception&) {
     FieldTracker tracker;
     nlohmann::json::sax_parse(body, &tracker);
-    const std::string why = tracker.message().empty() ? fmt::format("nested deeper than {} levels", kMaxJsonDepth)
-                                                      : without_exception_tag(tracker.message());
-    throw HttpError(400, fmt::format("{}: not valid JSON: {}", tracker.field(), why));
+    if (tracker.message().empty())  // stopped at the depth bound: the path would be 64 levels long
+      throw HttpError(400, fmt::format("body: not valid JSON: nested deeper than {} levels", kMaxJsonDepth));
+    throw HttpError(400, fmt::format("{}: not valid JSON: {}", tracker.field(), without_exception_tag(tracker.message())));
   }
   if (!parsed.is_object()) throw HttpError(400, fmt::format("body: expected a JSON object, got {}", kind_of(parsed)));
   return parsed;

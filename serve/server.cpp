@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include "serve/http_error.hpp"
@@ -49,6 +51,11 @@ Server::Server(inference::Pipeline& pipeline, const std::string& model_dir, cons
   http_->set_keep_alive_timeout(options_.keep_alive_s);
   http_->set_keep_alive_max_count(1000);
   http_->set_tcp_nodelay(true);
+  http_->set_socket_options([this](int fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // what httplib's default options set
+    listen_fd_ = fd;
+  });
   add_routes();
 }
 
@@ -61,6 +68,10 @@ int Server::bind() {
   const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host) : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port < 0) throw std::runtime_error(fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)",
                                                      options_.host, options_.port));
+  // httplib listens with a backlog of 5: a burst of connections (64 clients starting at once)
+  // would overflow it and wait for SYN retransmits, a second or more. Listening again on the
+  // socket only raises the backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
   bound_ = true;
   return port;
 }

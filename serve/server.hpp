@@ -71,6 +71,7 @@ class Server {
   Endpoints endpoints_;
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> bound_{false};
+  int listen_fd_ = -1;
 };
 
 }  // namespace xg::serve
