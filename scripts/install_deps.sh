@@ -17,11 +17,11 @@ set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes, only "recommended" by clang)
 # build the sanitizer and fuzzing configuration of scripts/test.sh. OpenMPI: data-parallel training
-# (mpirun) and its tests.
+# (mpirun) and its tests. cpp-httplib: bert_serve's HTTP; wrk and curl: its load and drain tests.
 packages=(g++ cmake ninja-build libxtensor-dev xtl-dev libxsimd-dev libfmt-dev catch2
           nlohmann-json3-dev libutf8proc-dev libisal-dev
           libcli11-dev clang libclang-rt-dev pkg-config libsentencepiece-dev
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin libcpp-httplib-dev wrk curl)
 bench=false
 [[ "${1:-}" == "--bench" ]] && bench=true
 if $bench; then
