@@ -98,8 +98,10 @@ std::string Metrics::prometheus() const {
   out += fmt::format("xgrad_tokens_total {}\n", tokens_);
   header(out, "xgrad_inference_seconds_total", "counter", "Seconds the model spent running batches.");
   out += fmt::format("xgrad_inference_seconds_total {}\n", number(inference_seconds_));
-  size_t recent_tokens = 0;
-  for (const auto& r : recent_) recent_tokens += r.second;
+  size_t recent_tokens = 0;  // batches are dropped from recent_ as later ones come: count only the window's
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& r : recent_)
+    if (now - r.first <= kThroughputWindow) recent_tokens += r.second;
   header(out, "xgrad_tokens_per_second", "gauge", "Tokens per second over the last 10 seconds.");
   out += fmt::format("xgrad_tokens_per_second {}\n", number(double(recent_tokens) / double(kThroughputWindow.count())));
   return out;

@@ -333,17 +333,22 @@ void cross_entropy_grad(const float* x, float lse, float smooth, size_t target, 
                         float g, float* dx, size_t n) {
   const fbatch vl(lse), vs(smooth), vg(g);
   const size_t target_batch = target - target % W;
-  size_t i = 0;
-  for (; i + W <= n; i += W) {
-    fbatch d = xsimd::exp(load(x + i) - vl) - vs;
+  const auto step = [&](const float* xi, float* di, size_t i) {
+    fbatch d = xsimd::exp(load(xi) - vl) - vs;
     if (i == target_batch) {
       alignas(64) float lane[W] = {};
       lane[target - i] = target_sub;
       d -= fbatch::load_aligned(lane);  // the other lanes lose 0: the same bits
     }
-    (d * vg).store_unaligned(dx + i);
-  }
-  for (; i < n; ++i) dx[i] = ((std::exp(x[i] - lse) - smooth) - (i == target ? target_sub : 0.f)) * g;
+    (d * vg).store_unaligned(di);
+  };
+  size_t i = 0;
+  for (; i + W <= n; i += W) step(x + i, dx + i, i);
+  if (i == n) return;
+  float tx[W] = {}, td[W];  // the tail through the same code, as map1 does
+  std::copy_n(x + i, n - i, tx);
+  step(tx, td, i);
+  std::copy_n(td, n - i, dx + i);
 }
 
 void log_softmax_backward(const float* y, const float* g, float* dx, size_t rows, size_t cols) {
