@@ -48,7 +48,7 @@ checkpoint() {  # the model directory of MODEL
       echo "$dir" ;;
     base)
       if [[ ! -f build/bench-base/config.json ]]; then
-        "$python" -c 'import transformers; transformers.BertModel(transformers.BertConfig(), add_pooling_layer=False).save_pretrained("build/bench-base")'
+        "$python" -c 'import transformers; transformers.BertModel(transformers.BertConfig()).save_pretrained("build/bench-base")'
         cp data/bert-base-uncased-vocab.txt build/bench-base/vocab.txt
       fi
       echo build/bench-base ;;
