@@ -278,15 +278,19 @@ std::vector<std::vector<float>> Pipeline::embed(const std::vector<std::string>& 
                                                 const std::function<std::string(size_t)>& where) const {
   text::EncodeOptions eo;
   eo.max_length = max_tokens_;
-  std::vector<models::Sequence> sequences;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    try {
-      const text::Encoding e = tokenizer_->encode(texts[i], eo);
-      sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
-    } catch (const std::exception& e) {
-      throw std::invalid_argument(fmt::format("{}: {}", where ? where(i) : "[Pipeline] embed, " + text_number(i), e.what()));
-    }
+  std::vector<text::Encoding> encoded;
+  try {
+    encoded = tokenizer_->encode_batch(texts, eo);  // on every thread
+  } catch (const std::exception&) {  // find the text to name
+    for (size_t i = 0; i < texts.size(); ++i) try {
+        tokenizer_->encode(texts[i], eo);
+      } catch (const std::exception& e) {
+        throw std::invalid_argument(fmt::format("{}: {}", where ? where(i) : "[Pipeline] embed, " + text_number(i), e.what()));
+      }
+    throw;
   }
+  std::vector<models::Sequence> sequences;
+  for (const auto& e : encoded) sequences.push_back({{e.ids.begin(), e.ids.end()}, {}});
   return embed_encoded(sequences, pooling, normalize);
 }
 

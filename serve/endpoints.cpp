@@ -36,8 +36,8 @@ struct BatchedJob : ModelJob {
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   bool batched = false;  // an array was sent: answer an array
-  std::function<json(const BatchedJob&)> write;
-  json answer() const override { return write(*this); }
+  std::function<std::string(const BatchedJob&)> write;
+  std::string answer() const override { return write(*this); }
 
   // A runner for jobs of this type: `run(all inputs)` -> all outputs.
   static std::function<void(const std::vector<Job*>&)> runner(std::function<std::vector<Output>(const std::vector<Input>&)> run) {
@@ -91,7 +91,13 @@ const char* pooling_name(models::Pooling p) { return p == models::Pooling::Mean 
 }  // namespace
 
 Endpoints::Endpoints(inference::Pipeline& pipeline, const RequestLimits& limits, const std::string& model_dir)
-    : pipeline_(pipeline), limits_(limits), default_pooling_(pooling_in(model_dir)) {}
+    : pipeline_(pipeline), limits_(limits), default_pooling_(pooling_in(model_dir)) {
+  text::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  const auto& tok = pipeline_.tokenizer();
+  const size_t a = tok.encode("a", plain).size();
+  pair_special_tokens_ = tok.encode_pair("a", "a").size() - 2 * a;
+}
 
 std::string Endpoints::head() const {
   const std::string a = pipeline_.model().architecture();
@@ -161,11 +167,25 @@ text::Encoding Endpoints::encode(const std::string& text, const std::string& fie
   return e;
 }
 
-std::shared_ptr<ModelJob> Endpoints::prepare(const std::string& path, const json& body) const {
+void Endpoints::require_available(const std::string& path) const {
   const auto have = available();
   if (std::find(have.begin(), have.end(), path) == have.end())
     throw HttpError(404, fmt::format("{}: this model ({}) has no head for it; its endpoints: {}", path,
                                      pipeline_.model().architecture(), fmt::join(have, " ")));
+}
+
+void Endpoints::check_tokens(size_t tokens) const {
+  if (tokens > limits_.max_request_tokens)
+    throw HttpError(413, fmt::format("inputs: {} tokens, more than the {} one request may hold (--max-request-tokens); "
+                                     "send them in several requests", tokens, limits_.max_request_tokens));
+}
+
+size_t Endpoints::count_tokens(const std::string& text, const std::string& field) const {
+  return encode(text, field, /*truncate=*/false, /*special_tokens=*/false).size();
+}
+
+std::shared_ptr<ModelJob> Endpoints::prepare(const std::string& path, const json& body) const {
+  require_available(path);
   if (path == "/embed") return embed(body);
   if (path == "/classify") return classify(body);
   if (path == "/ner") return ner(body);
@@ -191,13 +211,14 @@ std::shared_ptr<ModelJob> Endpoints::embed(const json& body) const {
     job->inputs.push_back(sequence_of(encode(texts[i], field_at("inputs", i, job->batched), truncate)));
     job->tokens += job->inputs.back().ids.size();
   }
+  check_tokens(job->tokens);
   job->sequences = texts.size();
   job->group = fmt::format("/embed {} {}", pooling_name(pooling), normalize ? "normalized" : "raw");
   job->run_batch = EmbedJob::runner([this, pooling, normalize](const std::vector<models::Sequence>& all) {
     pipeline_.set_batch(kWholeBatch);
     return pipeline_.embed_encoded(all, pooling, normalize);
   });
-  job->write = [](const EmbedJob& j) { return json(j.outputs); };  // always an array of vectors, as TEI's /embed
+  job->write = [](const EmbedJob& j) { return float_rows_json(j.outputs); };  // always an array of vectors, as TEI's /embed
   return job;
 }
 
@@ -224,10 +245,11 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
       check_texts({items[i].get<std::string>()}, field, false);
       e = encode(items[i].get<std::string>(), field, truncate);
     } else if (items[i].is_object()) {
-      refuse_unknown_fields(items[i], {"text", "text_pair"});
-      const auto a = string_field(items[i], "text"), b = string_field(items[i], "text_pair");
+      refuse_unknown_fields(items[i], {"text", "text_pair"}, field + ".");
+      const auto a = string_field(items[i], "text", field + "."), b = string_field(items[i], "text_pair", field + ".");
       if (!a) throw HttpError(400, fmt::format("{}.text: missing", field));
-      check_texts({*a, b.value_or("")}, field, true);
+      check_texts({*a}, field + ".text", false);
+      if (b) check_texts({*b}, field + ".text_pair", false);
       text::EncodeOptions eo;
       if (truncate) eo.max_length = pipeline_.max_tokens();
       try {
@@ -244,6 +266,7 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
     job->tokens += e.size();
     job->inputs.push_back(sequence_of(e));
   }
+  check_tokens(job->tokens);
   job->sequences = job->inputs.size();
   job->group = "/classify";
   job->run_batch = ClassifyJob::runner([this, labels](const std::vector<models::Sequence>& all) {
@@ -251,9 +274,9 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
     return pipeline_.classify_encoded(all, labels);  // every label; each job keeps its top_k
   });
   job->write = [top_k](const ClassifyJob& j) {
-    return one_or_array(j, [&](const std::vector<inference::LabelScore>& l) {
+    return json_text(one_or_array(j, [&](const std::vector<inference::LabelScore>& l) {
       return label_scores_json({l.begin(), l.begin() + long(std::min(top_k, l.size()))});
-    });
+    }));
   };
   return job;
 }
@@ -264,8 +287,9 @@ std::shared_ptr<ModelJob> Endpoints::ner(const json& body) const {
   auto job = std::make_shared<NerJob>();
   job->inputs = texts_field(body, "inputs", &job->batched);
   check_texts(job->inputs, "inputs", job->batched);
-  for (size_t i = 0; i < job->inputs.size(); ++i)  // long texts run in windows: no limit but the bytes
-    job->tokens += encode(job->inputs[i], field_at("inputs", i, job->batched), true, false).size() + 2;
+  for (size_t i = 0; i < job->inputs.size(); ++i)  // long texts run in windows: limited by the request's tokens
+    job->tokens += count_tokens(job->inputs[i], field_at("inputs", i, job->batched)) + 2;
+  check_tokens(job->tokens);
   job->sequences = job->inputs.size();
   job->group = "/ner";
   job->run_batch = NerJob::runner([this](const std::vector<std::string>& all) {
@@ -273,12 +297,12 @@ std::shared_ptr<ModelJob> Endpoints::ner(const json& body) const {
     return pipeline_.entities(all);
   });
   job->write = [](const NerJob& j) {
-    return one_or_array(j, [](const std::vector<inference::FoundEntity>& entities) {
+    return json_text(one_or_array(j, [](const std::vector<inference::FoundEntity>& entities) {
       json out = json::array();
       for (const auto& e : entities)
         out.push_back({{"entity_group", e.type}, {"score", e.score}, {"word", e.text}, {"start", e.start}, {"end", e.end}});
       return out;
-    });
+    }));
   };
   return job;
 }
@@ -299,7 +323,19 @@ std::shared_ptr<ModelJob> Endpoints::qa(const json& body) const {
   text::SquadDecodeOptions decode;
   decode.max_answer_length = size_t(integer_field(body, "max_answer_len", 1, 512).value_or(15));  // the pipeline's default
   decode.version_2 = bool_field(body, "handle_impossible_answer").value_or(false);
-  job->tokens = encode(*question, "question", true, false).size() + encode(*context, "context", true, false).size() + 3;
+  // The windows as Pipeline::answer cuts them: min(384, positions) tokens, a third shared, the
+  // question's first 64 tokens in each.
+  const size_t question_tokens = count_tokens(*question, "question"), context_tokens = count_tokens(*context, "context");
+  if (question_tokens == 0) throw HttpError(422, "question: no words");
+  if (context_tokens == 0) throw HttpError(422, "context: no words");
+  const size_t window = std::min<size_t>(384, pipeline_.max_tokens()), stride = window / 3;
+  const size_t kept = std::min<size_t>(question_tokens, 64), spent = kept + pair_special_tokens_;
+  if (spent + stride >= window)
+    throw HttpError(422, fmt::format("question: {} tokens leave {} of the model's {}-token windows for the context, no more than "
+                                     "the {} consecutive windows share; ask a shorter question", kept,
+                                     window > spent ? window - spent : 0, window, stride));
+  job->tokens = question_tokens + context_tokens + pair_special_tokens_;
+  check_tokens(job->tokens);
   job->inputs.push_back(std::move(q));
   job->sequences = 1;
   job->group = fmt::format("/qa {} {}", decode.max_answer_length, decode.version_2);
@@ -309,7 +345,7 @@ std::shared_ptr<ModelJob> Endpoints::qa(const json& body) const {
   });
   job->write = [](const QaJob& j) {
     const auto& p = j.outputs.front();
-    return json{{"score", p.probability}, {"start", p.start}, {"end", p.end}, {"answer", p.text}};
+    return json_text({{"score", p.probability}, {"start", p.start}, {"end", p.end}, {"answer", p.text}});
   };
   return job;
 }
@@ -329,6 +365,7 @@ std::shared_ptr<ModelJob> Endpoints::fill_mask(const json& body) const {
       throw HttpError(422, fmt::format("{}: the text has no {}", field, pipeline_.tokenizer().special_tokens().mask));
     job->tokens += e.size();
   }
+  check_tokens(job->tokens);
   job->sequences = job->inputs.size();
   job->group = "/fill-mask";
   job->run_batch = FillJob::runner([this](const std::vector<std::string>& all) {
@@ -336,7 +373,7 @@ std::shared_ptr<ModelJob> Endpoints::fill_mask(const json& body) const {
     return pipeline_.fill_mask(all, 100);  // the most any job asks for; each keeps its top_k
   });
   job->write = [top_k](const FillJob& j) {
-    return one_or_array(j, [&](const std::vector<std::vector<inference::MaskFill>>& masks) {
+    return json_text(one_or_array(j, [&](const std::vector<std::vector<inference::MaskFill>>& masks) {
       json per_mask = json::array();
       for (const auto& candidates : masks) {
         json c = json::array();
@@ -346,7 +383,7 @@ std::shared_ptr<ModelJob> Endpoints::fill_mask(const json& body) const {
         per_mask.push_back(c);
       }
       return per_mask.size() == 1 ? per_mask.front() : per_mask;  // one mask: its candidates, as transformers answers
-    });
+    }));
   };
   return job;
 }
@@ -355,7 +392,7 @@ std::shared_ptr<ModelJob> Endpoints::tokenize(const json& body) const {
   refuse_unknown_fields(body, {"inputs", "add_special_tokens"});
   struct TokenizeJob : ModelJob {
     json tokens;
-    json answer() const override { return tokens; }
+    std::string answer() const override { return json_text(tokens); }
   };
   auto job = std::make_shared<TokenizeJob>();  // no group: answered without the model
   bool batched = false;
@@ -363,6 +400,7 @@ std::shared_ptr<ModelJob> Endpoints::tokenize(const json& body) const {
   check_texts(texts, "inputs", batched);
   const bool special = bool_field(body, "add_special_tokens").value_or(true);
   job->tokens = json::array();
+  size_t counted = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     text::EncodeOptions eo;
     eo.add_special_tokens = special;
@@ -378,6 +416,8 @@ std::shared_ptr<ModelJob> Endpoints::tokenize(const json& body) const {
                         {"special", !e.special_tokens_mask.empty() && e.special_tokens_mask[t] != 0},
                         {"start", e.offsets.empty() ? 0 : e.offsets[t].first}, {"stop", e.offsets.empty() ? 0 : e.offsets[t].second}});
     job->tokens.push_back(tokens);
+    counted += e.size();
+    check_tokens(counted);  // bounds the answer's size too
   }
   return job;
 }

@@ -20,11 +20,14 @@ namespace xg::serve {
 struct RequestLimits {
   size_t max_inputs = 32;           // texts in one request (more: 413)
   size_t max_text_bytes = 100000;   // bytes of one text (more: 413)
+  // Tokens of one request, all its texts (more: 413): bounds the memory a request can take, and
+  // /ner's and /qa's long texts, which run in windows, with it.
+  size_t max_request_tokens = 16384;
 };
 
-// A job that can write its answer once run (or at once, when it needs no model: no group).
+// A job that can write its answer, as JSON text, once run (or at once, when it needs no model: no group).
 struct ModelJob : Job {
-  virtual nlohmann::json answer() const = 0;
+  virtual std::string answer() const = 0;
 };
 
 class Endpoints {
@@ -36,6 +39,8 @@ class Endpoints {
 
   // The POST endpoints this model has ("/embed", "/classify", ...), in the order /info lists them.
   std::vector<std::string> available() const;
+  // Throws HttpError 404 unless the model has POST `path`.
+  void require_available(const std::string& path) const;
   // The request `body` of POST `path` as a job; throws HttpError (400, 404, 413, 422) naming the
   // field when it cannot be run.
   std::shared_ptr<ModelJob> prepare(const std::string& path, const nlohmann::json& body) const;
@@ -56,6 +61,10 @@ class Endpoints {
   std::shared_ptr<ModelJob> tokenize(const nlohmann::json& body) const;
   // `texts` within the limits, named as `field`[i].
   void check_texts(const std::vector<std::string>& texts, const std::string& field, bool batched) const;
+  // A request's tokens within max_request_tokens.
+  void check_tokens(size_t tokens) const;
+  // A text's tokens without special ones or truncation (what windows will cover), checked as encode() checks.
+  size_t count_tokens(const std::string& text, const std::string& field) const;
   // A text's encoding, or HttpError 400 (invalid UTF-8) or 422 (more tokens than the model takes,
   // unless `truncate`) naming `field`.
   text::Encoding encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens = true) const;
@@ -63,6 +72,7 @@ class Endpoints {
   inference::Pipeline& pipeline_;
   RequestLimits limits_;
   models::Pooling default_pooling_ = models::Pooling::Cls;
+  size_t pair_special_tokens_ = 3;  // [CLS] A [SEP] B [SEP]: what a QA window spends on them
 };
 
 }  // namespace xg::serve

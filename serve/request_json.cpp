@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include "serve/http_error.hpp"
 #include "util/json_input.hpp"
@@ -124,10 +126,10 @@ nlohmann::json parse_request(const std::string& body) {
   return parsed;
 }
 
-std::optional<std::string> string_field(const nlohmann::json& body, const std::string& name) {
+std::optional<std::string> string_field(const nlohmann::json& body, const std::string& name, const std::string& prefix) {
   const nlohmann::json* v = field_of(body, name);
   if (!v) return std::nullopt;
-  if (!v->is_string()) wrong_type(name, "a string", *v);
+  if (!v->is_string()) wrong_type(prefix + name, "a string", *v);
   return v->get<std::string>();
 }
 
@@ -166,10 +168,33 @@ std::vector<std::string> texts_field(const nlohmann::json& body, const std::stri
   return out;
 }
 
-void refuse_unknown_fields(const nlohmann::json& body, const std::vector<std::string>& known) {
+std::string json_text(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string float_rows_json(const std::vector<std::vector<float>>& rows) {
+  fmt::memory_buffer out;
+  out.push_back('[');
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out.append(std::string_view(r ? ",[" : "["));
+    for (size_t i = 0; i < rows[r].size(); ++i) {
+      if (i) out.push_back(',');
+      if (std::isfinite(rows[r][i]))
+        fmt::format_to(std::back_inserter(out), "{}", rows[r][i]);
+      else
+        out.append(std::string_view("null"));
+    }
+    out.push_back(']');
+  }
+  out.push_back(']');
+  return fmt::to_string(out);
+}
+
+void refuse_unknown_fields(const nlohmann::json& body, const std::vector<std::string>& known, const std::string& prefix) {
   for (const auto& [key, value] : body.items())
-    if (std::find(known.begin(), known.end(), key) == known.end())
-      throw HttpError(400, fmt::format("{}: not a field of this request (its fields: {})", key, fmt::join(known, ", ")));
+    if (std::find(known.begin(), known.end(), key) == known.end())  // the name as json_summary cuts a string
+      throw HttpError(400, fmt::format("{}{}: not a field of this {} (its fields: {})", prefix, json_summary(key),
+                                       prefix.empty() ? "request" : "object", fmt::join(known, ", ")));
 }
 
 }  // namespace xg::serve

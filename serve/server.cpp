@@ -17,24 +17,29 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Invalid UTF-8 in an answer (a byte-level BPE token cut inside a character) becomes U+FFFD
-// rather than an exception after the work is done.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 void reply_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
   if (status == 503) res.set_header("Retry-After", "1");
-  res.set_content(dump({{"error", message}, {"error_type", error_type(status)}}), "application/json");
+  res.set_content(json_text({{"error", message}, {"error_type", error_type(status)}}), "application/json");
 }
 
 // What httplib refuses itself has no body: say it in JSON too.
 std::string status_message(const httplib::Request& req, int status) {
   switch (status) {
-    case 404: return fmt::format("no endpoint {} {}; GET /openapi.json lists them", req.method, req.path);
+    case 404: return fmt::format("no endpoint {} {}; GET /openapi.json lists them", req.method,
+                                 req.path.size() <= 80 ? req.path : req.path.substr(0, 80) + "...");
     case 413: return "the request body is larger than the server takes (--max-body-bytes)";
     case 400: return "malformed HTTP request";
     default: return fmt::format("HTTP {}", status);
   }
+}
+
+// A path as the metrics label it: the server's own paths, every other one "other" (a label per
+// path a client makes up would grow the metrics without bound).
+std::string known_path(const std::string& path) {
+  for (const char* p : {"/embed", "/classify", "/ner", "/qa", "/fill-mask", "/tokenize", "/health", "/info", "/metrics", "/openapi.json"})
+    if (path == p) return path;
+  return "other";
 }
 
 }  // namespace
@@ -86,12 +91,29 @@ void Server::shutdown() { http_->stop(); }
 
 void Server::add_routes() {
   for (const std::string path : {"/embed", "/classify", "/ner", "/qa", "/fill-mask", "/tokenize"}) {
-    http_->Post(path, [this, path](const httplib::Request& req, httplib::Response& res) {
+    // The body through a reader: httplib's own limit holds for a Content-Length but neither for
+    // chunked bodies nor for what a Content-Encoding inflates to; this one counts what arrives.
+    http_->Post(path, [this, path](const httplib::Request&, httplib::Response& res, const httplib::ContentReader& read) {
       const auto start = Clock::now();
       Batcher::Announcement announcement(batcher_);  // the batch being formed may wait for this one
       try {
-        const json body = parse_request(req.body);
-        const std::shared_ptr<ModelJob> job = endpoints_.prepare(path, body);
+        endpoints_.require_available(path);
+        std::string body;
+        bool too_large = false;
+        const bool whole = read([&](const char* data, size_t n) {
+          too_large = body.size() + n > options_.max_body_bytes;
+          if (!too_large) body.append(data, n);
+          return !too_large;
+        });
+        if (!whole && res.status == 413) too_large = true;  // httplib refused the Content-Length itself
+        if (too_large || !whole) {
+          res.set_header("Connection", "close");  // the rest of the body is still on the way
+          throw HttpError(too_large ? 413 : 400, too_large ? fmt::format("body: more than the {} bytes the server takes (--max-body-bytes)",
+                                                                         options_.max_body_bytes)
+                                                           : "body: the request ended before its body did");
+        }
+        const json parsed = parse_request(body);
+        const std::shared_ptr<ModelJob> job = endpoints_.prepare(path, parsed);
         if (!job->group.empty()) {
           if (!announcement.submit(job))
             throw HttpError(503, fmt::format("the server is overloaded ({} requests queued) or stopping; retry later",
@@ -100,7 +122,7 @@ void Server::add_routes() {
           if (job->error) std::rethrow_exception(job->error);
         }
         res.status = 200;
-        res.set_content(dump(job->answer()), "application/json");
+        res.set_content(job->answer(), "application/json");
       } catch (const HttpError& e) {
         reply_error(res, e.status, e.what());
       } catch (const std::invalid_argument& e) {  // the model refused this request's input
@@ -112,11 +134,11 @@ void Server::add_routes() {
     });
   }
   http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump({{"status", "ok"}}), "application/json");
+    res.set_content(json_text({{"status", "ok"}}), "application/json");
     metrics_.request("/health", 200, 0);
   });
   http_->Get("/info", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(dump(endpoints_.info(options_.model_name, options_.precision, options_.batching.max_batch_tokens)),
+    res.set_content(json_text(endpoints_.info(options_.model_name, options_.precision, options_.batching.max_batch_tokens)),
                     "application/json");
     metrics_.request("/info", 200, 0);
   });
@@ -129,7 +151,7 @@ void Server::add_routes() {
   http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // a route's own answer
     reply_error(res, res.status, status_message(req, res.status));
-    metrics_.request(req.path, res.status, 0);
+    metrics_.request(known_path(req.path), res.status, 0);
     return httplib::Server::HandlerResponse::Handled;
   }));
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {

@@ -9,6 +9,10 @@
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "autograd/parallel.hpp"
@@ -28,6 +32,7 @@ struct ServeArgs {
   bool cased = false;
   std::string precision = "fp32";
   int threads = 0;
+  double drain_s = 10;
   serve::ServerOptions server;
 };
 
@@ -52,6 +57,8 @@ void add_flags(CLI::App& app, ServeArgs& a) {
       ->check(CLI::Range(1, 3600))->group("Network");
   xg::cli::add_number(app, "--keep-alive-s", s.keep_alive_s, "an idle kept-alive connection is closed after this")
       ->check(CLI::Range(1, 3600))->group("Network");
+  xg::cli::add_number(app, "--drain-s", a.drain_s, "after SIGTERM, how long connections still sending may hold the exit")
+      ->check(CLI::Range(0.0, 3600.0))->group("Network");
 
   xg::cli::add_number(app, "--max-batch-tokens", s.batching.max_batch_tokens, "tokens one batch may hold (a larger request runs alone)")
       ->check(xg::cli::positive())->group("Batching");
@@ -64,6 +71,8 @@ void add_flags(CLI::App& app, ServeArgs& a) {
   xg::cli::add_number(app, "--max-client-batch-size", s.limits.max_inputs, "texts one request may hold (more: 413)")
       ->check(xg::cli::positive())->group("Limits");
   xg::cli::add_number(app, "--max-text-bytes", s.limits.max_text_bytes, "bytes one text may have (more: 413)")
+      ->check(xg::cli::positive())->group("Limits");
+  xg::cli::add_number(app, "--max-request-tokens", s.limits.max_request_tokens, "tokens of all of one request's texts (more: 413)")
       ->check(xg::cli::positive())->group("Limits");
   xg::cli::add_number(app, "--max-body-bytes", s.max_body_bytes, "bytes one request body may have (more: 413)")
       ->check(xg::cli::positive())->group("Limits");
@@ -106,14 +115,29 @@ int main(int argc, char** argv) {
     fmt::print("bert_serve: {} ({}, {} threads, {}) listening on http://{}:{}\n", a.model, pipeline.model().architecture(),
                num_threads(), a.precision, a.server.host, port);
     std::fflush(stdout);
+    std::mutex mutex;
+    std::condition_variable stopped;
+    bool listening = true;
     std::thread stopper([&] {
       int signal = 0;
       sigwait(&stop_signals, &signal);
+      std::unique_lock<std::mutex> lock(mutex);
+      if (!listening) return;  // listen() ended another way, and woke this thread
       fmt::print(stderr, "bert_serve: {}: no new connections; answering the requests in flight\n", signal == SIGTERM ? "SIGTERM" : "SIGINT");
       server.shutdown();
+      // A client trickling its request holds its connection up to the read timeout per byte: bounded here.
+      if (!stopped.wait_for(lock, std::chrono::duration<double>(a.drain_s), [&] { return !listening; })) {
+        fmt::print(stderr, "bert_serve: connections still open after {} s (clients still sending); exiting\n", a.drain_s);
+        std::_Exit(0);
+      }
     });
     server.listen();
-    pthread_kill(stopper.native_handle(), SIGTERM);  // wakes it if listen() ended another way
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      listening = false;
+    }
+    stopped.notify_all();
+    pthread_kill(stopper.native_handle(), SIGTERM);  // wakes it if it still waits for a signal
     stopper.join();
     fmt::print(stderr, "bert_serve: stopped\n");
     return 0;

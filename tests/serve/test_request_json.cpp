@@ -1,6 +1,9 @@
 // Request bodies: refusals name the field being read, for malformed JSON too.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstring>
+
 #include "serve/http_error.hpp"
 #include "serve/request_json.hpp"
 
@@ -53,4 +56,21 @@ TEST_CASE("request fields are read with their types and ranges checked", "[serve
   CHECK_THROWS_WITH(serve::texts_field(body, "empty", nullptr), Contains("empty: an empty array"));
   CHECK_THROWS_WITH(serve::texts_field(body, "absent", nullptr), Contains("absent: missing"));
   CHECK_THROWS_WITH(serve::refuse_unknown_fields(body, {"s"}), Contains("not a field of this request (its fields: s)"));
+}
+
+TEST_CASE("float_rows_json writes each float in its shortest form that reads back as the same float", "[serve]") {
+  const std::vector<std::vector<float>> rows{{0.1f, -2.5e-8f, 3.4028235e38f, 1.f, 0.f}, {}, {NAN, INFINITY}};
+  CHECK(serve::float_rows_json(rows) == "[[0.1,-2.5e-08,3.4028235e+38,1,0],[],[null,null]]");
+  std::vector<std::vector<float>> random(1, std::vector<float>(100000));
+  uint32_t state = 12345;
+  for (float& v : random[0]) {
+    do {
+      state = state * 1664525u + 1013904223u;
+      std::memcpy(&v, &state, sizeof v);
+    } while (!std::isfinite(v));
+  }
+  const auto back = nlohmann::json::parse(serve::float_rows_json(random));
+  size_t differ = 0;
+  for (size_t i = 0; i < random[0].size(); ++i) differ += back[0][i].get<float>() != random[0][i];
+  CHECK(differ == 0);
 }

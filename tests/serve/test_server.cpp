@@ -84,14 +84,17 @@ const json& response_schema(const std::string& path, const std::string& method, 
   return openapi().at("paths").at(path).at(method).at("responses").at(std::to_string(status)).at("content").begin()->at("schema");
 }
 
-// A POST whose answer has `status` and matches the document; returns the answer.
-json checked_post(const test::RunningServer& s, const std::string& path, const json& body, int status = 200) {
+// A POST whose answer has `status` and matches the document; returns the answer (and its text
+// in `text`).
+json checked_post(const test::RunningServer& s, const std::string& path, const json& body, int status = 200,
+                  std::string* text = nullptr) {
   const auto r = s.post(path, body.dump());
   REQUIRE(r);
   INFO(path << " " << body.dump() << " -> " << r->status << " " << r->body);
   REQUIRE(r->status == status);
   const json answer = json::parse(r->body);
   CHECK(violation(answer, response_schema(path, "post", status)) == "");
+  if (text) *text = r->body;
   return answer;
 }
 
@@ -184,7 +187,7 @@ TEST_CASE("bert_serve: answers are the model's, whether a request runs alone or 
   }
   const auto path_of = [](size_t r) { return r % 2 == 0 ? "/classify" : "/embed"; };
   std::vector<std::string> alone;
-  for (size_t r = 0; r < requests.size(); ++r) alone.push_back(checked_post(s, path_of(r), requests[r]).dump());
+  for (size_t r = 0; r < requests.size(); ++r) checked_post(s, path_of(r), requests[r], 200, &alone.emplace_back());
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto labels = s.pipeline->classify(texts[i], 1 + i % 3);  // truncates as the request asks
     const json first = json::parse(alone[2 * i]).front();
@@ -238,15 +241,23 @@ TEST_CASE("bert_serve refuses what it cannot answer with the status and the fiel
   CHECK_THAT(error_of("/embed", "{\"inputs\": [\"a\", null]}", 400), Contains("inputs[1]: expected a string, got null"));
   CHECK_THAT(error_of("/embed", "{\"inputs\": []}", 400), Contains("inputs: an empty array"));
   CHECK_THAT(error_of("/embed", "{}", 400), Contains("inputs: missing"));
-  CHECK_THAT(error_of("/embed", "{\"inputs\": \"a\", \"normalise\": true}", 400), Contains("normalise: not a field of this request"));
+  CHECK_THAT(error_of("/embed", "{\"inputs\": \"a\", \"normalise\": true}", 400), Contains("\"normalise\": not a field of this request"));
   CHECK_THAT(error_of("/embed", "{\"inputs\": \"a\", \"normalize\": 1}", 400), Contains("normalize: expected true or false, got a number (1)"));
   CHECK_THAT(error_of("/embed", "{\"inputs\": \"a\", \"pooling\": \"max\"}", 400), Contains("pooling: expected \"mean\" or \"cls\""));
   CHECK_THAT(error_of("/classify", "{\"inputs\": \"a\", \"top_k\": 4}", 400), Contains("top_k: expected an integer from 1 to 3, got 4"));
   CHECK_THAT(error_of("/classify", "{\"inputs\": \"a\", \"top_k\": -1}", 400), Contains("top_k: expected an integer from 1 to 3"));
   CHECK_THAT(error_of("/classify", "{\"inputs\": \"a\", \"top_k\": 1e300}", 400), Contains("top_k: expected an integer"));
   CHECK_THAT(error_of("/classify", "{\"inputs\": [{\"text_pair\": \"a\"}]}", 400), Contains("inputs[0].text: missing"));
+  CHECK_THAT(error_of("/classify", "{\"inputs\": {\"text\": 3}}", 400), Contains("inputs.text: expected a string, got a number (3)"));
+  CHECK_THAT(error_of("/classify", "{\"inputs\": [\"a\", {\"text\": \"a\", \"pair\": \"b\"}]}", 400),
+             Contains("inputs[1].\"pair\": not a field of this object (its fields: text, text_pair)"));
+  CHECK_THAT(error_of("/classify", json({{"inputs", {{"text", "a"}, {"text_pair", std::string(201, 'a')}}}}).dump(), 413),
+             Contains("inputs.text_pair: 201 bytes"));
+  CHECK_THAT(error_of("/embed", "{\"" + std::string(1000, 'k') + "\": 1}", 400), Contains("\"...: not a field"));
+  // an endpoint the model lacks is said before the body is read
+  CHECK_THAT(error_of("/ner", "{not json", 404), Contains("/ner: this model (BertForSequenceClassification) has no head for it"));
   // limits: the body, the number of texts, a text's bytes (413); more tokens than the model takes (422)
-  CHECK_THAT(error_of("/embed", "{\"inputs\": \"" + std::string(5000, 'a') + "\"}", 413), Contains("larger than the server takes"));
+  CHECK_THAT(error_of("/embed", "{\"inputs\": \"" + std::string(5000, 'a') + "\"}", 413), Contains("body: more than the 4096 bytes the server takes"));
   CHECK_THAT(error_of("/embed", "{\"inputs\": [\"a\", \"a\", \"a\", \"a\", \"a\"]}", 413), Contains("inputs: 5 texts, more than the 4"));
   CHECK_THAT(error_of("/embed", "{\"inputs\": [\"a\", \"" + std::string(201, 'a') + "\"]}", 413), Contains("inputs[1]: 201 bytes, more than the 200"));
   const std::string long_text = "the cat sat on the mat and the dog ran on the mat";
@@ -255,6 +266,25 @@ TEST_CASE("bert_serve refuses what it cannot answer with the status and the fiel
   CHECK_THAT(error_of("/classify", json({{"inputs", long_text}}).dump(), 422), Contains("inputs: 15 tokens"));
   checked_post(s, "/embed", {{"inputs", long_text}, {"truncate", true}});
   checked_post(s, "/classify", {{"inputs", long_text}, {"truncate", true}});
+  // a chunked body and a compressed one are counted as they arrive (httplib checks a Content-Length only)
+  const std::string big = json({{"inputs", std::string(3000, ' ') + "the cat" + std::string(3000, ' ')}}).dump();
+  auto chunked = s.client().Post("/tokenize", [&](size_t offset, httplib::DataSink& sink) {
+    if (offset < big.size()) sink.write(big.data() + offset, std::min<size_t>(1000, big.size() - offset));
+    else sink.done();
+    return true;
+  }, "application/json");
+  REQUIRE(chunked);
+  CHECK(chunked->status == 413);
+  CHECK_THAT(chunked->body, Contains("more than the 4096 bytes"));
+  httplib::Client compressing = s.client();
+  compressing.set_compress(true);  // gzip: 6 KB of JSON in a few hundred bytes
+  const auto inflated = compressing.Post("/tokenize", big, "application/json");
+  REQUIRE(inflated);
+  CHECK(inflated->status == 413);
+  // a body within the limit under curl's default content type is read as JSON all the same
+  const auto form = s.client().Post("/tokenize", json({{"inputs", std::string(150, 'a')}}).dump(), "application/x-www-form-urlencoded");
+  REQUIRE(form);
+  CHECK(form->status == 200);
   // the server goes on answering, and counted every refusal
   checked_post(s, "/embed", {{"inputs", "the cat"}});
   CHECK_THAT(s.server->metrics().prometheus(), Contains("xgrad_requests_total{endpoint=\"/embed\",code=\"413\"} 3"));
@@ -288,4 +318,58 @@ TEST_CASE("bert_serve: a slow client is dropped without holding the model; shutd
     stopping.join();
     s.thread.join();  // listen() returned
   }
+}
+
+TEST_CASE("bert_serve: a full queue answers 503 with Retry-After; the queued requests are answered", "[serve][errors]") {
+  serve::ServerOptions o;
+  o.batching.max_queue = 1;
+  o.batching.max_wait_ms = 500;  // the first request's batch waits for the others, which find the queue full
+  test::RunningServer s("seq_single", o);
+  std::vector<std::unique_ptr<httplib::Response>> results(8);
+  std::vector<std::thread> clients;
+  for (size_t c = 0; c < results.size(); ++c)
+    clients.emplace_back([&, c] {
+      auto r = s.post("/classify", json({{"inputs", "the cat " + std::to_string(c)}}).dump());
+      if (r) results[c] = std::make_unique<httplib::Response>(*r);
+    });
+  for (auto& t : clients) t.join();
+  size_t answered = 0, refused = 0;
+  for (const auto& r : results) {
+    REQUIRE(r);
+    if (r->status == 200) {
+      ++answered;
+    } else {
+      INFO(r->status << " " << r->body);
+      REQUIRE(r->status == 503);
+      CHECK(r->get_header_value("Retry-After") == "1");
+      CHECK(json::parse(r->body).at("error_type") == "overloaded");
+      CHECK_THAT(r->body, Contains("overloaded (1 requests queued)"));
+      ++refused;
+    }
+  }
+  CHECK(answered >= 1);
+  CHECK(refused >= 1);
+}
+
+TEST_CASE("bert_serve: questions and long texts are checked before they reach the model", "[serve][errors]") {
+  serve::ServerOptions o;
+  o.limits.max_request_tokens = 40;
+  test::RunningServer qa("qa", o);
+  // 12 positions: windows of 12, 4 shared; [CLS] q [SEP] c [SEP] leaves 12 - 3 - q for the context
+  CHECK_THAT(checked_post(qa, "/qa", {{"question", "where did the cat sit"}, {"context", "the cat sat on the mat"}}, 422)
+                 .at("error").get<std::string>(),
+             Contains("question: 5 tokens leave 4 of the model's 12-token windows for the context, no more than the 4"));
+  CHECK_THAT(checked_post(qa, "/qa", {{"question", "cat"}, {"context", " \t "}}, 422).at("error").get<std::string>(),
+             Contains("context: no words"));
+  CHECK_THAT(checked_post(qa, "/qa", {{"question", ""}, {"context", "the cat"}}, 422).at("error").get<std::string>(),
+             Contains("question: no words"));
+  std::string long_context;
+  for (int i = 0; i < 20; ++i) long_context += "the cat sat ";
+  CHECK_THAT(checked_post(qa, "/qa", {{"question", "cat"}, {"context", long_context}}, 413).at("error").get<std::string>(),
+             Contains("inputs: 64 tokens, more than the 40 one request may hold"));
+  const json answer = checked_post(qa, "/qa", {{"question", "cat"}, {"context", "the cat sat on the mat"}});
+  CHECK(answer.at("answer").get<std::string>() == std::string("the cat sat on the mat").substr(answer.at("start"), size_t(answer.at("end")) - size_t(answer.at("start"))));
+  test::RunningServer ner("token", o);
+  CHECK_THAT(checked_post(ner, "/ner", {{"inputs", long_context}}, 413).at("error").get<std::string>(), Contains("62 tokens"));
+  checked_post(ner, "/ner", {{"inputs", "the cat sat on the mat and the dog ran on the mat"}});  // windows: longer than 12
 }
