@@ -80,8 +80,9 @@ try:
     if "Non-2xx" in text or "Socket errors" in text:
         raise ValueError("errors under load")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    p50 = ms(re.search(r"50%\s+(\S+)", text).group(1))
-    p99 = ms(re.search(r"99%\s+(\S+)", text).group(1))
+    # the Latency Distribution lines (a "+/- Stdev" column may also end in 50%)
+    p50 = ms(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
+    p99 = ms(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
     print(f"{rps:.1f} {p50:.2f} {p99:.2f}")
 except (AttributeError, ValueError) as e:
     sys.stderr.write(f"serve_vs_ort: {e}; wrk said:\n{text}\n")
