@@ -13,6 +13,11 @@ struct HttpError : std::runtime_error {
 
 // The error_type of a status: "validation" (400, 413, 422), "not_found" (404), "overloaded"
 // (503), "backend" (500).
-std::string error_type(int status);
+inline std::string error_type(int status) {
+  if (status == 404) return "not_found";
+  if (status == 503) return "overloaded";
+  if (status >= 500) return "backend";
+  return "validation";
+}
 
 }  // namespace xg::serve

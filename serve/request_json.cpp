@@ -104,13 +104,6 @@ const nlohmann::json* field_of(const nlohmann::json& body, const std::string& na
 
 }  // namespace
 
-std::string error_type(int status) {
-  if (status == 404) return "not_found";
-  if (status == 503) return "overloaded";
-  if (status >= 500) return "backend";
-  return "validation";
-}
-
 nlohmann::json parse_request(const std::string& body) {
   nlohmann::json parsed;
   try {

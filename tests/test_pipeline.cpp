@@ -9,6 +9,7 @@
 
 #include "inference/pipeline.hpp"
 #include "nn/safetensors.hpp"
+#include "tests/head_checkpoints.hpp"
 #include "tests/temp_path.hpp"
 
 using namespace xg;
@@ -16,7 +17,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::string kHeads = std::string(XGRAD_TEST_DATA_DIR) + "/heads/";
+using test::kHeads;
 
 inference::Pipeline open(const std::string& model, size_t batch = 32) {
   inference::PipelineOptions o;
@@ -64,19 +65,11 @@ TEST_CASE("Pipeline::classify: transformers' probabilities for sentences and pai
 
 TEST_CASE("Pipeline: entities, answers, filled masks and embeddings", "[pipeline]") {
   SECTION("entities: spans index the text, in batches or alone") {
-    // the token classifier's five outputs as IOB2 tags
-    const std::filesystem::path dir = temp_path("xgrad_pipeline_ner");
-    std::filesystem::create_directories(dir);
-    std::filesystem::copy_file(kHeads + "token/model.safetensors", dir / "model.safetensors",
-                               std::filesystem::copy_options::overwrite_existing);
-    auto config = nlohmann::json::parse(std::ifstream(kHeads + "token/config.json"));
-    config["id2label"] = {{"0", "O"}, {"1", "B-PER"}, {"2", "I-PER"}, {"3", "B-LOC"}, {"4", "I-LOC"}};
-    config.erase("label2id");
-    std::ofstream(dir / "config.json") << config.dump();
+    const std::string dir = test::head_checkpoint("token");  // its five outputs as IOB2 tags
     inference::PipelineOptions o;
     o.tokenizer = kHeads + "classify_vocab.txt";
     o.batch = 2;
-    const inference::Pipeline p = inference::Pipeline::load(dir.string(), o);
+    const inference::Pipeline p = inference::Pipeline::load(dir, o);
     const std::vector<std::string> texts{"the cat sat on the mat", "a dog ran and the cat sat", "it's fun"};
     const auto found = p.entities(texts);
     REQUIRE(found.size() == 3);

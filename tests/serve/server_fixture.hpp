@@ -3,8 +3,6 @@
 // serve::Server on a free loopback port, served on a thread until the fixture ends.
 #include <httplib.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,25 +11,9 @@
 
 #include "inference/pipeline.hpp"
 #include "serve/server.hpp"
-#include "tests/temp_path.hpp"
+#include "tests/head_checkpoints.hpp"
 
 namespace xg::test {
-
-inline const std::string kHeads = std::string(XGRAD_TEST_DATA_DIR) + "/heads/";
-
-// tests/data/heads/<name>, the token classifier with IOB2 labels (its checkpoint has LABEL_i).
-inline std::string head_checkpoint(const std::string& name) {
-  if (name != "token") return kHeads + name;
-  const std::filesystem::path dir = temp_path("xgrad_serve_token");
-  std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(kHeads + "token/model.safetensors", dir / "model.safetensors",
-                             std::filesystem::copy_options::overwrite_existing);
-  auto config = nlohmann::json::parse(std::ifstream(kHeads + "token/config.json"));
-  config["id2label"] = {{"0", "O"}, {"1", "B-PER"}, {"2", "I-PER"}, {"3", "B-LOC"}, {"4", "I-LOC"}};
-  config.erase("label2id");
-  std::ofstream(dir / "config.json") << config.dump();
-  return dir.string();
-}
 
 struct RunningServer {
   explicit RunningServer(const std::string& model, serve::ServerOptions options = {}) {
