@@ -247,6 +247,7 @@ std::vector<std::vector<std::vector<MaskFill>>> Pipeline::fill_mask(const std::v
     const models::ModelInputs in = models::pad_sequences(sequences, tokenizer_->pad_id());
     const Tensor logits = vocabulary_logits(model().forward_named(in), model().architecture());
     const size_t T = in.seq_len(), V = logits.size(-1);
+    const Tensor rows = reshape(logits, {long(count * T), long(V)});
     // Candidates are the tokenizer's tokens: a config.json may pad vocab_size past them.
     const size_t candidates_of = std::min(V, tokenizer_->vocab_size());
     for (size_t b = 0; b < count; ++b) {
@@ -254,7 +255,7 @@ std::vector<std::vector<std::vector<MaskFill>>> Pipeline::fill_mask(const std::v
       std::vector<std::vector<MaskFill>> masks;
       for (size_t t = 0; t < ids.size(); ++t) {
         if (ids[t] != tokenizer_->mask_id()) continue;
-        const Tensor probs = softmax(slice(reshape(logits, {long(count * T), long(V)}), 0, long(b * T + t), long(b * T + t) + 1));
+        const Tensor probs = softmax(slice(rows, 0, long(b * T + t), long(b * T + t) + 1));
         std::vector<int32_t> order(candidates_of);
         for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
         const size_t k = std::min(top_k, order.size());

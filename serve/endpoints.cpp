@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-// Each runner first lets one forward pass take the whole batch: the batcher has sized it.
+// One forward pass takes the whole batch: the batcher has sized it.
 constexpr size_t kWholeBatch = size_t(1) << 30;
 
 std::string field_at(const std::string& field, size_t i, bool batched) {
@@ -88,19 +88,8 @@ models::Pooling pooling_in(const std::string& model_dir) {
 
 const char* pooling_name(models::Pooling p) { return p == models::Pooling::Mean ? "mean" : "cls"; }
 
-}  // namespace
-
-Endpoints::Endpoints(inference::Pipeline& pipeline, const RequestLimits& limits, const std::string& model_dir)
-    : pipeline_(pipeline), limits_(limits), default_pooling_(pooling_in(model_dir)) {
-  text::EncodeOptions plain;
-  plain.add_special_tokens = false;
-  const auto& tok = pipeline_.tokenizer();
-  const size_t a = tok.encode("a", plain).size();
-  pair_special_tokens_ = tok.encode_pair("a", "a").size() - 2 * a;
-}
-
-std::string Endpoints::head() const {
-  const std::string a = pipeline_.model().architecture();
+// The head an architecture ends in: "sequence-classification", ..., or "none".
+std::string head_of(const std::string& architecture) {
   for (const auto& [suffix, name] : std::vector<std::pair<std::string, std::string>>{
            {"ForSequenceClassification", "sequence-classification"},
            {"ForTokenClassification", "token-classification"},
@@ -108,19 +97,31 @@ std::string Endpoints::head() const {
            {"ForMaskedLM", "masked-lm"},
            {"ForPreTraining", "pre-training"},
            {"ForMultipleChoice", "multiple-choice"}})
-    if (ends_with(a, suffix)) return name;
+    if (ends_with(architecture, suffix)) return name;
   return "none";
 }
 
-std::vector<std::string> Endpoints::available() const {
-  std::vector<std::string> out{"/embed"};
-  const std::string h = head();
-  if (h == "sequence-classification") out.push_back("/classify");
-  if (h == "token-classification") out.push_back("/ner");
-  if (h == "question-answering") out.push_back("/qa");
-  if (h == "masked-lm" || h == "pre-training") out.push_back("/fill-mask");
-  out.push_back("/tokenize");
+// The model endpoints a head has.
+std::vector<std::string> endpoints_of(const std::string& head) {
+  std::vector<std::string> out;
+  for (const std::string& path : kModelEndpoints)
+    if ((path != "/classify" || head == "sequence-classification") && (path != "/ner" || head == "token-classification") &&
+        (path != "/qa" || head == "question-answering") && (path != "/fill-mask" || head == "masked-lm" || head == "pre-training"))
+      out.push_back(path);
   return out;
+}
+
+}  // namespace
+
+Endpoints::Endpoints(inference::Pipeline& pipeline, const RequestLimits& limits, const std::string& model_dir)
+    : pipeline_(pipeline), limits_(limits), default_pooling_(pooling_in(model_dir)),
+      head_(head_of(pipeline.model().architecture())), available_(endpoints_of(head_)) {
+  text::EncodeOptions plain;
+  plain.add_special_tokens = false;
+  const auto& tok = pipeline_.tokenizer();
+  const size_t a = tok.encode("a", plain).size();
+  pair_special_tokens_ = tok.encode_pair("a", "a").size() - 2 * a;
+  pipeline_.set_batch(kWholeBatch);
 }
 
 json Endpoints::info(const std::string& model_name, const std::string& precision, size_t max_batch_tokens) const {
@@ -141,23 +142,28 @@ json Endpoints::info(const std::string& model_name, const std::string& precision
           {"version", XGRAD_VERSION}};
 }
 
-void Endpoints::check_texts(const std::vector<std::string>& texts, const std::string& field, bool batched) const {
-  if (texts.size() > limits_.max_inputs)
+void Endpoints::check_count(size_t count, const std::string& field) const {
+  if (count > limits_.max_inputs)
     throw HttpError(413, fmt::format("{}: {} texts, more than the {} one request may hold; send them in several requests",
-                                     field, texts.size(), limits_.max_inputs));
+                                     field, count, limits_.max_inputs));
+}
+
+void Endpoints::check_texts(const std::vector<std::string>& texts, const std::string& field, bool batched) const {
+  check_count(texts.size(), field);
   for (size_t i = 0; i < texts.size(); ++i)
     if (texts[i].size() > limits_.max_text_bytes)
       throw HttpError(413, fmt::format("{}: {} bytes, more than the {} a text may have", field_at(field, i, batched),
                                        texts[i].size(), limits_.max_text_bytes));
 }
 
-text::Encoding Endpoints::encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens) const {
+text::Encoding Endpoints::encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens,
+                                 const std::string* text_pair) const {
   text::EncodeOptions eo;
   eo.add_special_tokens = special_tokens;
   if (truncate) eo.max_length = pipeline_.max_tokens();
   text::Encoding e;
   try {
-    e = pipeline_.tokenizer().encode(text, eo);
+    e = text_pair ? pipeline_.tokenizer().encode_pair(text, *text_pair, eo) : pipeline_.tokenizer().encode(text, eo);
   } catch (const std::exception& ex) {
     throw HttpError(400, fmt::format("{}: {}", field, ex.what()));
   }
@@ -215,7 +221,6 @@ std::shared_ptr<ModelJob> Endpoints::embed(const json& body) const {
   job->sequences = texts.size();
   job->group = fmt::format("/embed {} {}", pooling_name(pooling), normalize ? "normalized" : "raw");
   job->run_batch = EmbedJob::runner([this, pooling, normalize](const std::vector<models::Sequence>& all) {
-    pipeline_.set_batch(kWholeBatch);
     return pipeline_.embed_encoded(all, pooling, normalize);
   });
   job->write = [](const EmbedJob& j) { return float_rows_json(j.outputs); };  // always an array of vectors, as TEI's /embed
@@ -235,9 +240,7 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
   job->batched = it->is_array();
   const json items = job->batched ? *it : json::array({*it});
   if (items.empty()) throw HttpError(400, "inputs: an empty array; send at least one text");
-  if (items.size() > limits_.max_inputs)
-    throw HttpError(413, fmt::format("inputs: {} texts, more than the {} one request may hold; send them in several requests",
-                                     items.size(), limits_.max_inputs));
+  check_count(items.size(), "inputs");
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string field = field_at("inputs", i, job->batched);
     text::Encoding e;
@@ -250,16 +253,7 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
       if (!a) throw HttpError(400, fmt::format("{}.text: missing", field));
       check_texts({*a}, field + ".text", false);
       if (b) check_texts({*b}, field + ".text_pair", false);
-      text::EncodeOptions eo;
-      if (truncate) eo.max_length = pipeline_.max_tokens();
-      try {
-        e = b ? pipeline_.tokenizer().encode_pair(*a, *b, eo) : pipeline_.tokenizer().encode(*a, eo);
-      } catch (const std::exception& ex) {
-        throw HttpError(400, fmt::format("{}: {}", field, ex.what()));
-      }
-      if (e.size() > pipeline_.max_tokens())
-        throw HttpError(422, fmt::format("{}: {} tokens, more than the {} the model takes; send \"truncate\": true to cut it",
-                                         field, e.size(), pipeline_.max_tokens()));
+      e = encode(*a, field, truncate, true, b ? &*b : nullptr);
     } else {
       throw HttpError(400, fmt::format("{}: expected a string or an object {{\"text\", \"text_pair\"}}, got {}", field, json_summary(items[i])));
     }
@@ -270,7 +264,6 @@ std::shared_ptr<ModelJob> Endpoints::classify(const json& body) const {
   job->sequences = job->inputs.size();
   job->group = "/classify";
   job->run_batch = ClassifyJob::runner([this, labels](const std::vector<models::Sequence>& all) {
-    pipeline_.set_batch(kWholeBatch);
     return pipeline_.classify_encoded(all, labels);  // every label; each job keeps its top_k
   });
   job->write = [top_k](const ClassifyJob& j) {
@@ -293,7 +286,6 @@ std::shared_ptr<ModelJob> Endpoints::ner(const json& body) const {
   job->sequences = job->inputs.size();
   job->group = "/ner";
   job->run_batch = NerJob::runner([this](const std::vector<std::string>& all) {
-    pipeline_.set_batch(kWholeBatch);
     return pipeline_.entities(all);
   });
   job->write = [](const NerJob& j) {
@@ -340,7 +332,6 @@ std::shared_ptr<ModelJob> Endpoints::qa(const json& body) const {
   job->sequences = 1;
   job->group = fmt::format("/qa {} {}", decode.max_answer_length, decode.version_2);
   job->run_batch = QaJob::runner([this, decode](const std::vector<text::SquadQuestion>& all) {
-    pipeline_.set_batch(kWholeBatch);
     return pipeline_.answer(all, decode);
   });
   job->write = [](const QaJob& j) {
@@ -367,17 +358,14 @@ std::shared_ptr<ModelJob> Endpoints::fill_mask(const json& body) const {
   }
   check_tokens(job->tokens);
   job->sequences = job->inputs.size();
-  job->group = "/fill-mask";
-  job->run_batch = FillJob::runner([this](const std::vector<std::string>& all) {
-    pipeline_.set_batch(kWholeBatch);
-    return pipeline_.fill_mask(all, 100);  // the most any job asks for; each keeps its top_k
-  });
-  job->write = [top_k](const FillJob& j) {
-    return json_text(one_or_array(j, [&](const std::vector<std::vector<inference::MaskFill>>& masks) {
+  job->group = fmt::format("/fill-mask {}", top_k);  // each candidate is decoded: only the top_k asked for
+  job->run_batch = FillJob::runner([this, top_k](const std::vector<std::string>& all) { return pipeline_.fill_mask(all, top_k); });
+  job->write = [](const FillJob& j) {
+    return json_text(one_or_array(j, [](const std::vector<std::vector<inference::MaskFill>>& masks) {
       json per_mask = json::array();
       for (const auto& candidates : masks) {
         json c = json::array();
-        for (size_t k = 0; k < std::min(top_k, candidates.size()); ++k)
+        for (size_t k = 0; k < candidates.size(); ++k)
           c.push_back({{"score", candidates[k].score}, {"token", candidates[k].id}, {"token_str", candidates[k].token},
                        {"sequence", candidates[k].sequence}});
         per_mask.push_back(c);

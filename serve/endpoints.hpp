@@ -17,6 +17,9 @@
 
 namespace xg::serve {
 
+// The model endpoints (POST), in the order /info lists them; a model has those its head allows.
+inline const std::vector<std::string> kModelEndpoints{"/embed", "/classify", "/ner", "/qa", "/fill-mask", "/tokenize"};
+
 struct RequestLimits {
   size_t max_inputs = 32;           // texts in one request (more: 413)
   size_t max_text_bytes = 100000;   // bytes of one text (more: 413)
@@ -33,12 +36,12 @@ struct ModelJob : Job {
 class Endpoints {
  public:
   // `model_dir` is read for a sentence-transformers pooling config (1_Pooling/config.json), the
-  // default of /embed's "pooling". The pipeline is used by the batcher's worker only; the
-  // tokenizer from any thread.
+  // default of /embed's "pooling". The pipeline is used by the batcher's worker only (each
+  // batch is one forward pass: its batch size is set here, unbounded); the tokenizer from any thread.
   Endpoints(inference::Pipeline& pipeline, const RequestLimits& limits, const std::string& model_dir);
 
   // The POST endpoints this model has ("/embed", "/classify", ...), in the order /info lists them.
-  std::vector<std::string> available() const;
+  const std::vector<std::string>& available() const { return available_; }
   // Throws HttpError 404 unless the model has POST `path`.
   void require_available(const std::string& path) const;
   // The request `body` of POST `path` as a job; throws HttpError (400, 404, 413, 422) naming the
@@ -49,7 +52,7 @@ class Endpoints {
 
   // The head the model has: "sequence-classification", "token-classification",
   // "question-answering", "masked-lm", "pre-training", "multiple-choice" or "none".
-  std::string head() const;
+  const std::string& head() const { return head_; }
   models::Pooling default_pooling() const { return default_pooling_; }
 
  private:
@@ -61,17 +64,22 @@ class Endpoints {
   std::shared_ptr<ModelJob> tokenize(const nlohmann::json& body) const;
   // `texts` within the limits, named as `field`[i].
   void check_texts(const std::vector<std::string>& texts, const std::string& field, bool batched) const;
+  // `count` texts within max_inputs.
+  void check_count(size_t count, const std::string& field) const;
   // A request's tokens within max_request_tokens.
   void check_tokens(size_t tokens) const;
   // A text's tokens without special ones or truncation (what windows will cover), checked as encode() checks.
   size_t count_tokens(const std::string& text, const std::string& field) const;
-  // A text's encoding, or HttpError 400 (invalid UTF-8) or 422 (more tokens than the model takes,
-  // unless `truncate`) naming `field`.
-  text::Encoding encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens = true) const;
+  // A text's encoding (with `text_pair` after it, when given), or HttpError 400 (invalid UTF-8) or
+  // 422 (more tokens than the model takes, unless `truncate`) naming `field`.
+  text::Encoding encode(const std::string& text, const std::string& field, bool truncate, bool special_tokens = true,
+                        const std::string* text_pair = nullptr) const;
 
   inference::Pipeline& pipeline_;
   RequestLimits limits_;
   models::Pooling default_pooling_ = models::Pooling::Cls;
+  std::string head_;                     // what head() says, found once
+  std::vector<std::string> available_;   // what available() says
   size_t pair_special_tokens_ = 3;  // [CLS] A [SEP] B [SEP]: what a QA window spends on them
 };
 

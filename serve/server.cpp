@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "serve/http_error.hpp"
@@ -37,9 +38,9 @@ std::string status_message(const httplib::Request& req, int status) {
 // A path as the metrics label it: the server's own paths, every other one "other" (a label per
 // path a client makes up would grow the metrics without bound).
 std::string known_path(const std::string& path) {
-  for (const char* p : {"/embed", "/classify", "/ner", "/qa", "/fill-mask", "/tokenize", "/health", "/info", "/metrics", "/openapi.json"})
-    if (path == p) return path;
-  return "other";
+  const bool known = std::find(kModelEndpoints.begin(), kModelEndpoints.end(), path) != kModelEndpoints.end() ||
+                     path == "/health" || path == "/info" || path == "/metrics" || path == "/openapi.json";
+  return known ? path : "other";
 }
 
 }  // namespace
@@ -90,7 +91,7 @@ void Server::listen() {
 void Server::shutdown() { http_->stop(); }
 
 void Server::add_routes() {
-  for (const std::string path : {"/embed", "/classify", "/ner", "/qa", "/fill-mask", "/tokenize"}) {
+  for (const std::string& path : kModelEndpoints) {
     // The body through a reader: httplib's own limit holds for a Content-Length but neither for
     // chunked bodies nor for what a Content-Encoding inflates to; this one counts what arrives.
     http_->Post(path, [this, path](const httplib::Request&, httplib::Response& res, const httplib::ContentReader& read) {
