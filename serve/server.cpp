@@ -100,11 +100,15 @@ void Server::add_routes() {
       try {
         endpoints_.require_available(path);
         std::string body;
+        size_t received = 0;
         bool too_large = false;
         const bool whole = read([&](const char* data, size_t n) {
-          too_large = body.size() + n > options_.max_body_bytes;
+          received += n;
+          too_large = too_large || received > options_.max_body_bytes;
           if (!too_large) body.append(data, n);
-          return !too_large;
+          // A refused body is still read, and dropped, up to 4 times the limit: closing on unread
+          // data resets the connection, and a client still sending would see the reset, not the 413.
+          return received <= 4 * options_.max_body_bytes;
         });
         if (!whole && res.status == 413) too_large = true;  // httplib refused the Content-Length itself
         if (too_large || !whole) {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -198,10 +200,26 @@ TEST_CASE("bert_serve: answers are the model's, whether a request runs alone or 
   // all at once, from many connections, three times over: each gets its own answer, to the bit
   std::vector<std::string> together(3 * requests.size());
   std::vector<std::thread> clients;
+  // Each client connects first (a kept-alive GET /health), then all send at once: arrivals then
+  // overlap however slowly the threads start.
+  std::mutex mutex;
+  std::condition_variable go;
+  size_t connected = 0;
   for (size_t c = 0; c < together.size(); ++c)
     clients.emplace_back([&, c] {
-      const auto r = s.post(path_of(c % requests.size()), requests[c % requests.size()].dump());
-      together[c] = r ? (r->status == 200 ? r->body : std::to_string(r->status) + " " + r->body) : "failed: " + httplib::to_string(r.error());
+      httplib::Client client = s.client();
+      client.set_keep_alive(true);
+      const bool ready = bool(client.Get("/health"));
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        ++connected;
+        go.notify_all();
+        go.wait(lock, [&] { return connected == together.size(); });
+      }
+      const auto r = client.Post(path_of(c % requests.size()), requests[c % requests.size()].dump(), "application/json");
+      together[c] = !ready ? "failed to connect"
+                    : r   ? (r->status == 200 ? r->body : std::to_string(r->status) + " " + r->body)
+                          : "failed: " + httplib::to_string(r.error());
     });
   for (auto& t : clients) t.join();
   for (size_t c = 0; c < together.size(); ++c) {
