@@ -45,7 +45,7 @@ models::ModelInputs sentence_inputs(const std::string& path, const text::Tokeniz
     sequences.push_back({std::vector<int64_t>(e.ids.begin(), e.ids.end()), std::vector<int64_t>(e.type_ids.begin(), e.type_ids.end())});
   }
   if (sequences.size() < count)
-    throw std::runtime_error(fmt::format("[bert_infer bench] --sentences {} has {} non-empty lines, fewer than --batch {}",
+    throw std::runtime_error(fmt::format("[bert_infer bench] --sentences {} has {} non-empty lines, fewer than --batch-size {}",
                                          path, sequences.size(), count));
   return models::pad_sequences(sequences, tok.pad_id());
 }
@@ -76,7 +76,7 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
   std::vector<models::ModelInputs> batches;
   if (!opt.sentences.empty()) {
     if (opt.vocab.empty() && !from_dir)
-      throw std::invalid_argument("[bert_infer bench] --sentences needs --vocab with a preset --model (a checkpoint directory brings its tokenizer)");
+      throw std::invalid_argument("[bert_infer bench] --sentences needs --tokenizer with a preset --model (a checkpoint directory brings its tokenizer)");
     const auto tok = opt.vocab.empty() ? models::load_tokenizer(opt.model) : models::open_tokenizer(opt.vocab);
     batches.push_back(sentence_inputs(opt.sentences, *tok, opt.batch, opt.seq_len));
   } else {

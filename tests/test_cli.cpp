@@ -167,3 +167,51 @@ TEST_CASE("cli: a misspelt flag or command is named with the nearest real one; s
   CHECK(xg::cli::parse_or_exit(tool, 2, version, o4, e4) == 0);
   CHECK_THAT(o4.str(), Contains("tool (xgrad "));
 }
+
+TEST_CASE("cli: --help shows one name per option and the everyday groups first; aliases still parse", "[cli]") {
+  CLI::App app{"test", "prog"};
+  size_t batch = 8;
+  float rate = 0.1f;
+  int threads = 0;
+  std::string task;
+  xg::cli::add_number(app, "--threads", threads, "threads")->group(xg::kPerformanceGroup);
+  app.add_option("--task", task, "a task")->group("Task's own");
+  xg::cli::add_number(app, "--per-device-train-batch-size,--batch", batch, "examples per step")->group(xg::kTrainingGroup);
+  xg::cli::add_number(app, "--learning-rate,--lr", rate, "peak rate")->group(xg::kTrainingGroup);
+  std::ostringstream out, err;
+  const char* help[] = {"prog", "--help"};
+  CHECK(xg::cli::parse_or_exit(app, 2, help, out, err) == 0);
+  const std::string text = out.str();
+  CHECK_THAT(text, Contains("--per-device-train-batch-size") && Contains("--learning-rate") && !Contains("--batch") &&
+                       !Contains("--lr"));
+  // Training (an everyday group) before the program's own, Performance last, whatever the order added
+  const size_t training = text.find("Training:"), own = text.find("Task's own:"), performance = text.find("Performance:");
+  REQUIRE(training != std::string::npos);
+  REQUIRE(own != std::string::npos);
+  REQUIRE(performance != std::string::npos);
+  CHECK(training < own);
+  CHECK(own < performance);
+  // the old short names parse, into the same option
+  std::ostringstream o2, e2;
+  const char* old[] = {"prog", "--batch", "16", "--lr", "0.5"};
+  CHECK_FALSE(xg::cli::parse_or_exit(app, 5, old, o2, e2));
+  CHECK(batch == 16);
+  CHECK(rate == 0.5f);
+  CHECK(app.count("--per-device-train-batch-size") == 1);
+  // a bad value is named by the canonical name
+  std::ostringstream o3, e3;
+  const char* bad[] = {"prog", "--batch", "x"};
+  CHECK(xg::cli::parse_or_exit(app, 3, bad, o3, e3) == 2);
+  CHECK_THAT(e3.str(), Contains("--per-device-train-batch-size"));
+}
+
+TEST_CASE("cli: a program's error line has its name and no internal tags", "[cli]") {
+  using xg::cli::error_line;
+  CHECK(error_line("bert_pretrain", "[vocabulary] x.txt: cannot open") == "bert_pretrain: x.txt: cannot open");
+  CHECK(error_line("bert_infer", "[SentencePieceTokenizer] [load_tokenizer] a: b") == "bert_infer: a: b");
+  CHECK(error_line("bert_finetune", "[pretraining data] d: empty") == "bert_finetune: d: empty");
+  // special tokens and text in brackets that is not a tag stay
+  CHECK(error_line("bert_infer", "[MASK] not found") == "bert_infer: [MASK] not found");
+  CHECK(error_line("bert_infer", "[1, 2] is not a shape") == "bert_infer: [1, 2] is not a shape");
+  CHECK(error_line("p", "--model x: [reshape] bad") == "p: --model x: [reshape] bad");
+}

@@ -422,7 +422,7 @@ TEST_CASE("init-from and extend-vocab refuse what they cannot do, naming the fla
   CHECK_THROWS_WITH(r.go(), Contains("--extend-vocab supports WordPiece") && Contains("RobertaTokenizer"));
   r = run();
   r.task.seq_len = 4096;
-  CHECK_THROWS_WITH(r.go(), Contains("--seq-len 4096 needs 4098 positions"));
+  CHECK_THROWS_WITH(r.go(), Contains("--max-seq-length 4096 needs 4098 positions"));
   r = run();
   r.task.init_from = base.trainer.out + "/no-such-checkpoint";
   CHECK_THROWS_WITH(r.go(), Contains("not a checkpoint directory"));

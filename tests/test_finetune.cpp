@@ -154,7 +154,7 @@ TEST_CASE("fine-tuning a pre-training checkpoint with string labels keeps the la
   CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run8", 1, 25, 1e-3f, 2), too_long, kind), Contains("max_position_embeddings 64"));
   FinetuneOptions no_dev = o;
   no_dev.dev.clear();
-  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev, kind), Contains("--dev is required"));
+  CHECK_THROWS_WITH(run_finetuning(quiet_trainer(dir + "/run5", 1, 25, 1e-3f, 50), no_dev, kind), Contains("--validation-file is required"));
   fs::remove_all(dir);
 }
 

@@ -180,7 +180,7 @@ TEST_CASE("fine-tuning settings outside the usual ranges are warned about where 
   fast.lr = 1e-3f;
   const auto lr = unusual_settings(fast, o, 1, 2400);
   REQUIRE(lr.size() == 1);
-  CHECK_THAT(lr[0], Contains("--lr 0.001"));
+  CHECK_THAT(lr[0], Contains("--learning-rate 0.001"));
   FinetuneOptions preset = o;
   preset.model = "tiny";  // trained from scratch: other rates, batches and lengths are normal
   fast.batch = 4, fast.epochs = 50;
@@ -195,18 +195,18 @@ TEST_CASE("fine-tuning settings outside the usual ranges are warned about where 
   TrainerOptions big = t;
   big.grad_accum = 2;
   CHECK(unusual_settings(big, o, 2, 2400).size() == 0);  // 128
-  CHECK_THAT(unusual_settings(big, o, 4, 2400).at(0), Contains("effective batch 256 (--batch 32 x --grad-accum 2 x 4 ranks)"));
+  CHECK_THAT(unusual_settings(big, o, 4, 2400).at(0), Contains("effective batch 256 (--per-device-train-batch-size 32 x --gradient-accumulation-steps 2 x 4 ranks)"));
 
   TrainerOptions long_run = t;
   long_run.epochs = 20;
-  CHECK_THAT(unusual_settings(long_run, o, 1, 2400).at(0), Contains("--epochs 20") && Contains("--patience"));
+  CHECK_THAT(unusual_settings(long_run, o, 1, 2400).at(0), Contains("--num-train-epochs 20") && Contains("--patience"));
   FinetuneOptions patient = o;
   patient.patience = 3;
   CHECK(unusual_settings(long_run, patient, 1, 2400).empty());
 
   TrainerOptions one = t;
   one.epochs = 1;
-  CHECK_THAT(unusual_settings(one, o, 1, 2400).at(0), Contains("--epochs 1 over 2400 training examples"));
+  CHECK_THAT(unusual_settings(one, o, 1, 2400).at(0), Contains("--num-train-epochs 1 over 2400 training examples"));
   CHECK(unusual_settings(one, o, 1, 50000).empty());  // a large set: one epoch is many steps
   one.min_steps = 200;                                 // 200 x 32 = 6400 examples: more than 2 epochs of 2400
   CHECK(unusual_settings(one, o, 1, 2400).empty());

@@ -370,3 +370,60 @@ TEST_CASE("options: a directory's fingerprint is its files' names and sizes", "[
   CHECK(data_fingerprint((dir / "nothing").string()).is_null());
   fs::remove_all(dir);
 }
+
+namespace {
+// An option renamed to the ecosystem's name, its old short name kept as an alias; and transformers'
+// --bf16 shorthand.
+struct Renamed : ResumableOptions {
+  float lr = 0.5f;
+  std::string precision = "fp32";
+
+  static const OptionTable<Renamed>& table() {
+    static const OptionTable<Renamed> t = OptionTable<Renamed>()
+        .add("--learning-rate,--lr", &Renamed::lr, "a rate", OnResume::Restore, between(0, 1))
+        .add("--precision", &Renamed::precision, "fp32 or bf16", OnResume::Restore, Choices{{"fp32", "bf16"}})
+        .group("Elsewhere")
+        .add_shorthand("--bf16", "--precision", &Renamed::precision, "bf16", "--precision bf16");
+    return t;
+  }
+};
+
+Renamed parse_renamed(const std::string& args, std::string* help = nullptr) {
+  Renamed r;
+  CLI::App app("renamed", "renamed");
+  Renamed::table().add_to(app, r, "Training");
+  app.parse(args, /*program_name_included=*/false);
+  if (help) *help = app.help();
+  return r;
+}
+}  // namespace
+
+TEST_CASE("options: a renamed option parses under both names, saves under the new one and restores from either", "[options][resume]") {
+  const Renamed by_old = parse_renamed("--lr 0.25");
+  CHECK(by_old.lr == 0.25f);
+  CHECK(by_old.flags_given == std::set<std::string>{"--learning-rate"});  // the canonical name, whichever was typed
+  CHECK(parse_renamed("--learning-rate 0.125").lr == 0.125f);
+  CHECK_THROWS_WITH(parse_renamed("--lr 2"), Contains("--learning-rate '2'"));  // messages use the canonical name
+
+  const nlohmann::json saved = Renamed::table().saved(by_old);
+  CHECK(saved == nlohmann::json{{"learning_rate", 0.25}, {"precision", "fp32"}});
+  // a checkpoint written when the option was --lr
+  const nlohmann::json old_checkpoint = {{"lr", 0.75}, {"precision", "bf16"}};
+  Renamed resumed;
+  Renamed::table().restore(resumed, old_checkpoint, "old/training_state.json");
+  CHECK(resumed.lr == 0.75f);
+  CHECK(resumed.precision == "bf16");
+  Renamed differs = parse_renamed("--learning-rate 0.5");
+  CHECK_THROWS_WITH(Renamed::table().restore(differs, old_checkpoint, "old/training_state.json"),
+                    Contains("--learning-rate 0.5 differs from the checkpoint's 0.75") && Contains("options.lr"));
+}
+
+TEST_CASE("options: a shorthand switch sets its option as if given, and shows in its group", "[options]") {
+  std::string help;
+  const Renamed r = parse_renamed("--bf16", &help);
+  CHECK(r.precision == "bf16");
+  CHECK(r.flags_given.count("--precision"));
+  CHECK(parse_renamed("").precision == "fp32");
+  CHECK_THAT(help, Contains("Elsewhere") && Contains("--bf16"));
+  CHECK(Renamed::table().saved(r) == nlohmann::json{{"learning_rate", 0.5}, {"precision", "bf16"}});
+}

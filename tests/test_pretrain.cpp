@@ -72,7 +72,7 @@ TEST_CASE("batches from instances: padding, segments, flattened masked positions
   CHECK(batch.targets.masked_labels.to_ints() == std::vector<int64_t>{70, 90, 60});
   CHECK(batch.targets.sentence_labels.to_ints() == std::vector<int64_t>{1, 0});
   CHECK(batch.real_tokens == 11);
-  CHECK_THROWS_WITH(make_batch({a}, 5, 0), Contains("--seq-len 5"));
+  CHECK_THROWS_WITH(make_batch({a}, 5, 0), Contains("--max-seq-length 5"));
 }
 
 TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]") {
@@ -118,9 +118,9 @@ TEST_CASE("pre-training a tiny BERT on real text: the loss falls", "[pretrain]")
         text::BertTokenizer::from_file(r.task.tokenizer).encode("The cat sat.").ids);
   const auto state = read_json(ckpt / "training_state.json");
   CHECK(state["task"] == "mlm_nsp");
-  CHECK(state["options"]["seq_len"] == 64);
-  CHECK(state["options"]["lr"].get<float>() == 2e-3f);
-  CHECK(!state["options"].contains("out"));  // run control is not saved
+  CHECK(state["options"]["max_seq_length"] == 64);
+  CHECK(state["options"]["learning_rate"].get<float>() == 2e-3f);
+  CHECK(!state["options"].contains("output_dir"));  // run control is not saved
   // a checkpoint from before tokenizer files (vocab.txt only) still resumes
   fs::remove(ckpt / "tokenizer_config.json");
   fs::remove(ckpt / "special_tokens_map.json");
@@ -231,16 +231,16 @@ TEST_CASE("a resumed run follows the schedule saved in its checkpoint and refuse
   Run changed = tiny_run("xgrad_pretrain_schedule_changed");
   changed.trainer.resume = part.trainer.out;
   changed.trainer.lr = 5e-3f;
-  CHECK_THROWS_WITH(changed.go(), Contains("--lr 0.005 differs from the checkpoint's 0.002"));
+  CHECK_THROWS_WITH(changed.go(), Contains("--learning-rate 0.005 differs from the checkpoint's 0.002"));
   changed.trainer.lr = 2e-3f;  // the same value is fine; this one fails on the next flag
   changed.trainer.steps = 100;
-  CHECK_THROWS_WITH(changed.go(), Contains("--steps 100"));
+  CHECK_THROWS_WITH(changed.go(), Contains("--max-steps 100"));
   changed.trainer.steps = 8;
   changed.trainer.schedule = "cosine";
   CHECK_THROWS_WITH(changed.go(), Contains("--schedule cosine"));
   changed.trainer.schedule = "linear";
   changed.task.seq_len = 32;
-  CHECK_THROWS_WITH(changed.go(), Contains("--seq-len 32"));
+  CHECK_THROWS_WITH(changed.go(), Contains("--max-seq-length 32"));
 
   // The schedule comes from the saved state, not from the options: edit it to tell them apart.
   nlohmann::json state = read_json(state_file);
@@ -300,7 +300,9 @@ TEST_CASE("a checkpoint written before the Trainer/Task split resumes to the uni
   // "stopped at step k and resumed" test above.
   CHECK(weight_difference((data / "full-000006.safetensors").string(), (out / "checkpoint-000006/model.safetensors").string()) < 1e-6);
   const auto resumed_state = read_json(out / "checkpoint-000006" / "training_state.json");
-  CHECK(resumed_state["format"] == 2);
+  CHECK(resumed_state["format"] == 3);
+  CHECK(resumed_state["options"]["learning_rate"] == state["options"]["lr"]);  // the old key's value, saved under the new one
+  CHECK_FALSE(resumed_state["options"].contains("lr"));
   CHECK(resumed_state["options"]["eval_min_documents"] == 1);  // the split it started with, saved for the next resume
   CHECK(resumed_state["options"]["eval_documents_at"] == "end");
   fs::remove_all(out);
@@ -359,10 +361,10 @@ TEST_CASE("pre-training refuses bad settings with clear errors", "[pretrain][err
   CHECK_THROWS_WITH(r.go(), Contains("no checkpoint"));
   r = tiny_run("xgrad_pretrain_bad");
   r.trainer.lr = std::nanf("");
-  CHECK_THROWS_WITH(r.go(), Contains("--lr") && Contains("not a finite number"));
+  CHECK_THROWS_WITH(r.go(), Contains("--learning-rate") && Contains("not a finite number"));
   r = tiny_run("xgrad_pretrain_bad");
   r.task.masked_lm_prob = 1.5f;
-  CHECK_THROWS_WITH(r.go(), Contains("--masked-lm-prob '1.5': must be in [0, 1]"));
+  CHECK_THROWS_WITH(r.go(), Contains("--mlm-probability '1.5': must be in [0, 1]"));
   r = tiny_run("xgrad_pretrain_bad");
   r.trainer.tensorboard = "/proc/xgrad_tb";  // cannot be created
   CHECK_THROWS_WITH(r.go(), Contains("[tensorboard] /proc/xgrad_tb"));
@@ -409,8 +411,8 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   CHECK(task.seq_len == 64);
   CHECK(task.whole_word_mask);
   const std::string help = app.help();
-  CHECK_THAT(help, Contains("--steps,--max-steps INT=800"));
-  // transformers' names are aliases: the same options, saved under the same keys
+  CHECK_THAT(help, Contains("--max-steps,--steps INT=800"));  // the canonical name first (the programs' --help shows it alone)
+  // transformers' names are the canonical ones, the short names aliases: the same options, saved under the same keys
   TrainerOptions hf_trainer;
   PretrainOptions hf_task;
   CLI::App hf("bert_pretrain", "bert_pretrain");
@@ -418,7 +420,7 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   TrainerOptions::table().add_to(hf, hf_trainer, "Training");
   hf.parse("--learning-rate 5e-4 --gradient-accumulation-steps 4 --max-seq-length 64 --whole-word-mask --save-total-limit 3 "
            "--tensorboard tb --max-steps 9 --per-device-train-batch-size 7 --output-dir o --mlm-probability 0.2", false);
-  CHECK(TrainerOptions::table().saved(hf_trainer).at("lr") == TrainerOptions::table().saved(trainer).at("lr"));
+  CHECK(TrainerOptions::table().saved(hf_trainer).at("learning_rate") == TrainerOptions::table().saved(trainer).at("learning_rate"));
   CHECK(hf_trainer.grad_accum == 4);
   CHECK(hf_trainer.keep_checkpoints == 3);
   CHECK(hf_trainer.steps == 9);
@@ -426,16 +428,18 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
   CHECK(hf_trainer.out == "o");
   CHECK(hf_task.seq_len == 64);
   CHECK(hf_task.masked_lm_prob == 0.2f);
-  CHECK(hf_trainer.flags_given.count("--lr"));  // given under its first name, as a resumed run compares them
+  CHECK(hf_trainer.flags_given.count("--learning-rate"));  // given under its canonical name, as a resumed run compares them
+  CHECK(trainer.flags_given.count("--learning-rate"));       // whichever name was typed
   CHECK_THAT(help, Contains("(\"\": tiny; with --init-from the checkpoint's config"));  // unset: a conflict is a choice
   CHECK_THAT(help, Contains("--extend-vocab INT=0"));
-  // The keys of a pre-split checkpoint's options (but "vocab", now "tokenizer": a resumed run takes the
-  // tokenizer from its checkpoint), so those checkpoints restore.
+  // Saved under the canonical names' keys; a checkpoint that saved them under the short names'
+  // ("lr", "seq_len") restores too (the pre-split checkpoint's resume below).
   nlohmann::json saved = TrainerOptions::table().saved(trainer);
   saved.update(PretrainOptions::table().saved(task));
-  for (const char* key : {"corpus", "tokenizer", "train_vocab", "cased", "max_predictions", "masked_lm_prob", "whole_word_mask",
-                          "eval_instances", "model", "seq_len", "batch", "grad_accum", "lr", "warmup", "steps", "schedule",
-                          "optimizer", "weight_decay", "clip", "seed"})
+  for (const char* key : {"train_file", "tokenizer", "train_vocab", "cased", "max_predictions", "mlm_probability", "whole_word_mask",
+                          "eval_instances", "model", "max_seq_length", "per_device_train_batch_size",
+                          "gradient_accumulation_steps", "learning_rate", "warmup_steps", "max_steps", "schedule", "optimizer",
+                          "weight_decay", "clip", "seed"})
     CHECK(saved.contains(key));
   for (const char* key : {"init_from", "extend_vocab", "extend_min_count", "extend_min_pieces"})  // an --init-from run resumes exactly
     CHECK(saved.contains(key));

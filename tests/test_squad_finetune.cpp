@@ -117,7 +117,7 @@ TEST_CASE("squad_v2 fine-tuning: the loss falls, dev is scored and predicted, be
   CHECK(std::system(bad.c_str()) != 0);
   std::string err;
   std::getline(std::ifstream(dir + "/err.txt"), err);
-  CHECK_THAT(err, Contains("[qa] stdin line 1: 'question' must be a string, got 3"));
+  CHECK_THAT(err, Contains("bert_infer: stdin line 1: 'question' must be a string, got 3"));
 
   {  // the finished run resumed with no --task (bert_finetune --resume RUN): still squad_v2, scored again
     training::TrainerOptions again;

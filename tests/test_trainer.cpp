@@ -335,7 +335,7 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
     CHECK_THROWS_WITH(train_line(second), Contains("another run is writing into it") && Contains(t.out));
   }
   // a new run into a directory holding a run
-  CHECK_THROWS_WITH(train_line(t), Contains("--out " + t.out + " is not empty (checkpoint-000012, metrics.jsonl)") &&
+  CHECK_THROWS_WITH(train_line(t), Contains("--output-dir " + t.out + " is not empty (checkpoint-000012, metrics.jsonl)") &&
                                        Contains("--overwrite"));
   CHECK(fs::exists(t.out + "/checkpoint-000012/line.safetensors"));
   // ... and into one a run left before its first save (stopped while it read its data): nothing to
@@ -473,9 +473,9 @@ TEST_CASE("one run per --out: locked, an earlier run's files refused unless --ov
   CHECK(!fs::exists(bad.out));
   bad = line_trainer("xgrad_trainer_failed_start");
   bad.out = "/proc";
-  CHECK_THROWS_WITH(train_line(bad), Contains("--out /proc: not writable"));
+  CHECK_THROWS_WITH(train_line(bad), Contains("--output-dir /proc: not writable"));
   bad.out = "/proc/xgrad_out";
-  CHECK_THROWS_WITH(train_line(bad), Contains("--out /proc/xgrad_out: cannot create"));
+  CHECK_THROWS_WITH(train_line(bad), Contains("--output-dir /proc/xgrad_out: cannot create"));
 }
 
 TEST_CASE("a non-finite loss stops the run naming the step, or skips the update by option", "[trainer]") {
@@ -556,7 +556,7 @@ TEST_CASE("trainer: --steps (--max-steps) overrides --epochs on a new run, as tr
   t.epochs = 4;
   const auto note = xg::training::steps_override_epochs(t, true, true);
   REQUIRE(note);
-  CHECK_THAT(*note, Catch::Contains("--steps 2 overrides --epochs 4"));
+  CHECK_THAT(*note, Catch::Contains("--max-steps 2 overrides --num-train-epochs 4"));
   CHECK(t.epochs == 0);
   t.epochs = 3;
   t.resume = "runs/x";  // a resumed run keeps its plan

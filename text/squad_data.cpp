@@ -173,7 +173,7 @@ std::vector<SquadFeature> squad_features(const std::vector<SquadQuestion>& quest
     try {
       windows = tokenizer.encode_pair_windows(question, context_tokens, o.max_len, o.doc_stride);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(fmt::format("[squad] question '{}' (--max-len {}, --doc-stride {}, --max-query-length {}): {}", q.id,
+      throw std::invalid_argument(fmt::format("[squad] question '{}' (--max-seq-length {}, --doc-stride {}, --max-query-length {}): {}", q.id,
                                               o.max_len, o.doc_stride, o.max_query_length, e.what()));
     }
     for (auto& w : windows) {

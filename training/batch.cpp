@@ -13,7 +13,7 @@ Batch make_batch(const std::vector<text::Instance>& instances, size_t seq_len, i
   for (size_t i = 0; i < instances.size(); ++i) {
     const auto& inst = instances[i];
     if (inst.tokens.size() > seq_len)
-      throw std::invalid_argument(fmt::format("[batch] an instance has {} tokens, more than --seq-len {}", inst.tokens.size(), seq_len));
+      throw std::invalid_argument(fmt::format("[batch] an instance has {} tokens, more than --max-seq-length {}", inst.tokens.size(), seq_len));
     for (size_t t = 0; t < inst.tokens.size(); ++t) {
       sequences[i].ids.push_back(inst.tokens[t]);
       sequences[i].type_ids.push_back(inst.segment_id(t));

@@ -82,7 +82,7 @@ void ConsoleProgress::on_train_end(const LoopState& state) {
                             : s == SIGUSR1 ? " (SIGUSR1)"
                             : s == SIGUSR2 ? " (SIGUSR2)"
                                            : "";  // --stop-at or a callback
-    say(fmt::format("stopped at step {}{}; resume with --resume {}", state.step, why, state.last_checkpoint));
+    say(fmt::format("stopped at step {}{}; resume with --resume-from-checkpoint {}", state.step, why, state.last_checkpoint));
     return;
   }
   if (tty_) progress_.finish();

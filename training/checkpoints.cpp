@@ -19,7 +19,10 @@ namespace xg::training {
 
 namespace {
 constexpr const char* kStateFile = "training_state.json";
-constexpr int kStateFormat = 2;  // 1 (no "format" field): before the Trainer/Task split
+// 1 (no "format" field): before the Trainer/Task split. 2: options saved under their short names
+// (`lr`, `seq_len`), which format 3's canonical names (`learning_rate`, `max_seq_length`) take as
+// aliases when restoring.
+constexpr int kStateFormat = 3;
 }  // namespace
 
 std::string checkpoint_name(int64_t step) { return fmt::format("checkpoint-{:06d}", step); }
@@ -46,7 +49,7 @@ std::string resolve_checkpoint(const std::string& path) {
   const auto all = list_checkpoints(path);
   for (auto it = all.rbegin(); it != all.rend(); ++it)
     if (fs::exists(fs::path(*it) / kStateFile)) return *it;
-  throw std::runtime_error(fmt::format("[resume] --resume {}: no checkpoint with {} there", path, kStateFile));
+  throw std::runtime_error(fmt::format("[resume] --resume-from-checkpoint {}: no checkpoint with {} there", path, kStateFile));
 }
 
 TrainingState TrainingState::read(const std::string& checkpoint_dir) {

@@ -109,21 +109,21 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
   std::error_code ec;
   created_ = !fs::exists(path, ec);
   fs::create_directories(path, ec);
-  if (ec) throw std::runtime_error(fmt::format("[trainer] --out {}: cannot create the directory: {}", path, ec.message()));
-  if (!fs::is_directory(path)) throw std::runtime_error(fmt::format("[trainer] --out {}: not a directory", path));
+  if (ec) throw std::runtime_error(fmt::format("[trainer] --output-dir {}: cannot create the directory: {}", path, ec.message()));
+  if (!fs::is_directory(path)) throw std::runtime_error(fmt::format("[trainer] --output-dir {}: not a directory", path));
   fd_ = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd_ < 0) throw std::runtime_error(fmt::format("[trainer] --out {}: cannot open: {}", path, std::strerror(errno)));
+  if (fd_ < 0) throw std::runtime_error(fmt::format("[trainer] --output-dir {}: cannot open: {}", path, std::strerror(errno)));
   try {
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0)
       throw std::runtime_error(errno == EWOULDBLOCK
-                                   ? fmt::format("[trainer] --out {}: another run is writing into it (two runs in one directory "
-                                                 "would overwrite each other's checkpoints); choose another --out",
+                                   ? fmt::format("[trainer] --output-dir {}: another run is writing into it (two runs in one directory "
+                                                 "would overwrite each other's checkpoints); choose another --output-dir",
                                                  path)
-                                   : fmt::format("[trainer] --out {}: cannot lock: {}", path, std::strerror(errno)));
+                                   : fmt::format("[trainer] --output-dir {}: cannot lock: {}", path, std::strerror(errno)));
     // Found now rather than at the first save, after minutes of training.
     const std::string probe = (fs::path(path) / fmt::format(".write-test.{}", ::getpid())).string();
     const int probe_fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (probe_fd < 0) throw std::runtime_error(fmt::format("[trainer] --out {}: not writable: {}", path, std::strerror(errno)));
+    if (probe_fd < 0) throw std::runtime_error(fmt::format("[trainer] --output-dir {}: not writable: {}", path, std::strerror(errno)));
     ::close(probe_fd);
     ::unlink(probe.c_str());
 
@@ -149,24 +149,24 @@ OutputDirectory::OutputDirectory(const std::string& path, bool resuming, bool ov
       for (size_t i = 0; i < held.size() && i < 3; ++i) shown += (i ? ", " : "") + held[i];
       if (held.size() > 3) shown += fmt::format(" and {} more", held.size() - 3);
       if (!holds_a_run(path))
-        throw std::runtime_error(fmt::format("[trainer] --out {} holds files no training run wrote ({}): a run writes into an "
+        throw std::runtime_error(fmt::format("[trainer] --output-dir {} holds files no training run wrote ({}): a run writes into an "
                                              "empty or new directory (--overwrite replaces only an earlier run's files); "
-                                             "choose another --out", path, shown));
+                                             "choose another --output-dir", path, shown));
       if (!overwrite) {
         // a run killed after its first step but before its first save has nothing to resume
         if (std::none_of(held.begin(), held.end(), is_checkpoint))
-          throw std::runtime_error(fmt::format("[trainer] --out {} holds an earlier run's files ({}) but no checkpoint (a run "
+          throw std::runtime_error(fmt::format("[trainer] --output-dir {} holds an earlier run's files ({}) but no checkpoint (a run "
                                                "stopped before its first save): --overwrite replaces them, or choose another "
-                                               "--out", path, shown));
-        throw std::runtime_error(fmt::format("[trainer] --out {} is not empty ({}): --resume {} continues the run saved there, "
-                                             "--overwrite replaces it, or choose another --out",
+                                               "--output-dir", path, shown));
+        throw std::runtime_error(fmt::format("[trainer] --output-dir {} is not empty ({}): --resume-from-checkpoint {} continues the run saved there, "
+                                             "--overwrite replaces it, or choose another --output-dir",
                                              path, shown, path));
       }
       for (const auto& name : held)
         for (const auto& in : inputs)
           if (is_run_file(name) && within(in, fs::path(path) / name))
-            throw std::runtime_error(fmt::format("[trainer] --out {} --overwrite would set aside {}, which this run reads ({}): "
-                                                 "copy it out of {} first, or choose another --out", path, name, in, path));
+            throw std::runtime_error(fmt::format("[trainer] --output-dir {} --overwrite would set aside {}, which this run reads ({}): "
+                                                 "copy it out of {} first, or choose another --output-dir", path, name, in, path));
       overwriting_ = true;
       set_aside(is_run_file);
     }

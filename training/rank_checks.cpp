@@ -138,7 +138,7 @@ void check_same_parameters(Communicator& comm, const nn::ParameterArena& arena, 
   std::string message;
   if (comm.rank() == bad && step < 0)
     message = fmt::format("[distributed] the ranks start from different weights: {} differs between rank 0 and rank {}; "
-                          "every rank must read the same --model, --init-from and --resume files, with the same build",
+                          "every rank must read the same --model, --init-from and --resume-from-checkpoint files, with the same build",
                           arena.entries()[first].names.front(), bad);
   else if (comm.rank() == bad)
     message = fmt::format("[distributed] step {}: the weights of rank {} differ from rank 0's (first: {}); the ranks "

@@ -46,54 +46,59 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
   using O = TrainerOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--batch,--per-device-train-batch-size", &O::batch, "examples per micro-batch (of each rank, under mpirun)", kRestore, at_least(1))
-      .add("--grad-accum,--gradient-accumulation-steps", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
-      .add("--lr,--learning-rate", &O::lr, "peak learning rate", kRestore, at_least(0))
-      .add("--warmup,--warmup-steps", &O::warmup, "warm-up steps (-1: 10% of --steps)", kRestore, at_least(-1))
-      .add("--warmup-ratio", &O::warmup_ratio, "warm-up as a fraction of the run's steps, instead of --warmup (-1: not used)",
+      .add("--learning-rate,--lr", &O::lr, "peak learning rate", kRestore, at_least(0))
+      .add("--per-device-train-batch-size,--batch", &O::batch, "examples per micro-batch (of each rank, under mpirun)", kRestore, at_least(1))
+      .add("--num-train-epochs,--epochs", &O::epochs, "passes over the training data, setting --max-steps (0, or --max-steps given: --max-steps decides)", kRestore)
+      .add("--max-steps,--steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
+      .add("--warmup-ratio", &O::warmup_ratio, "warm-up as a fraction of the run's steps, instead of --warmup-steps (-1: not used)",
            kRestore, between(-1, 1))
-      .add("--steps,--max-steps", &O::steps, "optimizer steps of the whole run", kRestore, at_least(1))
-      .add("--epochs,--num-train-epochs", &O::epochs, "passes over the training data, setting --steps (0, or --steps given: --steps decides, as max_steps)", kRestore)
-      .add("--min-steps", &O::min_steps, "with --epochs: train at least this many steps (a few examples make few steps "
-                                         "per epoch); a run so lengthened evaluates 10 times, not each epoch (0: no minimum)",
-           kRestore, at_least(0))
+      .add("--warmup-steps,--warmup", &O::warmup, "warm-up steps (-1: 10% of --max-steps)", kRestore, at_least(-1))
+      .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases, LayerNorm weights or other vectors", kRestore, at_least(0))
+      .add("--gradient-accumulation-steps,--grad-accum", &O::grad_accum, "micro-batches per optimizer step", kRestore, at_least(1))
+      .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
       .add("--schedule", &O::schedule, "after warm-up: linear, cosine, polynomial, inverse_sqrt or constant", kRestore,
            Choices{{"linear", "cosine", "polynomial", "inverse_sqrt", "constant"}})
       .add("--optimizer", &O::optimizer, "auto (the model's recipe: LAMB for ALBERT, AdamW otherwise), adamw or lamb", kRestore,
            Choices{{"auto", "adamw", "lamb"}})
-      .add("--weight-decay", &O::weight_decay, "decoupled weight decay, not on biases, LayerNorm weights or other vectors", kRestore, at_least(0))
+      .add("--min-steps", &O::min_steps, "with --num-train-epochs: train at least this many steps (a few examples make few "
+                                         "steps per epoch); a run so lengthened evaluates 10 times, not each epoch (0: no minimum)",
+           kRestore, at_least(0))
       .add("--beta2", &O::beta2, "Adam/LAMB second-moment decay (0: the model's recipe: RoBERTa 0.98, else 0.999)",
            kRestore, between(0, 0.99999999))
       .add("--eps", &O::eps, "Adam/LAMB epsilon (0: the model's recipe: RoBERTa 1e-6, AdamW 1e-8, LAMB 1e-6)", kRestore,
            between(0, 1))
       .add("--clip", &O::clip, "global gradient-norm clip, 0 to disable", kRestore, at_least(0))
-      .add("--seed", &O::seed, "seed for weights, data order, masks and dropout", kRestore)
+      .group(kOutputGroup)
+      .add("--output-dir,--out", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), "
+                                          "metrics.jsonl; locked while the run lasts (default: runs/<program name>; with "
+                                          "--resume-from-checkpoint: the resumed run's directory)")
+      .add("--overwrite", &O::overwrite, "let a new run replace the checkpoints and metrics of an earlier run in --output-dir")
+      .add("--resume-from-checkpoint,--resume", &O::resume, "checkpoint directory (or an --output-dir: its newest checkpoint) to "
+                                                            "continue from; the settings saved with it are kept")
+      .add("--eval-steps,--eval-every", &O::eval_every, "evaluate on the held-out data every N steps, 0 never, -1 once per epoch", OnResume::UseNew, at_least(-1))
+      .add("--save-steps,--save-every", &O::save_every, "checkpoint every N steps, 0 only at the end", OnResume::UseNew, at_least(0))
+      .add("--save-total-limit,--keep", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
+      .add("--logging-steps,--log-every", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
+      .add("--tensorboard", &O::tensorboard, "also write TensorBoard event files to this directory")
+      .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
+      .group(kPerformanceGroup)
       .add("--precision", &O::precision, "fp32, or bf16: the linear layers' GEMMs (forward and both backward) on "
                                          "bf16-rounded operands with fp32 sums; weights, gradients, optimizer state, "
                                          "attention, softmax, LayerNorm and losses stay fp32", kRestore, kPrecisions)
+      .add_shorthand("--bf16", "--precision", &O::precision, "bf16", "the same as --precision bf16")
       .add("--padding-free", &O::padding_free, "run the encoder layers on each batch's real tokens only (packed, no "
                                                "padding; rows at padded positions are zero, not what transformers "
                                                "computes there, and question answering leaves them out of its loss)",
            kRestore)
-      .add("--out,--output-dir", &O::out, "output directory: checkpoint-NNNNNN/ (Hugging Face format + training state), metrics.jsonl; "
-                             "locked while the run lasts (default: runs/<program name>; with --resume: the resumed run's "
-                             "directory)")
-      .add("--overwrite", &O::overwrite, "let a new run replace the checkpoints and metrics of an earlier run in --out")
-      .add("--resume,--resume-from-checkpoint", &O::resume, "checkpoint directory (or an --out directory: its newest checkpoint) to continue from; "
-                                   "the settings saved with it are kept")
-      .add("--tensorboard", &O::tensorboard, "also write TensorBoard event files to this directory")
-      .add("--eval-every,--eval-steps", &O::eval_every, "evaluate on the held-out data every N steps, 0 never, -1 once per epoch", OnResume::UseNew, at_least(-1))
-      .add("--save-every,--save-steps", &O::save_every, "checkpoint every N steps, 0 only at the end", OnResume::UseNew, at_least(0))
-      .add("--keep,--save-total-limit", &O::keep_checkpoints, "checkpoints kept", OnResume::UseNew, at_least(1))
-      .add("--stop-at", &O::stop_at, "stop after step N with a checkpoint, as an interruption would (-1: no)", OnResume::UseNew, at_least(-1))
-      .add("--log-every,--logging-steps", &O::log_every, "log line and metrics row every N steps", OnResume::UseNew, at_least(1))
       .add("--threads", &O::threads, "threads (0: XGRAD_NUM_THREADS or the cores this process may use)", OnResume::UseNew, between(0, 4096))
+      .group(kDistributedGroup)
+      .add("--check-every", &O::check_every, "compare the ranks' weights every N steps, stopping if they differ (0: never)",
+           OnResume::UseNew, at_least(0))
+      .add("--bucket-mb", &O::bucket_mb, "megabytes of gradients per all-reduce, started as backward finishes each bucket",
+           OnResume::UseNew, at_least(1))
+      .group(kAdvancedGroup)
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
                                                "step) or skip (that step's update)", OnResume::UseNew, Choices{{"stop", "skip"}})
-      .add("--check-every", &O::check_every, "under mpirun: compare the ranks' weights every N steps, stopping if they "
-                                             "differ (0: never)", OnResume::UseNew, at_least(0))
-      .add("--bucket-mb", &O::bucket_mb, "under mpirun: megabytes of gradients per all-reduce, started as backward "
-                                         "finishes each bucket", OnResume::UseNew, at_least(1))
       .add("--detect-anomaly", &O::detect_anomaly, "check every op's output and gradient: name the op that makes the first "
                                                    "NaN or infinity (slow; to debug a run that diverges)");
   return t;
@@ -104,7 +109,7 @@ std::optional<std::string> steps_override_epochs(TrainerOptions& t, bool steps_g
   const size_t epochs = t.epochs;
   t.epochs = 0;
   if (!epochs_given || epochs == 0) return std::nullopt;
-  return fmt::format("--steps {} overrides --epochs {} (as transformers' max_steps does)", t.steps, epochs);
+  return fmt::format("--max-steps {} overrides --num-train-epochs {}, as in transformers", t.steps, epochs);
 }
 
 void set_padding_free(nn::Module& model, bool padding_free) {
@@ -145,7 +150,7 @@ void plan_steps(TrainerOptions& opt, Task& task, size_t ranks, bool fresh, const
   if (fresh) {
     if (opt.epochs > 0) opt.steps = lengthened ? opt.min_steps : epoch_steps;
     if (lengthened) say(fmt::format("{} epochs are {} steps: training {} (--min-steps)", opt.epochs, epoch_steps, opt.steps));
-    if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --steps {} must be positive", opt.steps));
+    if (opt.steps <= 0) throw std::invalid_argument(fmt::format("[trainer] --max-steps {} must be positive", opt.steps));
     // as transformers rounds it, short of the whole run (a schedule must have steps after its warm-up)
     if (opt.warmup_ratio >= 0)
       opt.warmup = std::min(int64_t(std::ceil(double(opt.warmup_ratio) * double(opt.steps))), opt.steps - 1);

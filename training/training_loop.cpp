@@ -74,7 +74,7 @@ LoopState TrainingLoop::run(int64_t step, const std::string& checkpoint) {
       const std::string what = std::isfinite(loss) ? fmt::format("the gradient norm is {}", norm) : fmt::format("the loss is {}", loss);
       if (opt.on_nonfinite == "stop")  // the loss and norm are the ranks' sums: every rank stops here, together
         throw CollectiveError(fmt::format(
-            "[trainer] step {}: {}; stopped before updating the weights (last checkpoint: {}). A lower --lr or "
+            "[trainer] step {}: {}; stopped before updating the weights (last checkpoint: {}). A lower --learning-rate or "
             "--clip may help; --on-nonfinite skip skips such updates",
             state.step, what, state.last_checkpoint.empty() ? std::string("none") : state.last_checkpoint));
       each([&](TrainerCallback& c) { c.on_message(state, fmt::format("step {}: {}; update skipped", state.step, what)); });

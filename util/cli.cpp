@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
 #include <unistd.h>
 
@@ -120,7 +121,70 @@ Checked check_arguments(const CLI::App& app, int argc, const char* const* argv) 
   return c;
 }
 
+// --help with one name per option (its first: the canonical one) and the groups in the order of
+// the k*Group constants.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    if (is_positional || opt->get_lnames().empty()) return CLI::Formatter::make_option_name(opt, is_positional);
+    std::string name;
+    for (const std::string& s : opt->get_snames()) name += "-" + s + ",";
+    return name + "--" + opt->get_lnames().front();
+  }
+
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    if (mode == CLI::AppFormatMode::Sub) return make_expanded(app);
+    std::string out = make_description(app) + make_usage(app, name) + make_positionals(app);
+    for (const std::string& group : ordered_groups(*app)) {
+      std::vector<const CLI::Option*> options = app->get_options([&](const CLI::Option* o) {
+        return o->get_group() == group && o->nonpositional();
+      });
+      if (!group.empty() && !options.empty()) out += make_group(group, false, options) + "\n";
+    }
+    return out + make_subcommands(app, mode) + "\n" + make_footer(app);
+  }
+
+ private:
+  // The app's groups (in the order their first options were added), the k*Group ones moved to
+  // the front and the back.
+  static std::vector<std::string> ordered_groups(const CLI::App& app) {
+    const std::vector<std::string> first = {"Options", kModelAndDataGroup, kTrainingGroup, kOutputGroup};
+    const std::vector<std::string> last = {kPerformanceGroup, kDistributedGroup, kAdvancedGroup};
+    auto rank = [&](const std::string& g) {
+      if (auto f = std::find(first.begin(), first.end(), g); f != first.end()) return int(f - first.begin());
+      if (auto l = std::find(last.begin(), last.end(), g); l != last.end()) return 1000 + int(l - last.begin());
+      return 500;
+    };
+    std::vector<std::string> groups = app.get_groups();
+    std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+    return groups;
+  }
+};
+
+void use_formatter(CLI::App& app, const std::shared_ptr<Formatter>& formatter) {
+  formatter->column_width(app.get_formatter()->get_column_width());
+  app.formatter(formatter);
+  for (CLI::App* sub : app.get_subcommands({})) use_formatter(*sub, std::make_shared<Formatter>(*formatter));
+}
+
 }  // namespace
+
+std::string error_line(const std::string& program, const std::string& what) {
+  std::string message = what;
+  // "[tag] " or "[tag] [tag] " at the start; a tag is a name ("vocabulary", "BpeModel",
+  // "pretraining data"), never an all-capitals special token such as "[MASK]"
+  for (;;) {
+    if (message.empty() || message[0] != '[') break;
+    const size_t close = message.find("] ");
+    if (close == std::string::npos || close < 2) break;
+    const std::string tag = message.substr(1, close - 1);
+    const bool name = std::all_of(tag.begin(), tag.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == ' ' || c == ':'; }) &&
+                      std::any_of(tag.begin(), tag.end(), [](unsigned char c) { return std::islower(c); });
+    if (!name) break;
+    message = message.substr(close + 2);
+  }
+  return fmt::format("{}: {}", program, message);
+}
 
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   const CLI::App* program = &app;  // the name is argv[0]'s when the App was given none
@@ -130,6 +194,7 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* arg
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
     return fmt::format("{}: {}\nRun with --help for more information.\n", a->get_name(), e.what());
   });
+  use_formatter(app, std::make_shared<Formatter>());
   const Checked checked = check_arguments(app, argc, argv);
   if (!checked.error.empty()) {
     const std::string name = std::filesystem::path(app.get_name().empty() ? argv[0] : app.get_name()).filename().string();

@@ -47,9 +47,15 @@ CLI::Validator positive();
 // Parses the command line, with --version ("<program> (xgrad X.Y.Z)"). Returns the exit code
 // when main should return now: 0 after --help or --version,
 // 2 after "<program>: <error>" (unknown flag, bad or missing value) on `err`; nothing when the
-// program should run.
+// program should run. --help shows each option by its first (canonical) name, its aliases parse but
+// are not listed, and the groups come in the order of util/options.hpp's k*Group.
 std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* argv,
                                  std::ostream& out = std::cout, std::ostream& err = std::cerr);
+
+// "<program>: <message>" for an error a program stops on: `what` without the library's leading
+// "[component] " tags (they name the code that threw, which helps a C++ caller, not a user of
+// the program), e.g. "[vocabulary] x.txt: cannot open" -> "bert_pretrain: x.txt: cannot open".
+std::string error_line(const std::string& program, const std::string& what);
 
 // A path a flag names.
 struct FlagPath {

@@ -91,6 +91,13 @@ std::string json_key(const std::string& flag) {
   return k;
 }
 
+std::string saved_key(const nlohmann::json& saved, const std::string& flag, const std::vector<std::string>& aliases) {
+  if (saved.contains(json_key(flag))) return json_key(flag);
+  for (const auto& a : aliases)
+    if (saved.contains(json_key(a))) return json_key(a);
+  return "";
+}
+
 bool same_place(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -6,6 +6,7 @@
 // CLI11 itself is included only where a command line is parsed (options.cpp and the programs).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -24,6 +25,15 @@ class App;
 }
 
 namespace xg {
+
+// --help's option groups, shown in this order: the everyday ones first, a program's own groups
+// (a task's flags) after them, and the rarely needed ones last.
+inline const char* const kModelAndDataGroup = "Model and data";
+inline const char* const kTrainingGroup = "Training";
+inline const char* const kOutputGroup = "Evaluation and output";
+inline const char* const kPerformanceGroup = "Performance";
+inline const char* const kDistributedGroup = "Distributed (under mpirun)";
+inline const char* const kAdvancedGroup = "Advanced";
 
 // What a resumed run does with an option.
 enum class OnResume {
@@ -73,6 +83,9 @@ T parse(const std::string& text, const std::string& flag);
 void check_range(double value, const Range& range, const std::string& flag, const std::string& shown);
 // "--max-predictions" -> "max_predictions": the key in saved JSON (of the first name of "--a,--b").
 std::string json_key(const std::string& flag);
+// The key a checkpoint's saved options (`saved`) hold an option's value under: its canonical
+// name's, else an alias's (saved when that alias was the option's name); "" when none.
+std::string saved_key(const nlohmann::json& saved, const std::string& flag, const std::vector<std::string>& aliases);
 // Whether two paths name the same place (relative ones from the working directory).
 bool same_place(const std::string& a, const std::string& b);
 // The DataPath restore: `current` (this run's value) when it names another place than `saved`
@@ -127,15 +140,20 @@ void add_to_app(CLI::App& app, const CommandLineOption& option, const std::strin
 template <class Owner>
 class OptionTable {
  public:
-  // Declares `flag` (e.g. "--seq-len", or "--seq-len,--max-seq-length": the first name is the one
-  // messages use and the checkpoint's key, the others aliases) filling `member`; `help` without the
-  // default (it is added).
+  // Declares `flag` (e.g. "--seed", or "--max-seq-length,--seq-len": the first name is the
+  // canonical one, which --help shows, messages use and checkpoints save the value under; the others
+  // are aliases that parse too, and a checkpoint that saved the value under an alias's key restores
+  // it) filling `member`; `help` without the default (it is added).
   template <class T>
   OptionTable& add(const std::string& flag, T Owner::*member, const std::string& help,
                    OnResume on_resume = OnResume::UseNew, Range range = {});
   // A text option whose value must be one of `choices`.
   OptionTable& add(const std::string& flag, std::string Owner::*member, const std::string& help, OnResume on_resume,
                    Choices choices);
+  // A switch that sets text option `target` (declared before it, filling `member`) to `value`, as if
+  // it had been given so (transformers' `--bf16` for `--precision bf16`); not saved itself.
+  OptionTable& add_shorthand(const std::string& flag, const std::string& target, std::string Owner::*member,
+                             const std::string& value, const std::string& help);
   // The last option added, as checkpoints written before it existed restore it: the value their
   // runs behaved as. Without it, such a checkpoint leaves the option at this run's value, which
   // suits an option whose default behaves as runs did before it.
@@ -152,9 +170,17 @@ class OptionTable {
     return *this;
   }
 
-  // Adds every flag to `app` under `group`, each showing `o`'s current value as its default.
+  // The options added after this call show under --help's `group` (e.g. "Performance") instead of
+  // the one add_to() names.
+  OptionTable& group(const std::string& name) {
+    group_ = name;
+    return *this;
+  }
+
+  // Adds every flag to `app` under `group` (or the group() it was declared in), each showing `o`'s
+  // current value as its default.
   void add_to(CLI::App& app, Owner& o, const std::string& group) const {
-    for (const auto& e : entries_) option_detail::add_to_app(app, e.command_line(o), group);
+    for (const auto& e : entries_) option_detail::add_to_app(app, e.command_line(o), e.group.empty() ? group : e.group);
   }
   // Sets each Restore and DataPath option its command line did not give back to Owner{}'s value.
   // For a program with defaults of its own (bert_finetune's rate, batch, epochs): on resume they
@@ -192,17 +218,20 @@ class OptionTable {
     static_assert(std::is_base_of_v<ResumableOptions, Owner>, "restored options derive from ResumableOptions");
     for (const auto& e : entries_) {
       if (e.on_resume == OnResume::UseNew) continue;
-      const std::string key = option_detail::json_key(e.flag);
-      if (saved.contains(key)) e.restore(o, saved, source + " options." + key);
-      else if (!e.before_it_existed.is_null()) e.restore(o, older_checkpoint(key, e.before_it_existed), source + ", written before " + e.flag);
+      const std::string key = e.saved_key(saved);
+      if (!key.empty()) e.restore(o, saved, source + " options." + key);
+      else if (!e.before_it_existed.is_null()) e.restore(o, older_checkpoint(option_detail::json_key(e.flag), e.before_it_existed), source + ", written before " + e.flag);
     }
     check(o);
   }
 
  private:
   struct Entry {
-    std::string flag;
+    std::string flag;                  // the canonical name
+    std::vector<std::string> aliases;  // the other names
+    std::string group;                 // in --help; empty: add_to's
     OnResume on_resume;
+    std::string saved_key(const nlohmann::json& saved) const { return option_detail::saved_key(saved, flag, aliases); }
     std::function<option_detail::CommandLineOption(Owner&)> command_line;
     std::function<void(const Owner&)> check;
     std::function<void(const Owner&, nlohmann::json&)> save;        // into the saved options
@@ -214,6 +243,7 @@ class OptionTable {
     nlohmann::json before_it_existed;                   // null: an older checkpoint keeps the run's value
   };
   std::vector<Entry> entries_;
+  std::string group_;  // of the options added next
 
   static nlohmann::json older_checkpoint(const std::string& key, const nlohmann::json& value) {
     nlohmann::json j = nlohmann::json::object();
@@ -295,6 +325,12 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, T Owner::*
   const std::string flag = names.substr(0, names.find(','));  // the first name: messages, given flags, the saved key
   Entry e;
   e.flag = flag;
+  for (size_t at = names.find(','); at != std::string::npos;) {
+    const size_t next = names.find(',', at + 1);
+    e.aliases.push_back(names.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+    at = next;
+  }
+  e.group = group_;
   e.on_resume = on_resume;
   e.check = [=](const Owner& o) {
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
@@ -343,8 +379,9 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, T Owner::*
     }
     j[key] = o.*member;
   };
-  e.restore = [=](Owner& o, const nlohmann::json& all, const std::string& where) {
-    const nlohmann::json& j = all.at(key);
+  e.restore = [=, aliases = e.aliases](Owner& o, const nlohmann::json& all, const std::string& where) {
+    const std::string found = option_detail::saved_key(all, flag, aliases);
+    const nlohmann::json& j = all.at(found);
     // Exactly T's kind of JSON value: get<T>() alone would wrap -1 into a huge size_t and cut 2.5
     // down to 2.
     if (!option_detail::holds<T>(j))
@@ -354,7 +391,7 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, T Owner::*
     const bool given = current != fallback || option_detail::given_on_command_line(o, flag);
     if constexpr (std::is_same_v<T, std::string>) {
       if (is_data_path(on_resume) && !saved.empty()) {
-        o.*member = option_detail::restore_data_path(flag, current, given, saved, all.value(fingerprint_key, nlohmann::json()),
+        o.*member = option_detail::restore_data_path(flag, current, given, saved, all.value(found + "_fingerprint", nlohmann::json()),
                                                      where, /*check_in_place=*/on_resume == OnResume::DataPath);
         return;
       }
@@ -366,6 +403,39 @@ OptionTable<Owner>& OptionTable<Owner>::add(const std::string& names, T Owner::*
           flag, show(current), show(saved), where));
     o.*member = saved;
   };
+  entries_.push_back(std::move(e));
+  return *this;
+}
+
+template <class Owner>
+OptionTable<Owner>& OptionTable<Owner>::add_shorthand(const std::string& flag, const std::string& target,
+                                                      std::string Owner::*member, const std::string& value,
+                                                      const std::string& help) {
+  if (std::none_of(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.flag == target; }))
+    throw std::logic_error(fmt::format("[options] {}: declare {} first", flag, target));
+  const std::string target_flag = target;
+  Entry e;
+  e.flag = flag;
+  e.group = group_;
+  e.on_resume = OnResume::UseNew;
+  e.check = [](const Owner&) {};
+  e.command_line = [=](Owner& o) {
+    option_detail::CommandLineOption c;
+    c.flag = flag;
+    c.help = help;
+    c.is_switch = true;
+    c.set_switch = [=, &o](bool on) {
+      if (!on) return;
+      o.*member = value;
+      option_detail::note_given(o, target_flag);
+    };
+    return c;
+  };
+  e.reset = [](Owner&, const Owner&) {};
+  e.holds = [](const nlohmann::json&) { return false; };
+  e.save_given = [](const Owner&, nlohmann::json&) {};
+  e.save = [](const Owner&, nlohmann::json&) {};
+  e.restore = [](Owner&, const nlohmann::json&, const std::string&) {};
   entries_.push_back(std::move(e));
   return *this;
 }

@@ -49,7 +49,7 @@ bool is_multitask(const xg::training::MultiTaskOptions& m, const TrainerOptions&
 
 // The flags a multi-task run takes per task in tasks.json (or not at all): named when given.
 void refuse_single_task_flags(const CLI::App& app) {
-  std::vector<std::string> flags = {"--task",           "--train",     "--dev",          "--test",
+  std::vector<std::string> flags = {"--task",           "--train-file", "--validation-file", "--test-file",
                                     "--predictions",    "--learning-curve", "--benchmark", "--score-precision"};
   for (const auto& kind : xg::training::finetune_kinds()) {
     CLI::App own;
@@ -76,11 +76,13 @@ int main(int argc, char** argv) {
   std::string report;
   bool benchmark = false;
   CLI::App app("Fine-tunes a checkpoint (or a preset) for a task: text classification or regression by default.\n"
-               "Evaluates on --dev every epoch (or --eval-every N steps) and keeps the best model in OUT/best\n"
-               "(a Hugging Face directory of the head model). Exit status: 0 done, 1 error, 2 bad command line.",
+               "Evaluates on --validation-file every epoch (or every --eval-steps) and keeps the best model in\n"
+               "OUTPUT_DIR/best"
+               " (a Hugging Face directory of the head model). Exit status: 0 done, 1 error, 2 bad command line.",
                "bert_finetune");
   app.get_formatter()->column_width(34);
-  FinetuneOptions::table().add_to(app, task, "Task, data and model");
+  TrainerOptions::table().add_to(app, trainer, xg::kTrainingGroup);  // first: its everyday flags lead their groups
+  FinetuneOptions::table().add_to(app, task, xg::kModelAndDataGroup);
   std::string task_list;
   for (const auto& kind : xg::training::finetune_kinds()) {
     kind->add_options(app);
@@ -89,10 +91,9 @@ int main(int argc, char** argv) {
   app.footer("Tasks (--task): " + task_list);
   xg::training::MultiTaskOptions multi;
   xg::training::MultiTaskOptions::table().add_to(app, multi, "Multi-task (one encoder, a head per task)");
-  TrainerOptions::table().add_to(app, trainer, "Training");
   app.add_option("--report", report, "write the best model's final scores as one JSON object {\"dev\": {...}, \"test\": {...}} "
                                      "(with --learning-curve: every run's scores and the summary)")
-      ->group("Output");
+      ->group(xg::kOutputGroup);
   xg::training::CurveOptions curve;
   std::string curve_sizes;
   app.add_option("--learning-curve", curve_sizes,
@@ -102,29 +103,30 @@ int main(int argc, char** argv) {
                              "runs train at least --min-steps (default {} here) and their checkpoints are deleted once scored",
                              kCurveMinSteps))
       ->group("Learning curves");
-  app.add_option("--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")
+  xg::cli::add_number(app, "--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")
       ->check(CLI::Range(1, 1000))
+      ->capture_default_str()
       ->group("Learning curves");
   app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints")
       ->group("Learning curves");
   app.add_flag("--benchmark", benchmark,
-               "time --steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
-               "ids (--batch x --max-len, every token real, at --precision); prints examples/s last, and no training")
+               "time --max-steps fine-tuning steps (default 5) of a sentence classifier of the --model preset on random "
+               "ids (--per-device-train-batch-size x --max-seq-length, every token real, at --precision); prints examples/s last, and no training")
       ->group("Modes");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
-    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
+    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--max-steps") > 0, app.count("--num-train-epochs") > 0))
       fmt::print(stderr, "note: {}\n", *note);
     // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
-    if (trainer.resume.empty() && !app.count("--vocab")) task.vocab = xg::bundled_data_path(task.vocab);
+    if (trainer.resume.empty() && !app.count("--tokenizer")) task.vocab = xg::bundled_data_path(task.vocab);
     if (trainer.resume.empty()) {  // a run's output directory stands for its best model or newest checkpoint
       std::string note;
       task.model = xg::models::model_directory_in(task.model, &note);
-      if (!note.empty()) fmt::print(stderr, "note: --model {}\n", note);
+      if (!note.empty()) fmt::print(stderr, "note: --model-name-or-path {}\n", note);
     }
     // the files written at the end, checked before any training
-    const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--out", "--tensorboard"});
+    const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--output-dir", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})
       if (!path.empty()) xg::cli::check_output_file({flag, path}, inputs);
     const bool multitask = is_multitask(multi, trainer);  // --multi-task, or resuming such a run
@@ -135,7 +137,7 @@ int main(int argc, char** argv) {
     if (benchmark && app.count("--learning-curve"))
       throw std::invalid_argument("--benchmark times steps on random ids: it takes no --learning-curve");
     if (benchmark) {
-      if (!app.count("--steps")) trainer.steps = 5;
+      if (!app.count("--max-steps")) trainer.steps = 5;
       fmt::print("benchmark: model {} (sequence classification, 2 labels), batch {} x {} tokens, {} timed steps, "
                  "precision {}\n", task.model, trainer.batch, task.max_len, trainer.steps, trainer.precision);
       const auto r = xg::training::run_finetune_benchmark(trainer, task.model, task.max_len);
@@ -143,7 +145,7 @@ int main(int argc, char** argv) {
                  double(r.parameters) / 1e6, r.seconds_per_step, r.peak_rss_mb, r.tokens_per_s / double(task.max_len));
       return 0;
     }
-    if (app.count("--warmup") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
+    if (app.count("--warmup-steps") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     // a resumed run takes from its checkpoint what the defaults above would otherwise change
     if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer);
     if (multitask) {
@@ -158,7 +160,7 @@ int main(int argc, char** argv) {
       try {
         curve.sizes = xg::training::parse_curve_sizes(curve_sizes);
       } catch (const std::invalid_argument& e) {
-        fmt::print(stderr, "bert_finetune: {}\n", e.what());
+        fmt::print(stderr, "{}\n", xg::cli::error_line("bert_finetune", e.what()));
         return 2;
       }
       if (!app.count("--min-steps")) trainer.min_steps = kCurveMinSteps;
@@ -180,7 +182,7 @@ int main(int argc, char** argv) {
                          result.scores, best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), use));
     if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
   } catch (const std::exception& e) {
-    fmt::print(stderr, "bert_finetune: {}\n", e.what());
+    fmt::print(stderr, "{}\n", xg::cli::error_line("bert_finetune", e.what()));
     return 1;
   }
   return 0;

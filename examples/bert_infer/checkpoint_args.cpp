@@ -33,7 +33,9 @@ CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::s
                   "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model or a "
                   "Hugging Face tokenizer directory, instead of the model's")
       ->type_name("FILE|DIR");
-  cmd->add_flag("--cased", a.cased, "with --vocab: keep case and accents");
+  cmd->add_flag("--cased", a.cased, "with --tokenizer: keep case and accents");
+  cmd->add_option_function<std::string>("--text", [&a](const std::string& text) { a.text = text; },
+                                        "run this one input, written as a line of stdin would be, instead of reading stdin");
   if (!model_optional)
     cmd->add_option("--precision", a.precision,
                     "matmul precision: bf16 rounds the linear layers' inputs and weights to bf16 and sums in fp32 "
@@ -54,7 +56,7 @@ std::unique_ptr<text::Tokenizer> tokenizer_for(const ModelArgs& a, const std::st
     return models::open_tokenizer(a.vocab, o);
   }
   if (a.cased)
-    throw std::invalid_argument(fmt::format("{}: --cased applies to --vocab; without it the model directory's "
+    throw std::invalid_argument(fmt::format("{}: --cased applies to --tokenizer; without it the model directory's "
                                             "tokenizer_config.json (do_lower_case) decides", command));
   require_model_directory(a.model);
   return models::load_tokenizer(a.model);
@@ -88,6 +90,18 @@ inference::Pipeline open_checkpoint(const ModelArgs& a, const std::string& comma
     throw std::invalid_argument(fmt::format("{}: --model {} is a {}, not {}", command, a.model, architecture, head_name));
   return p;
 }
+
+Inputs::Inputs(const ModelArgs& a) : text_(a.text) {}
+
+bool Inputs::next(std::string& line) {
+  if (!text_) return next_line(std::cin, line, "stdin");
+  if (text_read_) return false;
+  text_read_ = true;
+  line = *text_;
+  return true;
+}
+
+std::string Inputs::where(size_t n) const { return text_ ? std::string("--text") : fmt::format("stdin line {}", n); }
 
 bool next_line(std::istream& in, std::string& line, const std::string& source) {
   if (getline_lf(in, line)) {

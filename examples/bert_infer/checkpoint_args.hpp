@@ -5,6 +5,7 @@
 
 #include <istream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "inference/pipeline.hpp"
@@ -18,10 +19,12 @@ struct ModelArgs {
   std::string model, vocab;
   bool cased = false;
   std::string precision = "fp32";  // of the model's linear layers: fp32, bf16 or int8
+  std::optional<std::string> text;  // --text: the one input, instead of stdin's lines
 };
 
 // Adds subcommand `name` to `app` with --model DIR (required unless `model_optional`),
-// --tokenizer/--vocab and --cased, and --precision where the model is required; returns it.
+// --tokenizer/--vocab and --cased, --precision where the model is required, and --text (one input
+// written as a line of stdin would be); returns it.
 CLI::App* add_model_command(CLI::App& app, const std::string& name, const std::string& description, ModelArgs& a,
                             bool model_optional = false);
 
@@ -41,6 +44,20 @@ models::LoadedModel load_model(const std::string& dir);
 // "a *ForTokenClassification model"): another architecture is refused, naming it.
 inference::Pipeline open_checkpoint(const ModelArgs& a, const std::string& command, const std::string& head_suffix = "",
                                     const std::string& head_name = "");
+
+// A subcommand's inputs: the --text when given, else stdin's lines.
+class Inputs {
+ public:
+  explicit Inputs(const ModelArgs& a);
+  // The next input into `line`; false after the last.
+  bool next(std::string& line);
+  // How errors name input `n` (1-based): "stdin line 3", or "--text".
+  std::string where(size_t n) const;
+
+ private:
+  std::optional<std::string> text_;
+  bool text_read_ = false;
+};
 
 // The next line of `in` (named `source` in errors) into `line`, a trailing '\r' dropped so a CRLF
 // file reads as its LF twin (byte-level BPE would make the CR a token). False at the end of the

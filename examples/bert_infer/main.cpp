@@ -52,8 +52,8 @@ struct TokenizeArgs {
 };
 struct FillMaskArgs {
   ModelArgs tok;
-  std::string text;
   size_t top_k = 5;
+  size_t batch = 32;
 };
 struct EmbedArgs {
   ModelArgs tok;
@@ -80,12 +80,13 @@ struct ClassifyArgs {
   size_t max_len = 512;  // capped at what the model's positions hold (infer::max_tokens)
 };
 
-// Encodes stdin line `n` (from 1), naming it in errors (invalid UTF-8, ...).
-text::Encoding encode_line(const text::Tokenizer& tok, const std::string& line, size_t n, const text::EncodeOptions& eo = {}) {
+// Encodes an input line, naming it (`where`) in errors (invalid UTF-8, ...).
+text::Encoding encode_line(const text::Tokenizer& tok, const std::string& line, const std::string& where,
+                           const text::EncodeOptions& eo = {}) {
   try {
     return tok.encode(line, eo);
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("stdin line {}: {}", n, e.what()));
+    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
   }
 }
 
@@ -159,11 +160,12 @@ int dump(const DumpArgs& a) {
 }
 
 int tokenize(const TokenizeArgs& a) {
-  if (a.tok.vocab.empty() && a.tok.model.empty()) throw std::invalid_argument("tokenize needs --model DIR or --vocab FILE");
+  if (a.tok.vocab.empty() && a.tok.model.empty()) throw std::invalid_argument("tokenize needs --model DIR or --tokenizer FILE");
   const auto tok = infer::tokenizer_for(a.tok, "tokenize");
+  infer::Inputs inputs(a.tok);
   std::string line;
-  for (size_t n = 1; infer::next_line(std::cin, line, "stdin"); ++n) {
-    const auto e = encode_line(*tok, line, n);
+  for (size_t n = 1; inputs.next(line); ++n) {
+    const auto e = encode_line(*tok, line, inputs.where(n));
     std::string s;
     for (size_t i = 0; i < e.ids.size(); ++i) s += (i ? " " : "") + std::to_string(e.ids[i]);
     fmt::print("{}\n", s);
@@ -171,23 +173,14 @@ int tokenize(const TokenizeArgs& a) {
   return 0;
 }
 
-int fill_mask(const FillMaskArgs& a) {
-  const inference::Pipeline p = infer::open_checkpoint(a.tok, "fill-mask");
-  for (const auto& candidates : p.fill_mask(a.text, a.top_k)) {
-    fmt::print("{} at token {}:\n", p.tokenizer().special_tokens().mask, candidates.front().position);
-    for (const auto& c : candidates) fmt::print("  {:.4f}  {:<15} {}\n", c.score, c.token, c.sequence);
-  }
-  return 0;
-}
-
-// Reads stdin in batches of `batch` lines; `run(lines, first)` gets each batch and the 1-based
-// number of its first line.
+// Reads the inputs in batches of `batch` lines; `run(lines, first)` gets each batch and the
+// 1-based number of its first line.
 template <class Run>
-void for_each_batch(size_t batch, Run run) {
+void for_each_batch(infer::Inputs& inputs, size_t batch, Run run) {
   std::vector<std::string> lines;
   size_t first = 1;
   std::string line;
-  while (infer::next_line(std::cin, line, "stdin")) {
+  while (inputs.next(line)) {
     lines.push_back(line);
     if (lines.size() == batch) {
       run(lines, first);
@@ -198,12 +191,31 @@ void for_each_batch(size_t batch, Run run) {
   if (!lines.empty()) run(lines, first);
 }
 
+// Each input's masks, a blank line between inputs.
+int fill_mask(const FillMaskArgs& a) {
+  const inference::Pipeline p = infer::open_checkpoint(a.tok, "fill-mask");
+  infer::Inputs inputs(a.tok);
+  bool first_input = true;
+  for_each_batch(inputs, a.batch, [&](const std::vector<std::string>& lines, size_t first) {
+    for (const auto& masks : p.fill_mask(lines, a.top_k, [&](size_t i) { return inputs.where(first + i); })) {
+      if (!first_input) fmt::print("\n");
+      first_input = false;
+      for (const auto& candidates : masks) {
+        fmt::print("{} at token {}:\n", p.tokenizer().special_tokens().mask, candidates.front().position);
+        for (const auto& c : candidates) fmt::print("  {:.4f}  {:<15} {}\n", c.score, c.token, c.sequence);
+      }
+    }
+  });
+  return 0;
+}
+
 int embed(const EmbedArgs& a) {
   inference::Pipeline p = infer::open_checkpoint(a.tok, "embed");
   p.set_batch(a.batch);
   const models::Pooling pooling = models::pooling_from_name(a.pooling);
-  for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
-    const auto vectors = p.embed(lines, pooling, a.normalize, [&](size_t i) { return fmt::format("stdin line {}", first + i); });
+  infer::Inputs inputs(a.tok);
+  for_each_batch(inputs, a.batch, [&](const std::vector<std::string>& lines, size_t first) {
+    const auto vectors = p.embed(lines, pooling, a.normalize, [&](size_t i) { return inputs.where(first + i); });
     for (const auto& v : vectors) {
       std::string s;
       for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.8g}", i ? " " : "", v[i]);
@@ -214,7 +226,8 @@ int embed(const EmbedArgs& a) {
 }
 
 // One input of classify: a line "text[<TAB>text_b]", or a JSON object {"text": ..., "text_b": ...}.
-models::Sequence encode_input(const text::Tokenizer& tok, const std::string& line, size_t n, bool jsonl, const text::EncodeOptions& eo) {
+models::Sequence encode_input(const text::Tokenizer& tok, const std::string& line, const std::string& where, bool jsonl,
+                              const text::EncodeOptions& eo) {
   std::string a = line, b;
   bool pair = false;
   if (jsonl) {
@@ -222,11 +235,11 @@ models::Sequence encode_input(const text::Tokenizer& tok, const std::string& lin
     try {
       j = parse_json_bounded(line);
     } catch (const nlohmann::json::exception& e) {
-      throw std::invalid_argument(fmt::format("stdin line {}: not valid JSON ({})", n, e.what()));
+      throw std::invalid_argument(fmt::format("{}: not valid JSON ({})", where, e.what()));
     }
     auto text_of = [&](const char* key) {
       if (!j.is_object() || !j.contains(key) || !j[key].is_string())
-        throw std::invalid_argument(fmt::format("stdin line {}: expected {{\"text\": \"...\"}} with an optional \"text_b\", got {}", n, json_summary(j)));
+        throw std::invalid_argument(fmt::format("{}: expected {{\"text\": \"...\"}} with an optional \"text_b\", got {}", where, json_summary(j)));
       return j[key].get<std::string>();
     };
     a = text_of("text");
@@ -241,7 +254,7 @@ models::Sequence encode_input(const text::Tokenizer& tok, const std::string& lin
     const text::Encoding e = pair ? tok.encode_pair(a, b, eo) : tok.encode(a, eo);
     return {{e.ids.begin(), e.ids.end()}, {e.type_ids.begin(), e.type_ids.end()}};
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("stdin line {}: {}", n, e.what()));
+    throw std::runtime_error(fmt::format("{}: {}", where, e.what()));
   }
 }
 
@@ -251,9 +264,11 @@ int classify(const ClassifyArgs& a) {
   const bool regression = p.head_config().is_regression();
   text::EncodeOptions eo;
   eo.max_length = std::min(a.max_len, p.max_tokens());
-  for_each_batch(a.batch, [&](const std::vector<std::string>& lines, size_t first) {
+  infer::Inputs inputs(a.tok);
+  for_each_batch(inputs, a.batch, [&](const std::vector<std::string>& lines, size_t first) {
     std::vector<models::Sequence> sequences;
-    for (size_t i = 0; i < lines.size(); ++i) sequences.push_back(encode_input(p.tokenizer(), lines[i], first + i, a.jsonl, eo));
+    for (size_t i = 0; i < lines.size(); ++i)
+      sequences.push_back(encode_input(p.tokenizer(), lines[i], inputs.where(first + i), a.jsonl, eo));
     for (const auto& labels : p.classify_encoded(sequences, a.top_k)) {
       std::string row;  // label<TAB>probability for the top k, or a regression's value
       for (size_t i = 0; i < labels.size(); ++i)
@@ -266,26 +281,27 @@ int classify(const ClassifyArgs& a) {
 }
 
 // A JSONL line's "text", naming the line when it is not an object with a string "text".
-std::string jsonl_text(const std::string& line, size_t n) {
+std::string jsonl_text(const std::string& line, const std::string& where) {
   nlohmann::json j;
   try {
     j = parse_json_bounded(line);
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(fmt::format("stdin line {}: not valid JSON ({})", n, e.what()));
+    throw std::invalid_argument(fmt::format("{}: not valid JSON ({})", where, e.what()));
   }
   if (!j.is_object() || !j.contains("text") || !j.at("text").is_string())
-    throw std::invalid_argument(fmt::format("stdin line {}: expected an object with a string \"text\", got {}", n, json_summary(j)));
+    throw std::invalid_argument(fmt::format("{}: expected an object with a string \"text\", got {}", where, json_summary(j)));
   return j.at("text").get<std::string>();
 }
 
 int ner(const NerArgs& a) {
   inference::Pipeline p = infer::open_checkpoint(a.tok, "ner", "ForTokenClassification", "a *ForTokenClassification model");
   p.set_batch(a.batch);
+  infer::Inputs inputs(a.tok);
   std::vector<std::string> texts;
   size_t lines_read = 0;
   auto flush = [&] {
     const size_t first = lines_read - texts.size() + 1;
-    const auto found = p.entities(texts, a.align, [&](size_t i) { return fmt::format("stdin line {}", first + i); });
+    const auto found = p.entities(texts, a.align, [&](size_t i) { return inputs.where(first + i); });
     for (size_t i = 0; i < texts.size(); ++i) {
       nlohmann::json entities = nlohmann::json::array();
       for (const auto& e : found[i])
@@ -296,9 +312,9 @@ int ner(const NerArgs& a) {
     texts.clear();
   };
   std::string line;
-  while (infer::next_line(std::cin, line, "stdin")) {
+  while (inputs.next(line)) {
     ++lines_read;
-    texts.push_back(a.jsonl ? jsonl_text(line, lines_read) : line);
+    texts.push_back(a.jsonl ? jsonl_text(line, inputs.where(lines_read)) : line);
     if (texts.size() == a.batch) flush();
   }
   if (!texts.empty()) flush();
@@ -349,26 +365,28 @@ int main(int argc, char** argv) {
   auto* tokenize_cmd = infer::add_model_command(app, "tokenize", "Each stdin line -> ids of [CLS] line [SEP]", t.tok, /*model_optional=*/true);
 
   FillMaskArgs f;
-  auto* fill_mask_cmd = infer::add_model_command(app, "fill-mask", "The most likely tokens for each [MASK] in the text", f.tok);
-  fill_mask_cmd->add_option("--text", f.text, "text with one or more [MASK]")->required();
+  auto* fill_mask_cmd = infer::add_model_command(app, "fill-mask", "Each stdin line -> the most likely tokens for each of its [MASK]s", f.tok);
   xg::cli::add_number(*fill_mask_cmd, "--top-k", f.top_k, "candidates shown per [MASK]")->check(xg::cli::positive());
+  xg::cli::add_number(*fill_mask_cmd, "--batch-size,--batch", f.batch, "lines per forward pass")->check(xg::cli::positive());
+  fill_mask_cmd->footer("Prints, for each input line, \"[MASK] at token T:\" per mask and its --top-k candidates, one per line:\n"
+                        "probability, token, the text with the mask filled; a blank line between inputs.");
 
   EmbedArgs e;
   auto* embed_cmd = infer::add_model_command(app, "embed", "Each stdin line -> one vector (the last hidden layer, pooled)", e.tok);
   embed_cmd->add_option("--pooling", e.pooling, "the [CLS] vector or the mean over tokens")
       ->check(CLI::IsMember({"cls", "mean"}));
   embed_cmd->add_flag("--normalize", e.normalize, "scale each vector to unit length (cosine similarity = dot product)");
-  xg::cli::add_number(*embed_cmd, "--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*embed_cmd, "--batch-size,--batch", e.batch, "lines per forward pass")->check(xg::cli::positive());
 
   infer::QaArgs q;
   auto* qa_cmd = infer::add_qa_command(app, q);
   NerArgs n;
   auto* ner_cmd = infer::add_model_command(app, "ner", "Each stdin line -> its named entities as one JSON line", n.tok);
   ner_cmd->add_flag("--jsonl", n.jsonl, "stdin lines are JSON objects {\"text\": ...} (default: plain text lines)");
-  xg::cli::add_number(*ner_cmd, "--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
-  xg::cli::add_number(*ner_cmd, "--max-len", n.align.max_len, "tokens per window, special tokens included (at most what the "
+  xg::cli::add_number(*ner_cmd, "--batch-size,--batch", n.batch, "lines per batch (their windows run together)")->check(xg::cli::positive());
+  xg::cli::add_number(*ner_cmd, "--max-seq-length,--max-len", n.align.max_len, "tokens per window, special tokens included (at most what the "
                       "model's positions hold); longer lines are split into overlapping windows")->check(CLI::Range(size_t(4), size_t(1) << 20));
-  xg::cli::add_number(*ner_cmd, "--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line (0: a quarter of the window)");
+  xg::cli::add_number(*ner_cmd, "--doc-stride,--stride", n.align.stride, "sub-tokens shared by consecutive windows of a long line (0: a quarter of the window)");
   ner_cmd->footer(
       "Output, one line per input line: {\"text\": ..., \"entities\": [{\"type\": \"PER\", \"text\": ..., \"start\": S,\n"
       "\"end\": E, \"score\": P}]}; [S, E) counts code points of the line, P is the mean probability of the\n"
@@ -378,8 +396,8 @@ int main(int argc, char** argv) {
                                                 c.tok);
   classify_cmd->add_flag("--jsonl", c.jsonl, "each line is a JSON object {\"text\": ..., \"text_b\": ...} (text_b optional)");
   xg::cli::add_number(*classify_cmd, "--top-k", c.top_k, "labels printed per line, most likely first")->check(xg::cli::positive());
-  xg::cli::add_number(*classify_cmd, "--batch", c.batch, "lines per forward pass")->check(xg::cli::positive());
-  xg::cli::add_number(*classify_cmd, "--max-len", c.max_len, "tokens per input, special tokens included (longer ones are truncated; "
+  xg::cli::add_number(*classify_cmd, "--batch-size,--batch", c.batch, "lines per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*classify_cmd, "--max-seq-length,--max-len", c.max_len, "tokens per input, special tokens included (longer ones are truncated; "
                                                              "at most what its positions hold: max_position_embeddings, less RoBERTa's pad_token_id + 1)")->check(xg::cli::positive());
   classify_cmd->footer("Prints one line per input: label<TAB>probability (softmax over the labels; each label's sigmoid for a\n"
                        "multi-label model), the top --top-k of them; for a regression model (one output) its value.");
@@ -388,8 +406,8 @@ int main(int argc, char** argv) {
   auto* bench_cmd = app.add_subcommand("bench", "Times the encoder's forward pass (no tape) on random ids or --sentences; prints tokens/s last");
   bench_cmd->add_option("--model", b.opt.model, "a [family-]size preset (random weights) or a checkpoint directory (its encoder)")
       ->type_name("PRESET|DIR");
-  xg::cli::add_number(*bench_cmd, "--batch", b.opt.batch, "sequences per forward pass")->check(xg::cli::positive());
-  xg::cli::add_number(*bench_cmd, "--seq-len", b.opt.seq_len, "tokens per sequence: all real with random ids; with --sentences, the most a line keeps")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--batch-size,--batch", b.opt.batch, "sequences per forward pass")->check(xg::cli::positive());
+  xg::cli::add_number(*bench_cmd, "--max-seq-length,--seq-len", b.opt.seq_len, "tokens per sequence: all real with random ids; with --sentences, the most a line keeps")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--steps", b.opt.steps, "timed passes, after two warm-up ones")->check(xg::cli::positive());
   xg::cli::add_number(*bench_cmd, "--threads", b.opt.threads, "threads (0: XGRAD_NUM_THREADS, else the cores)")->check(CLI::Range(0, 4096));
   xg::cli::add_number(*bench_cmd, "--seed", b.opt.seed, "random weights and ids");
@@ -400,9 +418,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--first-token", b.opt.first_token,
                       "time the output at each sequence's first token only, as a sentence classifier reads it (the last layer runs there alone)");
   bench_cmd->add_option("--sentences", b.opt.sentences,
-                        "time real text instead: the first --batch non-empty lines of FILE, padded to the longest; tokens/s counts real tokens")
+                        "time real text instead: the first --batch-size non-empty lines of FILE, padded to the longest; tokens/s counts real tokens")
       ->type_name("FILE");
-  bench_cmd->add_option("--vocab", b.opt.vocab, "the tokenizer for --sentences (a checkpoint directory brings its own)")
+  bench_cmd->add_option("--tokenizer,--vocab", b.opt.vocab, "the tokenizer for --sentences (a checkpoint directory brings its own)")
       ->type_name("PATH");
 
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
@@ -417,7 +435,7 @@ int main(int argc, char** argv) {
     if (*bench_cmd) return bench(b);
     return embed(e);
   } catch (const std::exception& ex) {
-    fmt::print(stderr, "bert_infer: {}\n", ex.what());
+    fmt::print(stderr, "{}\n", xg::cli::error_line("bert_infer", ex.what()));
     return 1;
   }
 }

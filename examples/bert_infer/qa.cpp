@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -53,15 +54,15 @@ CLI::App* add_qa_command(CLI::App& app, QaArgs& a) {
                                 a.checkpoint);
   cmd->get_option("--model")->description("a *ForQuestionAnswering checkpoint directory (bert_finetune --task squad)");
   cmd->add_option("--input", a.input, "JSON Lines file (default: stdin)")->type_name("FILE");
-  cli::add_number(*cmd, "--max-len", a.features.max_len, "tokens per window (0: 384), at most what the model's positions hold");
-  cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)");
+  cli::add_number(*cmd, "--max-seq-length,--max-len", a.features.max_len, "tokens per window (0: 384), at most what the model's positions hold");
+  cli::add_number(*cmd, "--doc-stride", a.features.doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-seq-length)");
   cli::add_number(*cmd, "--max-query-length", a.features.max_query_length, "question tokens kept")->check(cli::positive());
   cli::add_number(*cmd, "--n-best-size", a.decode.n_best_size, "start and end candidates per window")->check(cli::positive());
   cli::add_number(*cmd, "--max-answer-length", a.decode.max_answer_length, "longest answer, in tokens")->check(cli::positive());
   cmd->add_flag("--version-2", a.decode.version_2, "questions may have no answer (SQuAD v2.0): answer \"\" when the null score wins");
   cli::add_number(*cmd, "--null-score-diff-threshold", a.decode.null_score_diff_threshold,
                   "with --version-2: answer \"\" when null score - best span score exceeds this");
-  cli::add_number(*cmd, "--batch", a.batch, "questions per forward pass")->check(cli::positive());
+  cli::add_number(*cmd, "--batch-size,--batch", a.batch, "questions per forward pass")->check(cli::positive());
   cmd->footer("Prints one JSON line per question: {\"id\", \"answer\", \"start\", \"end\" (code points of the context, as Python\n"
               "indexes it), \"score\" (start + end logit), \"probability\" (over the n-best answers)[, \"null_odds\"]}.");
   return cmd;
@@ -75,8 +76,11 @@ int run_qa(const QaArgs& a) {
     file.open(a.input, std::ios::binary);
     if (!file) throw std::runtime_error(fmt::format("[qa] {}: cannot open", a.input));
   }
-  std::istream& in = a.input.empty() ? std::cin : file;
-  const std::string source = a.input.empty() ? "stdin" : a.input;
+  const std::optional<std::string>& text = a.checkpoint.text;
+  if (text && !a.input.empty()) throw std::invalid_argument("qa: --text and --input both name the questions: give one");
+  std::istringstream given(text.value_or(""));
+  std::istream& in = text ? given : a.input.empty() ? std::cin : file;
+  const std::string source = text ? "--text" : a.input.empty() ? "stdin" : a.input;
   std::vector<text::SquadQuestion> questions;
   std::string line;
   for (size_t n = 1; next_line(in, line, source); ++n) {

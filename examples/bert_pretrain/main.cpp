@@ -30,7 +30,7 @@ void set_quick_start_defaults(TrainerOptions& t, PretrainOptions& p) {
 
 // After parsing: a text corpus with no vocabulary chosen gets one trained on it (shards were made
 // with a vocabulary, and --init-from brings one). A resumed run takes all of these from its
-// checkpoint; left at the recipe's values they would read as flags given ("--batch 32 differs").
+// checkpoint; left at the recipe's values they would read as flags given ("--per-device-train-batch-size 32 differs").
 void finish_quick_start_defaults(const CLI::App& app, TrainerOptions& t, PretrainOptions& p) {
   if (!t.resume.empty()) {
     TrainerOptions::table().reset_not_given(t);
@@ -51,14 +51,16 @@ int main(int argc, char** argv) {
                "full-sentence sequences) or ALBERT (masked-language-model + sentence-order losses): --model.\n"
                "Ctrl-C (or SIGTERM) saves a checkpoint and stops with exit status 130 (143); under mpirun, send\n"
                "SIGUSR1 to mpirun instead (exit 138): it kills the ranks a second after passing SIGINT or SIGTERM\n"
-               "on. --resume continues exactly where it stopped. With no --tokenizer, a text corpus gets a vocabulary of 8000 tokens trained\n"
-               "on it. Exit status: 0 done, 1 error, 2 bad command line.",
+               "on. --resume-from-checkpoint continues exactly where it stopped. With no --tokenizer, a text\n"
+               "corpus gets a vocabulary of 8000 tokens trained on it. Exit status: 0 done, 1 error, 2 bad\n"
+               "command line.",
                "bert_pretrain");
   app.get_formatter()->column_width(34);
-  PretrainOptions::table().add_to(app, task, "Data and model");
-  TrainerOptions::table().add_to(app, trainer, "Training");
+  TrainerOptions::table().add_to(app, trainer, xg::kTrainingGroup);
+  PretrainOptions::table().add_to(app, task, xg::kModelAndDataGroup);
   app.add_flag("--benchmark", benchmark,
-               "time training steps on random token ids (honours --model --batch --seq-len --steps --threads --precision "
+               "time training steps on random token ids (honours --model --per-device-train-batch-size --max-seq-length "
+               "--max-steps --threads --precision "
                "--optimizer; by default the recipe's optimizer, LAMB for ALBERT, as training steps it); "
                "last line 'tokens/s: X'")
       ->group("Modes");
@@ -69,17 +71,17 @@ int main(int argc, char** argv) {
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
   try {
     xg::nn::set_default_execution(xg::nn::ExecutionOptions::from_environment());  // the XGRAD_* switches, read once here
-    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--steps") > 0, app.count("--epochs") > 0))
+    if (const auto note = xg::training::steps_override_epochs(trainer, app.count("--max-steps") > 0, app.count("--num-train-epochs") > 0))
       fmt::print(stderr, "note: {}\n", *note);
     // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
-    if (trainer.resume.empty() && !app.count("--corpus")) task.corpus = xg::bundled_data_path(task.corpus);
+    if (trainer.resume.empty() && !app.count("--train-file")) task.corpus = xg::bundled_data_path(task.corpus);
     if (trainer.resume.empty() && !task.init_from.empty()) {  // a run's output directory: its newest checkpoint
       std::string note;
       task.init_from = xg::models::model_directory_in(task.init_from, &note);
       if (!note.empty()) fmt::print(stderr, "note: --init-from {}\n", note);
     }
     if (benchmark) {
-      if (!app.count("--steps")) trainer.steps = 10;
+      if (!app.count("--max-steps")) trainer.steps = 10;
       fmt::print("benchmark: model {} ({}), batch {} x {} tokens, {} timed steps (MLM at 15% of positions), precision {}\n",
                  task.model_or_default(), xg::training::pretraining_architecture(task), trainer.batch, task.seq_len, trainer.steps,
                  trainer.precision);
@@ -90,7 +92,7 @@ int main(int argc, char** argv) {
     }
     if (eval_only) {
       const auto e = xg::training::evaluate_pretraining(trainer, task);
-      if (e.result.metrics.empty()) throw std::invalid_argument(fmt::format("[pretraining] {}: no held-out documents (it needs 2 or more)", task.corpus));
+      if (e.result.metrics.empty()) throw std::invalid_argument(fmt::format("{}: no held-out documents (it needs 2 or more)", task.corpus));
       fmt::print("{}\nheld-out: {}\n", e.data, e.result.summary);
       for (const auto& [name, value] : e.result.metrics) fmt::print("{}: {:.6g}\n", name, value);
       return 0;
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
     const auto result = xg::training::run_pretraining(trainer, task);
     if (result.signal != 0) return 128 + result.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
   } catch (const std::exception& e) {
-    fmt::print(stderr, "bert_pretrain: {}\n", e.what());
+    fmt::print(stderr, "{}\n", xg::cli::error_line("bert_pretrain", e.what()));
     return 1;
   }
   return 0;

@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bert_serve: stopped\n");
     return 0;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "bert_serve: {}\n", e.what());
+    fmt::print(stderr, "{}\n", xg::cli::error_line("bert_serve", e.what()));
     return 1;
   }
 }

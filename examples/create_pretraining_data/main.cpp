@@ -1,7 +1,7 @@
 // Builds static pre-training shards from a corpus in the BERT format (one sentence per line, a
 // blank line between documents) and a tokenizer (any of bert_pretrain's --tokenizer): BERT's
 // sentence pairs for NSP by default, ALBERT's for SOP, or RoBERTa's packed full sentences (--pairing).
-//   create_pretraining_data --input FILE --vocab FILE|DIR --output DIR [options]
+//   create_pretraining_data --train-file FILE --tokenizer FILE|DIR --output-dir DIR [options]
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -19,9 +19,9 @@ void require_writable_directory(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))
-    throw std::runtime_error(fmt::format("--output {}: cannot create the directory{}", dir, ec ? ": " + ec.message() : ""));
+    throw std::runtime_error(fmt::format("--output-dir {}: cannot create the directory{}", dir, ec ? ": " + ec.message() : ""));
   const std::string probe = (std::filesystem::path(dir) / ".write-test").string();
-  if (!std::ofstream(probe)) throw std::runtime_error(fmt::format("--output {}: not writable", dir));
+  if (!std::ofstream(probe)) throw std::runtime_error(fmt::format("--output-dir {}: not writable", dir));
   std::filesystem::remove(probe);
 }
 }  // namespace
@@ -36,17 +36,17 @@ int main(int argc, char** argv) {
   CLI::App app{"Builds static pre-training shards (MLM + NSP, SOP or packed full sentences) from a corpus in the BERT format.",
                "create_pretraining_data"};
   xg::cli::show_defaults(app);
-  app.add_option("--input,--corpus,--train-file", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
+  app.add_option("--train-file,--input,--corpus", input, "corpus: a sentence per line, a blank line between documents")->required()->type_name("FILE");
   app.add_option("--tokenizer,--vocab", vocab,
                  "WordPiece vocab.txt, byte-level BPE vocab.json, SentencePiece .model, or a tokenizer directory "
                  "(tokenizer_config.json decides casing)")
       ->required()
       ->type_name("FILE|DIR");
   app.add_option("--pairing", pairing, "nsp (BERT), sop (ALBERT), full-sentences (RoBERTa) or doc-sentences");
-  app.add_option("--output,--out,--output-dir", output, "directory for shard_NNNNN.bin files (and held_out.bin)")->required()->type_name("DIR");
+  app.add_option("--output-dir,--output,--out", output, "directory for shard_NNNNN.bin files (and held_out.bin)")->required()->type_name("DIR");
   xg::cli::add_number(app, "--max-seq-length,--seq-len", opt.max_seq_length, "tokens per instance, [CLS] and [SEP]s included");
   xg::cli::add_number(app, "--max-predictions", opt.max_predictions_per_seq, "masked tokens per instance at most");
-  xg::cli::add_number(app, "--masked-lm-prob,--mlm-probability", opt.masked_lm_prob, "fraction of tokens masked");
+  xg::cli::add_number(app, "--mlm-probability,--masked-lm-prob", opt.masked_lm_prob, "fraction of tokens masked");
   xg::cli::add_number(app, "--short-seq-prob", opt.short_seq_prob, "how often a shorter sequence is aimed for");
   xg::cli::add_number(app, "--dupe-factor", opt.dupe_factor, "passes over the corpus, each with different masks");
   app.add_flag("--whole-word-mask", opt.whole_word_mask, "mask all pieces of a word together");
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     if (!held_out.empty()) fmt::print(", and {} held-out instances into {}", held_out.size(), xg::text::kHeldOutShard);
     fmt::print("\n");
   } catch (const std::exception& e) {
-    fmt::print(stderr, "create_pretraining_data: {}\n", e.what());
+    fmt::print(stderr, "{}\n", xg::cli::error_line("create_pretraining_data", e.what()));
     return 1;
   }
   return 0;

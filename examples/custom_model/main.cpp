@@ -142,15 +142,15 @@ int main(int argc, char** argv) try {
   Options opt;
   CLI::App app{"Trains a small Transformer sentiment classifier written against the nn API.", "custom_model"};
   xg::cli::show_defaults(app);
-  app.add_option("--data", opt.data, "TSV: source, label 0/1, text")->type_name("FILE");
-  xg::cli::add_number(app, "--epochs", opt.epochs, "passes over the training split")->check(xg::cli::positive());
-  xg::cli::add_number(app, "--batch", opt.batch, "sentences per step")->check(xg::cli::positive());
-  xg::cli::add_number(app, "--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)")->check(xg::cli::positive());
+  app.add_option("--train-file,--data", opt.data, "TSV: source, label 0/1, text")->type_name("FILE");
+  xg::cli::add_number(app, "--num-train-epochs,--epochs", opt.epochs, "passes over the training split")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--per-device-train-batch-size,--batch", opt.batch, "sentences per step")->check(xg::cli::positive());
+  xg::cli::add_number(app, "--learning-rate,--lr", opt.lr, "peak learning rate (AdamW, warm-up then linear decay)")->check(xg::cli::positive());
   xg::cli::add_number(app, "--seed", opt.seed, "seed for the split, weights and order");
   app.add_option("--save", opt.save, "where the trained weights go (safetensors), reloaded into a fresh model to check "
                                      "them (default: a temporary file, removed afterwards)")->type_name("FILE");
   if (auto code = xg::cli::parse_or_exit(app, argc, argv)) return *code;
-  if (!app.count("--data")) opt.data = bundled_data_path(opt.data);  // the bundled set, from any working directory
+  if (!app.count("--train-file")) opt.data = bundled_data_path(opt.data);  // the bundled set, from any working directory
 
   // ---- data: source \t label \t text, shuffled and split ----
   std::ifstream in(opt.data);
@@ -251,6 +251,6 @@ int main(int argc, char** argv) try {
              temporary ? "a temporary file" : path, test.size(), 100 * evaluate(reloaded, test, 256));
   return 0;
 } catch (const std::exception& e) {  // every error ends here, named, with exit status 1
-  fmt::print(stderr, "custom_model: {}\n", e.what());
+  fmt::print(stderr, "{}\n", xg::cli::error_line("custom_model", e.what()));
   return 1;
 }

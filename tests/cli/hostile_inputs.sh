@@ -74,14 +74,14 @@ case $GROUP in
 flags)
   P=$BIN/bert_pretrain
   expect 2 "--bogus" "$P" --bogus
-  expect 2 "--steps" "$P" --steps abc
+  expect 2 "--max-steps" "$P" --steps abc
   expect 2 "--clip" "$P" --clip nan
   expect 2 "--weight-decay" "$P" --weight-decay inf
-  expect 2 "--lr" "$P" --lr -1
+  expect 2 "--learning-rate" "$P" --lr -1
   expect 2 "--threads" "$P" --threads 4294967297
-  expect 2 "--steps" "$P" --benchmark --steps -1
-  expect 2 "--batch" "$P" --batch 0
-  expect 2 "--seq-len" "$P" --seq-len 99999999999999999999
+  expect 2 "--max-steps" "$P" --benchmark --steps -1
+  expect 2 "--per-device-train-batch-size" "$P" --batch 0
+  expect 2 "--max-seq-length" "$P" --seq-len 99999999999999999999
   expect 2 "'maybe': not one of stop, skip" "$P" "${SMALL[@]}" --on-nonfinite maybe --out "$W/o1"
   expect 2 "'foo': not one of linear, cosine" "$P" "${SMALL[@]}" --schedule foo --out "$W/o1"
   expect 2 "'xyz': not one of auto, nsp" "$P" "${SMALL[@]}" --pairing xyz --out "$W/o1"
@@ -106,13 +106,13 @@ flags)
   expect 1 "more than twice this machine's" "$P" "${SMALL[@]}" --out "$W/o3"
   # attention's memory is linear in T, so the longest sequences are refused for the batch they make
   model=tiny seq=65535 batch=4096 small
-  expect 1 "--batch 4096 x --seq-len 65535" "$P" "${SMALL[@]}" --out "$W/o4"
+  expect 1 "--per-device-train-batch-size 4096 x --max-seq-length 65535" "$P" "${SMALL[@]}" --out "$W/o4"
   [[ -e $W/o4 ]] && fail "a failed start left $W/o4 behind"
   C=$BIN/create_pretraining_data
   expect 2 "--per-shard" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/s" --per-shard 0
-  expect 2 "--input" "$C" --vocab "$VOCAB" --output "$W/s"
+  expect 2 "--train-file" "$C" --vocab "$VOCAB" --output "$W/s"
   expect 2 "--dupe-factor" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/s" --dupe-factor -1
-  expect 2 "--masked-lm-prob" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/s" --masked-lm-prob x
+  expect 2 "--mlm-probability" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$W/s" --masked-lm-prob x
   ;;
 
 files)  # corpora, vocabularies and configs, broken in the ways files break
@@ -171,22 +171,22 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   R=$W/run
   make_run "$R"
   before=$(snapshot "$R")
-  expect 1 "--out $R is not empty (checkpoint-000002, checkpoint-000004" "$P" "${SMALL[@]}" --steps 4 --out "$R"
+  expect 1 "--output-dir $R is not empty (checkpoint-000002, checkpoint-000004" "$P" "${SMALL[@]}" --steps 4 --out "$R"
   expect_unchanged "$R" "$before" "a new run into it"
   # --overwrite replaces only what a run provably wrote: a folder of the user's corpus and vocabulary
   # is refused whole, and an input inside an earlier run's files is not moved away from the run
   mkdir -p "$W/mine" && cp "$CORPUS" "$W/mine/corpus.txt" && cp "$VOCAB" "$W/mine/vocab.txt"
   mine=$(snapshot "$W/mine")
-  expect 1 "--out $W/mine holds files no training run wrote (corpus.txt, vocab.txt)" \
+  expect 1 "--output-dir $W/mine holds files no training run wrote (corpus.txt, vocab.txt)" \
     "$P" "${SMALL[@]:2}" --corpus "$W/mine/corpus.txt" --train-vocab 500 --steps 2 --out "$W/mine" --overwrite
   expect_unchanged "$W/mine" "$mine" "--overwrite into a folder of the user's files"
   [[ -z $(ls -A "$W/mine" | grep -v -e corpus.txt -e vocab.txt) ]] || fail "files left in $W/mine: $(ls -A "$W/mine")"
   expect 1 "--overwrite would set aside checkpoint-000004, which this run reads" \
     "$P" "${SMALL[@]}" --init-from "$R/checkpoint-000004" --steps 2 --out "$R" --overwrite
   expect_unchanged "$R" "$before" "--overwrite of the run --init-from reads"
-  expect 1 "--lr 0.5 differs from the checkpoint's" "$P" --resume "$R" --lr 0.5
-  expect 1 "--seq-len 64 differs" "$P" --resume "$R" --seq-len 64
-  expect 1 "--seq-len 128 differs from the checkpoint's 32" "$P" --resume "$R" --seq-len 128  # the default, given
+  expect 1 "--learning-rate 0.5 differs from the checkpoint's" "$P" --resume "$R" --lr 0.5
+  expect 1 "--max-seq-length 64 differs" "$P" --resume "$R" --seq-len 64
+  expect 1 "--max-seq-length 128 differs from the checkpoint's 32" "$P" --resume "$R" --seq-len 128  # the default, given
   expect 0 "already at step 4 of 4" "$P" --resume "$R"
   expect_unchanged "$R" "$before" "resumes refused or with nothing to do"
   expect 1 "another run is writing into it" flock "$R" "$P" --resume "$R" --steps 4
@@ -197,7 +197,7 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   printf '{"format": 2, "step": "many"' > "$W/damaged/checkpoint-000004/training_state.json"
   expect 1 "training_state.json: 28 bytes" "$P" --resume "$W/damaged/checkpoint-000004"
   rm "$W/damaged/checkpoint-000004/checksums.json"  # as if edited by hand: the reader names the file
-  expect 1 "[resume] $W/damaged/checkpoint-000004/training_state.json: " "$P" --resume "$W/damaged/checkpoint-000004"
+  expect 1 "$W/damaged/checkpoint-000004/training_state.json: " "$P" --resume "$W/damaged/checkpoint-000004"
   rm -rf "$W/damaged" && cp -r "$R" "$W/damaged"
   truncate -s 100 "$W/damaged/checkpoint-000004/model.safetensors"
   expect 1 "model.safetensors: 100 bytes" "$P" --resume "$W/damaged"
@@ -212,14 +212,14 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   expect 1 "the file is damaged" "$BIN/bert_infer" fill-mask --model "$W/damaged/checkpoint-000004" --text "a [MASK]"
   expect_unchanged "$R" "$before" "damaged copies"
   # --out that cannot be made or written: found before training
-  expect 1 "--out /proc/xgrad_out: cannot create" "$P" "${SMALL[@]}" --out /proc/xgrad_out
-  expect 1 "--out /proc: not writable" "$P" "${SMALL[@]}" --out /proc
+  expect 1 "--output-dir /proc/xgrad_out: cannot create" "$P" "${SMALL[@]}" --out /proc/xgrad_out
+  expect 1 "--output-dir /proc: not writable" "$P" "${SMALL[@]}" --out /proc
   # --overwrite replaces the earlier run's checkpoints
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/again" --overwrite
   cp -r "$W/again" "$W/again2"
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/again2" --overwrite
   # a run that diverges stops before the update, naming the step
-  expect 1 "[trainer] step 2: the loss is" "$P" "${SMALL[@]}" --lr 1e30 --clip 0 --steps 4 --out "$W/nan"
+  expect 1 "step 2: the loss is" "$P" "${SMALL[@]}" --lr 1e30 --clip 0 --steps 4 --out "$W/nan"
   expect 0 "update skipped" "$P" "${SMALL[@]}" --lr 1e30 --clip 0 --steps 4 --out "$W/nan_skip" --on-nonfinite skip
   # a corpus given relative to the first run's directory, resumed from another, then moved: the
   # same data in its new place resumes; other data is refused (its data position means nothing)
@@ -232,7 +232,7 @@ checkpoints)  # runs in the way of other runs, damaged checkpoints: nothing exis
   expect 0 "stopped at step 3" "$P" --resume "$W/moved" --stop-at 3
   mv "$W/data/corpus.txt" "$W/corpus_moved.txt"
   before=$(snapshot "$W/moved")
-  expect 1 "--corpus $first (" "$P" --resume "$W/moved"
+  expect 1 "--train-file $first (" "$P" --resume "$W/moved"
   { cat "$CORPUS"; echo "one more line ."; } > "$W/corpus_other.txt"
   expect 1 "is not the data the checkpoint was trained on ($first" "$P" --resume "$W/moved" --corpus "$W/corpus_other.txt"
   expect_unchanged "$W/moved" "$before" "resumes with a missing or another corpus"
@@ -295,8 +295,8 @@ shards)
   corpus=$S small
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_shards"
   corpus=$S seq=16 small
-  expect 1 "--max-predictions 20 must be in [1, --seq-len 16]" "$P" "${SMALL[@]}" --max-predictions 20 --steps 2 --out "$W/o"
-  expect 1 "sequences up to 32 tokens; --seq-len is 16" "$P" "${SMALL[@]}" --max-predictions 5 --steps 2 --out "$W/o"
+  expect 1 "--max-predictions 20 must be in [1, --max-seq-length 16]" "$P" "${SMALL[@]}" --max-predictions 20 --steps 2 --out "$W/o"
+  expect 1 "sequences up to 32 tokens; --max-seq-length is 16" "$P" "${SMALL[@]}" --max-predictions 5 --steps 2 --out "$W/o"
   cp -r "$S" "$W/cut" && truncate -s 1000 "$W/cut/shard_00000.bin"
   corpus=$W/cut small
   expect 1 "shard_00000.bin: 1000 bytes" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
@@ -310,8 +310,8 @@ shards)
   corpus=$W/no_shards small
   expect 1 "$W/no_shards" "$P" "${SMALL[@]}" --steps 2 --out "$W/o"
   : > "$W/a_file"
-  expect 1 "--output $W/a_file/sub: cannot create" "$C" --input "$W/never_read.txt" --vocab "$VOCAB" --output "$W/a_file/sub"
-  expect 1 "--output /proc/shards: cannot create" "$C" --input "$CORPUS" --vocab "$VOCAB" --output /proc/shards
+  expect 1 "--output-dir $W/a_file/sub: cannot create" "$C" --input "$W/never_read.txt" --vocab "$VOCAB" --output "$W/a_file/sub"
+  expect 1 "--output-dir /proc/shards: cannot create" "$C" --input "$CORPUS" --vocab "$VOCAB" --output /proc/shards
   # checksums: a flipped bit of a token id, a stale shard, shards of another run mixed in
   cp -r "$S" "$W/flipped"
   printf '\x01' | dd of="$W/flipped/shard_00000.bin" bs=1 seek=60 conv=notrunc status=none
@@ -428,13 +428,13 @@ infer)
   expect 2 "--precision" "$I" bench --model "$M" --steps 1 --precision fp16
   expect 1 "sequence length 600 exceeds max_position_embeddings" "$I" bench --model "$M" --seq-len 600 --steps 1
   expect 1 "unknown preset 'huge'" "$I" bench --model huge --steps 1
-  expect 2 "--batch" "$I" bench --model "$M" --batch 0
+  expect 2 "--batch-size" "$I" bench --model "$M" --batch 0
   expect 2 "--threads" "$I" bench --model "$M" --threads -2
   # real text: the checkpoint's own tokenizer, or --vocab with a preset; too few lines, a missing file
   expect 0 "2 lines of $W/two_lines.txt" "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --sentences "$W/two_lines.txt"
-  expect 1 "fewer than --batch 3" "$I" bench --model "$M" --batch 3 --steps 1 --sentences "$W/two_lines.txt"
+  expect 1 "fewer than --batch-size 3" "$I" bench --model "$M" --batch 3 --steps 1 --sentences "$W/two_lines.txt"
   expect 1 "cannot read --sentences $W/none.txt" "$I" bench --model "$M" --steps 1 --sentences "$W/none.txt"
-  expect 1 "--sentences needs --vocab" "$I" bench --model tiny --steps 1 --sentences "$W/two_lines.txt"
+  expect 1 "--sentences needs --tokenizer" "$I" bench --model tiny --steps 1 --sentences "$W/two_lines.txt"
   # --precision on a command that runs a model
   STDIN_FILE=$W/two_lines.txt
   expect 0 "" "$I" embed --model "$M" --precision bf16
@@ -470,13 +470,13 @@ finetune)
   ft() { FT=(--train "${train:-$W/train.tsv}" --dev "${dev-$W/train.tsv}" --vocab "$VOCAB" --model "${model:-$CONFIG}"
              --max-len 16 --batch 2 --threads 1 --out "$W/ft$((cases + 1))"); }
   expect 2 "--bogus" "$F" --bogus
-  expect 2 "--max-len" "$F" --max-len 2
+  expect 2 "--max-seq-length" "$F" --max-len 2
   expect 2 "--warmup-ratio" "$F" --warmup-ratio 2
-  expect 1 "--train is required" "$F"
+  expect 1 "--train-file is required" "$F"
   ft; expect 1 "--sampling applies to --multi-task runs only" "$F" "${FT[@]}" --sampling round_robin
-  expect 1 "--multi-task takes no --train" "$F" --multi-task "$W/none.json" --train "$W/train.tsv"
+  expect 1 "--multi-task takes no --train-file" "$F" --multi-task "$W/none.json" --train "$W/train.tsv"
   train=$W/none.tsv ft && expect 1 "$W/none.tsv: cannot open" "$F" "${FT[@]}"
-  dev="" ft && expect 1 "--dev is required" "$F" "${FT[@]}"
+  dev="" ft && expect 1 "--validation-file is required" "$F" "${FT[@]}"
   printf 'label\ttext\n1\tfine\n2\tnew label\n' > "$W/dev.tsv"
   dev=$W/dev.tsv ft && expect 1 "$W/dev.tsv:3: unknown label '2'" "$F" "${FT[@]}"
   printf 'label\ttext\n1\tfine\textra\n' > "$W/wide.tsv"
@@ -501,22 +501,22 @@ finetune)
   train=$W/all_o.conll dev=$W/all_o.conll ft && expect 1 "no entities in its 2 sentences (every tag is O)" "$F" "${FT[@]}" --task ner
   model=roberta-tiny ft && expect 1 "--model roberta-tiny (model_type roberta) uses RobertaTokenizer, but the tokenizer given is a BertTokenizer" \
     "$F" "${FT[@]}" --steps 1
-  model=$best ft && expect 1 "--vocab applies to a preset, or to a checkpoint without tokenizer files; $best has its own" \
+  model=$best ft && expect 1 "--tokenizer applies to a preset, or to a checkpoint without tokenizer files; $best has its own" \
     "$F" "${FT[@]}" --steps 1
   # an output that is an input (however spelled, or linked), or that cannot be written, is refused
   # before any training, and the input is left as it was
   cp "$W/train.tsv" "$W/dev_copy.tsv" && ln -sf dev_copy.tsv "$W/dev_link.tsv"
   before=$(sha256sum < "$W/dev_copy.tsv")
-  dev=$W/dev_copy.tsv ft && expect 1 "--predictions $W/dev_copy.tsv is the file --dev $W/dev_copy.tsv reads" \
+  dev=$W/dev_copy.tsv ft && expect 1 "--predictions $W/dev_copy.tsv is the file --validation-file $W/dev_copy.tsv reads" \
     "$F" "${FT[@]}" --epochs 1 --predictions "$W/dev_copy.tsv"
-  dev=$W/dev_copy.tsv ft && expect 1 "is the file --dev $W/dev_copy.tsv reads" \
+  dev=$W/dev_copy.tsv ft && expect 1 "is the file --validation-file $W/dev_copy.tsv reads" \
     "$F" "${FT[@]}" --epochs 1 --report "$W/../$(basename "$W")/dev_link.tsv"
   cases=$((cases + 1))
   [[ $(sha256sum < "$W/dev_copy.tsv") == "$before" ]] || fail "--predictions/--report replaced the dev set"
   ft && expect 1 "--report $W/no_such_dir/r.json: the folder $W/no_such_dir does not exist" \
     "$F" "${FT[@]}" --epochs 1 --report "$W/no_such_dir/r.json"
   ft && expect 1 "--predictions $W: a directory" "$F" "${FT[@]}" --epochs 1 --predictions "$W"
-  ft && expect 1 "--test $W/none.tsv: no such file" "$F" "${FT[@]}" --epochs 1 --test "$W/none.tsv"
+  ft && expect 1 "--test-file $W/none.tsv: no such file" "$F" "${FT[@]}" --epochs 1 --test "$W/none.tsv"
   # padding-free layers: texts of different lengths, so the batch has padding to drop
   printf 'label\ttext\n1\tgood and fine and well\n0\tbad\n' > "$W/ragged.tsv"
   train=$W/ragged.tsv dev=$W/ragged.tsv ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --padding-free
@@ -541,7 +541,7 @@ finetune)
   expect 0 "stopped at step 1" "$F" "${FT[@]:0:${#FT[@]}-2}" --steps 3 --stop-at 1 --out "$W/ftmove"
   first=$(realpath -s "$W/ftdata/train.tsv")  # as saved: absolute and normalised
   mv "$W/ftdata" "$W/ftdata2"
-  expect 1 "--train $first (" "$F" --resume "$W/ftmove"
+  expect 1 "--train-file $first (" "$F" --resume "$W/ftmove"
   printf 'label\ttext\n0\tgood\n1\tbad\n' > "$W/swapped.tsv"  # the same size, other labels
   expect 1 "is not the data the checkpoint was trained on ($first" \
     "$F" --resume "$W/ftmove" --train "$W/swapped.tsv" --dev "$W/ftdata2/dev.tsv"

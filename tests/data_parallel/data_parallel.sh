@@ -147,7 +147,7 @@ faults)
   # (mpirun may stop forwarding the ranks' output once signalled: the checkpoint is the evidence)
   ls "$W"/stopped/checkpoint-*/training_state.json > /dev/null 2>&1 ||
     fail "no checkpoint saved at SIGUSR1:"$'\n'"$(tail -5 "$W/stopped.log")"
-  expect_failure "--batch is 4 on rank 0 and 8 on rank 1" \
+  expect_failure "--per-device-train-batch-size is 4 on rank 0 and 8 on rank 1" \
     timeout 60 "$MPIEXEC" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 4 \
     --out "$W/mismatch" : -np 1 "$BIN/bert_pretrain" "${PRETRAIN[@]}" --batch 8 --out "$W/mismatch"
   # run control too: a rank stopping at step 2 would leave the other waiting in step 3's all-reduce

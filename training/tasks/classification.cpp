@@ -28,7 +28,7 @@ const OptionTable<ClassificationOptions>& ClassificationOptions::table() {
       .add("--text-b-column", &O::text_b_column, "second text of pairs (default: the column text_b when the header has one)", kRestore)
       .add("--skip-header", &O::skip_header, "with numbered columns: the first row is a header to skip", kRestore)
       .add("--data-dir", &O::data_dir, "with a GLUE or SuperGLUE --task: the task's folder as the benchmark ships it "
-                                       "(its train, dev and test files, unless --train, --dev or --test name others)",
+                                       "(its train, dev and test files, unless --train-file, --validation-file or --test-file name others)",
            OnResume::DataPath);
   return t;
 }
@@ -236,7 +236,7 @@ class ClassificationTask : public FinetuneTask {
       const std::vector<std::string> labels =
           benchmark_ ? benchmark_->labels : text::label_list(text::read_text_examples(opt_.train, columns_of(c_)), opt_.train);
       if (labels.size() < 2)  // a one-class model reaches 100% and has learnt nothing
-        throw std::invalid_argument(fmt::format("[classification] --train {}: every example has the label '{}': a classifier needs "
+        throw std::invalid_argument(fmt::format("[classification] --train-file {}: every example has the label '{}': a classifier needs "
                                                 "two or more labels (--regression for a value to predict)",
                                                 opt_.train, labels.empty() ? "" : labels.front()));
       h = models::HeadConfig::with_labels(labels);

@@ -32,39 +32,44 @@ const OptionTable<FinetuneOptions>& FinetuneOptions::table() {
   static const OptionTable<O> t = OptionTable<O>()
       .add("--task", &O::task, "what to fine-tune for: classification (the default), or a kind or benchmark listed "
                                "under Tasks at the end", kRestore)
-      .add("--train,--train-file", &O::train, "labelled training data (format per --task; on --resume: the same data in a new place)",
+      .add("--model-name-or-path,--model", &O::model, "checkpoint directory of any registered family (its encoder is "
+                                                      "fine-tuned, the head is new unless it already fits), or a "
+                                                      "[family-]size preset (tiny, roberta-small, albert-base, ...) "
+                                                      "trained from scratch", kRestore)
+      .add("--train-file,--train", &O::train, "labelled training data (format per --task; on --resume-from-checkpoint: the "
+                                              "same data in a new place)", OnResume::DataPath)
+      .add("--validation-file,--dev", &O::dev, "labelled data evaluated each epoch (or every --eval-steps); the best model "
+                                               "is kept in OUTPUT_DIR/best", OnResume::DataPath)
+      .add("--test-file,--test", &O::test, "data scored (or, without labels, predicted) with the best model at the end",
            OnResume::DataPath)
-      .add("--dev,--validation-file", &O::dev, "labelled data evaluated each epoch (or --eval-every N steps); the best model is kept in OUT/best",
-           OnResume::DataPath)
-      .add("--test,--test-file", &O::test, "data scored (or, without labels, predicted) with the best model at the end", OnResume::DataPath)
-      .add("--model,--model-name-or-path", &O::model, "checkpoint directory of any registered family (its encoder is fine-tuned, the head is "
-                                 "new unless it already fits), or a [family-]size preset (tiny, roberta-small, albert-base, ...) "
-                                 "trained from scratch", kRestore)
-      .add("--vocab,--tokenizer", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings its own)", kRestore)
-      .add("--cased", &O::cased, "keep case and accents with --vocab (default: uncased)", kRestore)
+      .add("--max-seq-length,--max-len", &O::max_len, "tokens per example or window, special tokens included (longer "
+                                                      "texts are truncated or windowed, per --task)", kRestore, at_least(4))
+      .add("--tokenizer,--vocab", &O::vocab, "WordPiece vocab.txt or tokenizer directory for a preset (a checkpoint brings "
+                                             "its own)", kRestore)
+      .add("--cased", &O::cased, "keep case and accents with --tokenizer (default: uncased)", kRestore)
       .add("--allow-tokenizer-mismatch", &O::allow_tokenizer_mismatch, "train a preset on another family's kind of tokenizer "
                                                                        "(a RoBERTa preset on a WordPiece vocab.txt)")
-      .add("--max-len,--max-seq-length", &O::max_len, "tokens per example or window, special tokens included (longer texts are truncated "
-                                     "or windowed, per --task)", kRestore, at_least(4))
-      .add("--predictions", &O::predictions, "write the best model's predictions on --test (else --dev) to this file, in "
-                                             "the task's submission format")
-      .add("--score-precision", &O::score_precision, "matmul precision of the best model's final scores on --dev and "
-                                                     "--test: fp32, bf16 or int8 (int8 weights per output channel, "
-                                                     "activations per row, as bert_infer --precision int8 runs it); "
-                                                     "empty: the training precision", OnResume::UseNew,
-           Choices{{"", "fp32", "bf16", "int8"}})
-      .add("--patience", &O::patience, "stop after this many evaluations without a better dev score (0: never stop early)",
-           kRestore)
-      .add("--layer-lr-decay", &O::layer_lr_decay, "layer-wise rate decay: the head learns at --lr, the top layer at "
-                                                   "lr x D, the one below at lr x D^2, ..., the embeddings at lr x D^(L+1) "
-                                                   "(1: no decay)", kRestore, between(1e-6, 1))
-      .add("--freeze-layers", &O::freeze_layers, "keep the embeddings and this many lowest layers fixed", kRestore)
-      .add("--freeze-encoder", &O::freeze_encoder, "train the head only (the whole encoder stays fixed)", kRestore)
       .add("--max-train-examples", &O::max_train_examples, "train on this many examples, a sample drawn with --seed "
                                                            "(0: all): few-label experiments", kRestore)
+      .group(kTrainingGroup)
+      .add("--patience", &O::patience, "stop after this many evaluations without a better dev score (0: never stop early)",
+           kRestore)
+      .add("--layer-lr-decay", &O::layer_lr_decay, "layer-wise rate decay: the head learns at --learning-rate, the top "
+                                                   "layer at lr x D, the one below at lr x D^2, ..., the embeddings at "
+                                                   "lr x D^(L+1) (1: no decay)", kRestore, between(1e-6, 1))
+      .add("--freeze-layers", &O::freeze_layers, "keep the embeddings and this many lowest layers fixed", kRestore)
+      .add("--freeze-encoder", &O::freeze_encoder, "train the head only (the whole encoder stays fixed)", kRestore)
       .add("--group-by-length", &O::group_by_length, "batch examples of similar length: each epoch's shuffled order is "
                                                      "sorted by length within runs of 50 batches, so batches pad less",
-           kRestore);
+           kRestore)
+      .group(kOutputGroup)
+      .add("--predictions", &O::predictions, "write the best model's predictions on --test-file (else --validation-file) "
+                                             "to this file, in the task's submission format")
+      .add("--score-precision", &O::score_precision, "matmul precision of the best model's final scores on "
+                                                     "--validation-file and --test-file: fp32, bf16 or int8 (int8 weights "
+                                                     "per output channel, activations per row, as bert_infer --precision "
+                                                     "int8 runs it); empty: the training precision", OnResume::UseNew,
+           Choices{{"", "fp32", "bf16", "int8"}});
   return t;
 }
 
@@ -117,18 +122,18 @@ std::vector<std::string> unusual_settings(const TrainerOptions& trainer, const F
   if (!fs::is_directory(task.model)) return w;  // a preset from scratch: other rates and lengths are normal
   const size_t batch = trainer.batch * trainer.grad_accum * ranks;
   if (trainer.lr < 1e-5f || trainer.lr > 5e-5f)
-    w.push_back(fmt::format("--lr {:g} is outside fine-tuning's usual 1e-5..5e-5 for a pre-trained checkpoint", trainer.lr));
+    w.push_back(fmt::format("--learning-rate {:g} is outside fine-tuning's usual 1e-5..5e-5 for a pre-trained checkpoint", trainer.lr));
   if (batch < 16 || batch > 128)
-    w.push_back(fmt::format("the effective batch {} (--batch {} x --grad-accum {} x {} ranks) is outside fine-tuning's usual "
+    w.push_back(fmt::format("the effective batch {} (--per-device-train-batch-size {} x --gradient-accumulation-steps {} x {} ranks) is outside fine-tuning's usual "
                             "16..128", batch, trainer.batch, trainer.grad_accum, ranks));
   if (trainer.epochs == 0) return w;  // --steps: no epochs to judge
   if (trainer.epochs > 10 && task.patience == 0)
-    w.push_back(fmt::format("--epochs {} is more than fine-tuning's usual 2..10 and --patience is 0: the dev score "
+    w.push_back(fmt::format("--num-train-epochs {} is more than fine-tuning's usual 2..10 and --patience is 0: the dev score "
                             "picks the best model, but nothing stops the run early", trainer.epochs));
   const double lengthened = double(trainer.min_steps) * double(batch) / double(std::max<size_t>(train_examples, 1));
   const double epochs = std::max(double(trainer.epochs), lengthened);
   if (epochs < 2 && train_examples < 10000)
-    w.push_back(fmt::format("--epochs {} over {} training examples: a small set usually needs 2..10 epochs",
+    w.push_back(fmt::format("--num-train-epochs {} over {} training examples: a small set usually needs 2..10 epochs",
                             trainer.epochs, train_examples));
   return w;
 }
@@ -137,14 +142,14 @@ std::vector<std::string> unusual_settings(const TrainerOptions& trainer, const F
 
 FinetuneTask::FinetuneTask(const FinetuneOptions& o, const TaskContext& ctx, std::string kind, std::string head_suffix)
     : opt_(o), ctx_(ctx), kind_(std::move(kind)), head_suffix_(std::move(head_suffix)) {
-  if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train is required", kind_));
+  if (o.train.empty()) throw std::invalid_argument(fmt::format("[{}] --train-file is required", kind_));
   model_is_checkpoint_ = !resuming() && fs::is_directory(o.model);
   // --vocab would be ignored: the checkpoint's own tokenizer is the one its embeddings were trained with
-  if (model_is_checkpoint_ && o.flags_given.count("--vocab"))
+  if (model_is_checkpoint_ && o.flags_given.count("--tokenizer"))
     for (const char* file : {"tokenizer_config.json", "vocab.txt"})
       if (fs::exists(fs::path(o.model) / file))
-        throw std::invalid_argument(fmt::format("[{}] --vocab applies to a preset, or to a checkpoint without tokenizer files; {} "
-                                                "has its own ({}): leave --vocab out", kind_, o.model, file));
+        throw std::invalid_argument(fmt::format("[{}] --tokenizer applies to a preset, or to a checkpoint without tokenizer files; {} "
+                                                "has its own ({}): leave --tokenizer out", kind_, o.model, file));
   tok_ = finetune_tokenizer(resuming() ? ctx.checkpoint : model_is_checkpoint_ ? o.model : "", o);
 }
 
@@ -385,12 +390,12 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   // a resumed run selects its saved task (squad_v2, not squad) before the checkpoint's options are restored
   task.task = task_of_run(task, trainer);
   kind.select(task.task, task);  // a benchmark's --data-dir may name the files
-  if (task.train.empty() && trainer.resume.empty()) throw std::invalid_argument("[finetune] --train is required");
+  if (task.train.empty() && trainer.resume.empty()) throw std::invalid_argument("[finetune] --train-file is required");
   // a resumed run takes both from its checkpoint's options
   if (task.dev.empty() && trainer.resume.empty())
-    throw std::invalid_argument("[finetune] --dev is required: the best model is chosen on it");
+    throw std::invalid_argument("[finetune] --validation-file is required: the best model is chosen on it");
   if (!task.test.empty() && !fs::is_regular_file(task.test))  // read at the end: found missing now, not after training
-    throw std::invalid_argument(fmt::format("[finetune] --test {}: no such file", task.test));
+    throw std::invalid_argument(fmt::format("[finetune] --test-file {}: no such file", task.test));
   const bool rank0 = Communicator::world().rank() == 0;
   const size_t ranks = size_t(Communicator::world().size());
   size_t pool = 0, sampled = 0;
@@ -408,7 +413,7 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
   const std::string& out = result.run.out;
   const std::string best = (fs::path(out) / "best").string();
   if (!fs::exists(best))
-    throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: no evaluation saved one (--eval-every 0, or a "
+    throw std::runtime_error(fmt::format("[finetune] no best checkpoint in {}: no evaluation saved one (--eval-steps 0, or a "
                                          "resumed run with no step left to train)", out));
   const std::string dev_predictions = task.test.empty() ? task.predictions : "";
   // scored as evaluated during training, unless --score-precision says otherwise

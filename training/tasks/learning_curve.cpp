@@ -165,7 +165,7 @@ LearningCurve run_learning_curve(const TrainerOptions& trainer, const FinetuneOp
                                 "are small; run sizes of your own with --max-train-examples under mpirun instead)");
   if (curve.sizes.empty()) throw std::invalid_argument("[learning curve] --learning-curve: no sizes");
   if (curve.seeds == 0) throw std::invalid_argument("[learning curve] --curve-seeds 0: at least one run per size");
-  if (!trainer.resume.empty()) throw std::invalid_argument("[learning curve] --learning-curve starts new runs: --resume is not taken");
+  if (!trainer.resume.empty()) throw std::invalid_argument("[learning curve] --learning-curve starts new runs: --resume-from-checkpoint is not taken");
   if (trainer.stop_at >= 0) throw std::invalid_argument("[learning curve] --learning-curve runs to the end: --stop-at is not taken");
   if (!task.predictions.empty())
     throw std::invalid_argument(fmt::format("[learning curve] --predictions {}: a learning curve writes no predictions "

@@ -18,7 +18,7 @@ const OptionTable<NerOptions>& NerOptions::table() {
                                            "IOB2, predictions are written back in the file's scheme", kRestore)
       .add("--label-all-tokens", &O::label_all_tokens, "train on every sub-token of a word (B-X's later pieces as I-X), "
                                                        "not only the first", kRestore)
-      .add("--window-stride", &O::stride, "sub-tokens shared by consecutive windows of a sentence longer than --max-len (0: a "
+      .add("--window-stride", &O::stride, "sub-tokens shared by consecutive windows of a sentence longer than --max-seq-length (0: a "
                                                "quarter of the window)", kRestore);
   return t;
 }
@@ -138,7 +138,7 @@ class NerTask : public FinetuneTask {
     for (const auto& s : data.sentences) tags.push_back(text::to_iob2(s.tags, data.scheme));
     const std::vector<std::string> labels = text::ner_label_list(tags);
     if (labels.size() < 2)  // a tagger of one tag learns nothing and scores no entities
-      throw std::invalid_argument(fmt::format("[ner] --train {}: no entities in its {} sentences (every tag is {}): a tagger "
+      throw std::invalid_argument(fmt::format("[ner] --train-file {}: no entities in its {} sentences (every tag is {}): a tagger "
                                               "needs tagged entities to learn from", opt_.train, data.sentences.size(),
                                               labels.empty() ? "missing" : labels.front()));
     nlohmann::json j = nlohmann::json::object();

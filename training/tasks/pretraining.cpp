@@ -35,8 +35,8 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
   using O = PretrainOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--corpus,--train-file", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
-                                   "or a directory of create_pretraining_data shards (on --resume: the same data in a new "
+      .add("--train-file,--corpus", &O::corpus, "text in the BERT format (a sentence per line, blank line between documents) "
+                                   "or a directory of create_pretraining_data shards (on --resume-from-checkpoint: the same data in a new "
                                    "place, checked by its size and CRC32C or its shards' names and sizes)", OnResume::DataPath)
       .add("--tokenizer,--vocab", &O::tokenizer,
            "WordPiece vocab.txt, byte-level BPE vocab.json (merges.txt beside it), SentencePiece .model, or a Hugging "
@@ -53,9 +53,9 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
       .add("--pairing", &O::pairing, "auto (the family's recipe: BERT nsp, RoBERTa and ELECTRA full-sentences, ALBERT sop), nsp, "
                                      "sop, full-sentences or doc-sentences (MLM only)", kRestore,
            Choices{{"auto", "nsp", "sop", "full-sentences", "doc-sentences"}})
-      .add("--seq-len,--max-seq-length", &O::seq_len, "tokens per sequence", kRestore, at_least(8))
-      .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: masked-lm-prob x seq-len, rounded up)", kRestore)
-      .add("--masked-lm-prob,--mlm-probability", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
+      .add("--max-seq-length,--seq-len", &O::seq_len, "tokens per sequence, special tokens included", kRestore, at_least(8))
+      .add("--max-predictions", &O::max_predictions, "masked tokens per sequence at most (0: --mlm-probability x --max-seq-length, rounded up)", kRestore)
+      .add("--mlm-probability,--masked-lm-prob", &O::masked_lm_prob, "fraction of tokens masked", kRestore, between(0, 1))
       .add("--whole-word-mask", &O::whole_word_mask, "mask all pieces of a word together", kRestore)
       .add("--max-ngram", &O::max_ngram, "mask spans of up to N whole words, n drawn with probability ~ 1/n (0: the model's "
                                          "recipe: 3 for ALBERT, 1 otherwise)", kRestore, between(0, 16))
@@ -68,12 +68,14 @@ const OptionTable<PretrainOptions>& PretrainOptions::table() {
                                                          "corpus (one in the middle of each of as many equal stretches), "
                                                          "or at its end", kRestore, Choices{{"spread", "end"}})
       .older_checkpoints_ran_with(std::string("end"))
+      .group(kPerformanceGroup)
       .add("--checkpoint-activations", &O::checkpoint_activations,
            "gradient checkpointing: keep only each encoder layer's input and recompute the layer in the "
            "backward pass (less memory, one more forward)")
+      .group(kModelAndDataGroup)
       .add("--init-from", &O::init_from, "domain-adaptive pre-training: start from this checkpoint directory's weights "
                                          "and tokenizer (any family; its config shapes the model) with a fresh optimizer "
-                                         "and schedule, unlike --resume", kRestore)
+                                         "and schedule, unlike --resume-from-checkpoint", kRestore)
       .add("--extend-vocab", &O::extend_vocab, "with --init-from: add the N most frequent words of the corpus's training "
                                                "documents that the tokenizer splits into pieces as new tokens, their "
                                                "embeddings the mean of their pieces' (WordPiece vocabularies only)", kRestore)
@@ -192,15 +194,15 @@ void check_shard_masking(const std::string& dir, const std::optional<text::Shard
   };
   const std::optional<float> made_prob = recipe ? recipe->masked_lm_prob : std::nullopt;
   const std::optional<bool> made_whole = recipe ? recipe->whole_word_mask : std::nullopt;
-  if (made_prob && given("--masked-lm-prob") && *made_prob != o.masked_lm_prob)
-    throw refuse(fmt::format("--masked-lm-prob {}", o.masked_lm_prob), fmt::format("at {}", *made_prob),
-                 fmt::format("--masked-lm-prob {}", o.masked_lm_prob));
+  if (made_prob && given("--mlm-probability") && *made_prob != o.masked_lm_prob)
+    throw refuse(fmt::format("--mlm-probability {}", o.masked_lm_prob), fmt::format("at {}", *made_prob),
+                 fmt::format("--mlm-probability {}", o.masked_lm_prob));
   if (made_whole && given("--whole-word-mask") && *made_whole != o.whole_word_mask)
     throw refuse(fmt::format("--whole-word-mask {}", o.whole_word_mask ? "on" : "off"),
                  *made_whole ? "whole words at a time" : "piece by piece",
                  o.whole_word_mask ? "--whole-word-mask" : "without --whole-word-mask");
   std::vector<std::string> unchecked;  // given, with nothing recorded to hold them against
-  if (given("--masked-lm-prob") && !made_prob) unchecked.push_back("--masked-lm-prob");
+  if (given("--mlm-probability") && !made_prob) unchecked.push_back("--mlm-probability");
   if (given("--whole-word-mask") && !made_whole) unchecked.push_back("--whole-word-mask");
   if (given("--max-ngram")) unchecked.push_back("--max-ngram");  // never recorded
   if (!unchecked.empty() && !quiet)
@@ -278,7 +280,7 @@ void refuse_if_too_big(const nlohmann::json& config, size_t batch, size_t seq_le
   const double have = physical_memory_bytes();
   if (need.total() <= 2 * have) return;  // the estimate is rough: refuse only what cannot be near
   std::string activations;
-  if (batch > 0) activations = fmt::format("; {:.3g} GB of activations for --batch {} x --seq-len {}", need.activations / 1e9, batch, seq_len);
+  if (batch > 0) activations = fmt::format("; {:.3g} GB of activations for --per-device-train-batch-size {} x --max-seq-length {}", need.activations / 1e9, batch, seq_len);
   throw std::invalid_argument(fmt::format(
       "[pretraining] training needs about {:.3g} GB ({:.3g} GB of weights, gradients and optimizer state for {} layers of "
       "hidden_size {}, intermediate_size {}, vocab_size {}, max_position_embeddings {}{}), more than twice this machine's "
@@ -290,7 +292,7 @@ void refuse_if_too_big(const nlohmann::json& config, size_t batch, size_t seq_le
 size_t max_predictions_of(const PretrainOptions& o) {
   const size_t n = o.max_predictions > 0 ? o.max_predictions : size_t(std::ceil(double(o.masked_lm_prob) * double(o.seq_len)));
   if (n == 0 || n > o.seq_len)
-    throw std::invalid_argument(fmt::format("[pretraining] --max-predictions {} must be in [1, --seq-len {}]", n, o.seq_len));
+    throw std::invalid_argument(fmt::format("[pretraining] --max-predictions {} must be in [1, --max-seq-length {}]", n, o.seq_len));
   return n;
 }
 
@@ -557,7 +559,7 @@ class PretrainingTask : public Task {
     const size_t have = config_.value("max_position_embeddings", size_t(0));
     const size_t offset = models::first_position(config_);
     if (opt_.seq_len + offset > have)
-      throw std::invalid_argument(fmt::format("[pretraining] --seq-len {} needs {} positions; the model of --init-from {} has {} "
+      throw std::invalid_argument(fmt::format("[pretraining] --max-seq-length {} needs {} positions; the model of --init-from {} has {} "
                                               "(max_position_embeddings)", opt_.seq_len, opt_.seq_len + offset, dir, have));
   }
 
@@ -628,7 +630,7 @@ class PretrainingTask : public Task {
                    "to evaluate on unseen documents\n",
                    opt_.corpus, text::kHeldOutShard, eval_.size());
       if (s->max_seq_length() > opt_.seq_len)
-        throw std::invalid_argument(fmt::format("[pretraining] the shards hold sequences up to {} tokens; --seq-len is {}",
+        throw std::invalid_argument(fmt::format("[pretraining] the shards hold sequences up to {} tokens; --max-seq-length is {}",
                                                 s->max_seq_length(), opt_.seq_len));
       if (s->vocab_size() != tok_->vocab_size())
         throw std::invalid_argument(fmt::format("[pretraining] the shards in {} were made with a vocabulary of {} tokens; the "
@@ -702,7 +704,9 @@ void keep_init_from_split(PretrainOptions& o, bool quiet) {
   try {
     std::ifstream in(state, std::ios::binary);
     const nlohmann::json saved = parse_json_bounded(in).at("options");
-    if (!saved.contains("corpus_fingerprint") || saved["corpus_fingerprint"] != data_fingerprint(o.corpus)) return;
+    // the corpus's fingerprint, under its option's key (format 2 and older: "corpus")
+    const std::string fingerprint = option_detail::saved_key(saved, "--train-file", {"--corpus"}) + "_fingerprint";
+    if (!saved.contains(fingerprint) || saved[fingerprint] != data_fingerprint(o.corpus)) return;
     if (saved.value("eval_instances", nlohmann::json(1)) == 0) return;  // it held nothing out
     nlohmann::json keys = nlohmann::json::object();
     for (const char* key : {"eval_min_documents", "eval_documents_at"})
@@ -721,16 +725,34 @@ void keep_init_from_split(PretrainOptions& o, bool quiet) {
 }
 }  // namespace
 
+// Shards hold sequences of the length they were made at: a run on them that sets no
+// --max-seq-length trains at that length, not at bert_pretrain's own default (create_pretraining_data
+// defaults to BERT's 128, bert_pretrain's quick start to 64).
+void take_shard_sequence_length(PretrainOptions& o, bool quiet) {
+  if (!fs::is_directory(o.corpus) || o.flags_given.count("--max-seq-length")) return;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o.corpus, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("shard_", 0) != 0 || entry.path().extension() != ".bin") continue;
+    const size_t made_at = text::ShardReader(entry.path().string()).max_seq_length();
+    if (made_at != o.seq_len && !quiet && Communicator::world().rank() == 0)
+      fmt::print("note: training at --max-seq-length {}, the length the shards in {} were made at\n", made_at, o.corpus);
+    o.seq_len = made_at;
+    return;
+  }
+}
+
 HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOptions task) {
   // every rank would evaluate the same checkpoint and print the same figures
   if (Communicator::world().distributed())
     throw std::invalid_argument("[pretraining] --eval-only runs in one process: start it without mpirun");
   if (task.init_from.empty() || !trainer.resume.empty())
-    throw std::invalid_argument("[pretraining] --eval-only evaluates the checkpoint --init-from names: pass it (not --resume)");
+    throw std::invalid_argument("[pretraining] --eval-only evaluates the checkpoint --init-from names: pass it (not --resume-from-checkpoint)");
   TrainerOptions::table().check(trainer);
   PretrainOptions::table().check(task);
   if (task.eval_instances == 0) throw std::invalid_argument("[pretraining] --eval-only with --eval-instances 0: nothing to evaluate");
   keep_init_from_split(task, trainer.quiet);
+  take_shard_sequence_length(task, trainer.quiet);
   if (trainer.threads > 0) set_num_threads(trainer.threads);
   MatmulPrecisionGuard precision(training_precision(trainer));
   auto t = make_pretraining_task(task, {"", "", trainer.seed, trainer.quiet});
@@ -740,7 +762,10 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOp
 }
 
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task) {
-  if (trainer.resume.empty()) keep_init_from_split(task, trainer.quiet);  // a resumed run restores its own
+  if (trainer.resume.empty()) {  // a resumed run restores its own
+    keep_init_from_split(task, trainer.quiet);
+    take_shard_sequence_length(task, trainer.quiet);
+  }
   Trainer t(std::move(trainer), BoundOptions(PretrainOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_pretraining_task(task, ctx); });
   return t.run();

@@ -16,7 +16,7 @@ const OptionTable<QuestionAnsweringOptions>& QuestionAnsweringOptions::table() {
   using O = QuestionAnsweringOptions;
   constexpr OnResume kRestore = OnResume::Restore;
   static const OptionTable<O> t = OptionTable<O>()
-      .add("--doc-stride", &O::doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-len)", kRestore)
+      .add("--doc-stride", &O::doc_stride, "tokens shared by consecutive windows of a long context (0: a third of --max-seq-length)", kRestore)
       .add("--max-query-length", &O::max_query_length, "question tokens kept (longer questions are cut)", kRestore, at_least(1))
       .add("--n-best-size", &O::n_best_size, "start and end candidates per window when decoding answers", kRestore, at_least(1))
       .add("--max-answer-length", &O::max_answer_length, "longest answer decoded, in tokens", kRestore, at_least(1))

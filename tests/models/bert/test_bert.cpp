@@ -272,7 +272,7 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   CHECK_THAT(r.err, Contains("--top-k"));
   r = bert_infer("embed" + model + " --batch 1e99");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Contains("--batch: '1e99'"));
+  CHECK_THAT(r.err, Contains("--batch-size: '1e99'"));
   r = bert_infer("embed" + model + " --pooling max");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("--pooling"));
@@ -281,7 +281,7 @@ TEST_CASE("bert_infer command line: subcommands, unknown flags and bad numbers r
   CHECK_THAT(r.err, Contains("bert_infer: unknown flag --bogus"));
   r = bert_infer("tokenize");
   CHECK(r.code == 1);
-  CHECK_THAT(r.err, Contains("tokenize needs --model DIR or --vocab FILE"));
+  CHECK_THAT(r.err, Contains("tokenize needs --model DIR or --tokenizer FILE"));
   r = bert_infer("");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Contains("subcommand"));
@@ -321,9 +321,23 @@ TEST_CASE("bert_infer --model DIR uses the checkpoint's tokenizer files, --vocab
   std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --text \"Hello [MASK] world\" --top-k 2");
   CHECK(rc == 0);
   CHECK_THAT(text, Contains("[MASK] at token 2"));
+  // every line-reading subcommand takes stdin's lines or one --text: fill-mask reads stdin too
+  std::ofstream(in) << "Hello [MASK] world\nworld [MASK]\n";
+  std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --top-k 2");
+  CHECK(rc == 0);
+  CHECK_THAT(text, Contains("[MASK] at token 2:") && Contains("\n\n[MASK] at token 2:"));  // one block per line
+  std::tie(rc, text, errors) = run("tokenize --model " + dir.string() + " --text \"Hello world\"");
+  CHECK(text == "2 6 7 3\n");  // --text instead of stdin's two lines
+  std::ofstream(in) << "Hello [MASK]\nno mask here\n";
+  std::tie(rc, text, errors) = run("fill-mask --model " + dir.string());
+  CHECK(rc != 0);
+  CHECK_THAT(errors, Contains("bert_infer: stdin line 2:") && Contains("[MASK]"));  // the line is named
+  std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --text \"no mask\"");
+  CHECK_THAT(errors, Contains("bert_infer: --text:"));
+  std::ofstream(in) << "Hello world\n";
   std::tie(rc, text, errors) = run("fill-mask --model " + dir.string() + " --text x --cased");
   CHECK(rc != 0);
-  CHECK_THAT(errors, Contains("--cased applies to --vocab"));
+  CHECK_THAT(errors, Contains("--cased applies to --tokenizer"));
   // a directory from before tokenizer files (vocab.txt, config.json): BERT's defaults, uncased
   fs::remove(dir / "tokenizer_config.json");
   fs::remove(dir / "special_tokens_map.json");
