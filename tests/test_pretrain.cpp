@@ -19,6 +19,7 @@
 #include "tests/thread_count.hpp"
 #include "text/load_tokenizer.hpp"
 #include "training/batch.hpp"
+#include "training/tasks/finetuning.hpp"
 #include "training/tasks/pretraining.hpp"
 
 using namespace xg;
@@ -447,4 +448,43 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
     CHECK(saved.contains(key));
   CHECK_THROWS_AS(app.parse("--batch -1", false), CLI::ValidationError);
   CHECK_THROWS_AS(app.parse("--no-such-flag", false), CLI::ExtrasError);
+}
+
+namespace {
+// Every option of `app` with an alias: the alias, given the option's default value (or alone, for a
+// switch), parses into the same option as its canonical name.
+void check_every_alias(const std::function<std::unique_ptr<CLI::App>()>& make_app) {
+  size_t aliases = 0;
+  const auto listing = make_app();
+  for (const CLI::Option* o : listing->get_options()) {
+    const auto names = o->get_lnames();
+    for (size_t k = 1; k < names.size(); ++k, ++aliases) {
+      auto app = make_app();
+      const std::string value = o->get_type_size() == 0 ? "" : (o->get_default_str().empty() ? "1" : o->get_default_str());
+      INFO("--" << names[k] << " " << value << " (the alias of --" << names[0] << ")");
+      CHECK_NOTHROW(app->parse("--" + names[k] + (value.empty() ? "" : " " + value), false));
+      CHECK(app->count("--" + names[0]) == 1);
+    }
+  }
+  CHECK(aliases >= 8);
+}
+}  // namespace
+
+TEST_CASE("every short flag name of bert_pretrain and bert_finetune still parses, as an alias of its canonical one", "[pretrain][options]") {
+  check_every_alias([] {
+    static TrainerOptions trainer;
+    static PretrainOptions task;
+    auto app = std::make_unique<CLI::App>("bert_pretrain", "bert_pretrain");
+    TrainerOptions::table().add_to(*app, trainer, "Training");
+    PretrainOptions::table().add_to(*app, task, "Data and model");
+    return app;
+  });
+  check_every_alias([] {
+    static TrainerOptions trainer;
+    static FinetuneOptions task;
+    auto app = std::make_unique<CLI::App>("bert_finetune", "bert_finetune");
+    TrainerOptions::table().add_to(*app, trainer, "Training");
+    FinetuneOptions::table().add_to(*app, task, "Model and data");
+    return app;
+  });
 }

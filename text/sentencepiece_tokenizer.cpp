@@ -166,12 +166,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_pretrained(
 
 std::u32string SentencePieceTokenizer::preprocess(std::string_view text, std::vector<size_t>& origin,
                                                   const std::string& where) const {
-  std::vector<char32_t> cps;
-  try {
-    cps = decode_utf8(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: {}", where, e.what()));
-  }
+  const std::vector<char32_t> cps = decode_utf8(text, InvalidUtf8::Error, where);  // names `where` and the byte
   // remove_space: " ".join(text.strip().split()); a run of whitespace becomes one ' ' (its origin
   // the run's first character), none at either end.
   std::u32string spaced;
@@ -210,12 +205,7 @@ std::u32string SentencePieceTokenizer::preprocess(std::string_view text, std::ve
 }
 
 std::vector<Token> SentencePieceTokenizer::tokenize(std::string_view text, const std::string& where) const {
-  std::vector<char32_t> cps;
-  try {
-    cps = decode_utf8(text);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: {}", where, e.what()));
-  }
+  const std::vector<char32_t> cps = decode_utf8(text, InvalidUtf8::Error, where);  // names `where` and the byte
   std::vector<size_t> byte_at(cps.size() + 1, 0);
   for (size_t i = 0; i < cps.size(); ++i)
     byte_at[i + 1] = byte_at[i] + (cps[i] < 0x80 ? 1 : cps[i] < 0x800 ? 2 : cps[i] < 0x10000 ? 3 : 4);

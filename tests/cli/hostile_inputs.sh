@@ -294,6 +294,14 @@ shards)
   expect 0 "wrote" "$C" --input "$CORPUS" --vocab "$VOCAB" --output "$S" --max-seq-length 32 --max-predictions 5 --dupe-factor 1 --per-shard 500
   corpus=$S small
   expect 0 "done: step 2" "$P" "${SMALL[@]}" --steps 2 --out "$W/from_shards"
+  # without --max-seq-length, a run on shards trains at the length they were made at (not bert_pretrain's 64)
+  expect 0 "training at --max-seq-length 32, the length the shards in $S were made at" \
+    "$P" --train-file "$S" --tokenizer "$VOCAB" --model "$CONFIG" --per-device-train-batch-size 4 --eval-steps 0 \
+    --eval-instances 8 --threads 1 --max-steps 1 --bf16 --output-dir "$W/shard_length"
+  cases=$((cases + 1))
+  grep -q '"max_seq_length": 32' "$W/shard_length/checkpoint-000001/training_state.json" &&
+    grep -q '"precision": "bf16"' "$W/shard_length/checkpoint-000001/training_state.json" ||
+    fail "the shard-length run saved another length or precision: $(cat "$W/shard_length/checkpoint-000001/training_state.json")"
   corpus=$S seq=16 small
   expect 1 "--max-predictions 20 must be in [1, --max-seq-length 16]" "$P" "${SMALL[@]}" --max-predictions 20 --steps 2 --out "$W/o"
   expect 1 "sequences up to 32 tokens; --max-seq-length is 16" "$P" "${SMALL[@]}" --max-predictions 5 --steps 2 --out "$W/o"
