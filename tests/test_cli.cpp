@@ -213,5 +213,6 @@ TEST_CASE("cli: a program's error line has its name and no internal tags", "[cli
   // special tokens and text in brackets that is not a tag stay
   CHECK(error_line("bert_infer", "[MASK] not found") == "bert_infer: [MASK] not found");
   CHECK(error_line("bert_infer", "[1, 2] is not a shape") == "bert_infer: [1, 2] is not a shape");
-  CHECK(error_line("p", "--model x: [reshape] bad") == "p: --model x: [reshape] bad");
+  CHECK(error_line("p", "stdin line 2: [tokenizer] input: bad") == "p: stdin line 2: input: bad");  // a wrapped error's too
+  CHECK(error_line("p", "got [MASK] twice: [1, 2]") == "p: got [MASK] twice: [1, 2]");
 }

@@ -169,19 +169,30 @@ void use_formatter(CLI::App& app, const std::shared_ptr<Formatter>& formatter) {
 
 }  // namespace
 
+namespace {
+// Whether `tag` (the text between '[' and ']') names a component: letters, digits, '_', ':' and
+// spaces, with a lowercase letter, so never a special token such as "[MASK]" or a list "[1, 2]".
+bool is_component_tag(const std::string& tag) {
+  return !tag.empty() &&
+         std::all_of(tag.begin(), tag.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == ' ' || c == ':'; }) &&
+         std::any_of(tag.begin(), tag.end(), [](unsigned char c) { return std::islower(c); });
+}
+}  // namespace
+
 std::string error_line(const std::string& program, const std::string& what) {
-  std::string message = what;
-  // "[tag] " or "[tag] [tag] " at the start; a tag is a name ("vocabulary", "BpeModel",
-  // "pretraining data"), never an all-capitals special token such as "[MASK]"
-  for (;;) {
-    if (message.empty() || message[0] != '[') break;
-    const size_t close = message.find("] ");
-    if (close == std::string::npos || close < 2) break;
-    const std::string tag = message.substr(1, close - 1);
-    const bool name = std::all_of(tag.begin(), tag.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == ' ' || c == ':'; }) &&
-                      std::any_of(tag.begin(), tag.end(), [](unsigned char c) { return std::islower(c); });
-    if (!name) break;
-    message = message.substr(close + 2);
+  // "[tag] " at the start of the message or of a part after ": " (a wrapped error)
+  std::string message;
+  bool part_start = true;  // at the start, after ": ", or after a tag just dropped
+  for (size_t i = 0; i < what.size();) {
+    if (part_start && what[i] == '[') {
+      const size_t close = what.find("] ", i);
+      if (close != std::string::npos && is_component_tag(what.substr(i + 1, close - i - 1))) {
+        i = close + 2;
+        continue;
+      }
+    }
+    message += what[i++];
+    part_start = i >= 2 && what.compare(i - 2, 2, ": ") == 0;
   }
   return fmt::format("{}: {}", program, message);
 }
