@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
                              kCurveMinSteps))
       ->group("Learning curves");
   xg::cli::add_number(app, "--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")
-      ->check(CLI::Range(1, 1000))
+      ->check(CLI::Range(1, 1000).description(""))
+      ->type_name("INT")
       ->capture_default_str()
       ->group("Learning curves");
   app.add_flag("--curve-keep-checkpoints", curve.keep_checkpoints, "with --learning-curve: keep each run's OUT/best and checkpoints")
