@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <cstdio>
 #include <cstring>
@@ -277,6 +278,14 @@ LoadReport load(Module& m, const std::string& path, bool strict) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(fmt::format("{} (loading {})", e.what(), path));
   }
+}
+
+std::optional<size_t> first_nonfinite(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const float* v = c.data();
+  for (size_t i = 0; i < c.numel(); ++i)
+    if (!std::isfinite(v[i])) return i;
+  return std::nullopt;
 }
 
 }  // namespace xg::nn::safetensors

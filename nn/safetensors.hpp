@@ -7,6 +7,7 @@
 // std::runtime_error naming the file and the tensor.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ void write(const std::string& path, const StateDict& tensors,
 
 // Every float tensor of the file (F32/F16/BF16), by name.
 StateDict read_float_tensors(const std::string& path);
+
+// The index of the first NaN or infinite element of `t` (in row-major order), or nothing: a value
+// no checkpoint should hold, since loading it would make every later output NaN.
+std::optional<size_t> first_nonfinite(const Tensor& t);
 // Every tensor: F32/F16/BF16 as float32, I64/I32 as int64.
 StateDict read_tensors(const std::string& path);
 

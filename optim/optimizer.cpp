@@ -254,6 +254,11 @@ void Optimizer::load_state(const std::string& prefix) {
     if (it->second.shape() != t.shape())
       throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' has shape {}, parameter has {}",
                                            tensors_path, key, shape_str(t.shape()), shape_str(it->second.shape())));
+    // a NaN moment would make the first update NaN, which would then look like a too-high rate
+    if (const auto i = nn::safetensors::first_nonfinite(t))
+      throw std::runtime_error(fmt::format("[optimizer] {}: state '{}' holds {} at element {} of {}: the checkpoint's "
+                                           "optimizer state is corrupt", tensors_path, key, t.contiguous().data()[*i], *i,
+                                           t.numel()));
   }
   // A parameter the JSON does not list was updated at every step if it has state (as all were
   // counted before parameter_steps existed), never if it has none.

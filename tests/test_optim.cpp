@@ -195,6 +195,24 @@ TEST_CASE("optimizer state saves and resumes to the same trajectory", "[optim]")
     AdamW fresh(bert_param_groups(b.named_parameters(), 0.01f), 0.5f);
     CHECK_THROWS_WITH(fresh.load_state(prefix), Catch::Matchers::Contains(message) && Catch::Matchers::Contains(prefix + ".json"));
   }
+  // a NaN or infinite moment is refused, naming the tensor and element (the first update would make
+  // the weights NaN, and the run would then blame its learning rate)
+  std::ofstream(prefix + ".json") << good.dump();
+  nn::StateDict moments = safetensors::read_float_tensors(prefix + ".safetensors");
+  REQUIRE(!moments.empty());
+  const std::string damaged = moments.begin()->first;
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    nn::StateDict copy = moments;
+    Tensor t = copy.at(damaged).contiguous().clone();
+    t.data()[1] = bad;
+    copy[damaged] = t;
+    safetensors::write(prefix + ".safetensors", copy);
+    AdamW fresh(bert_param_groups(b.named_parameters(), 0.01f), 0.5f);
+    CHECK_THROWS_WITH(fresh.load_state(prefix), Catch::Matchers::Contains("state '" + damaged + "' holds") &&
+                                                    Catch::Matchers::Contains("at element 1") &&
+                                                    Catch::Matchers::Contains(prefix + ".safetensors"));
+    CHECK(fresh.steps() == 0);  // nothing was loaded
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -129,14 +129,10 @@ LoadedModel load_pretrained(const std::string& dir, uint64_t seed, const std::st
       throw std::runtime_error(fmt::format("[load_pretrained] {}: '{}' is stored as {}, but it is the model's float weight '{}'",
                                            weights_path, name, dtype, n));
   // NaN or infinite weights load as they are only to make every output NaN: name the first.
-  for (const auto& [n, t] : state) {
-    const Tensor c = t.contiguous();
-    const float* v = c.data();
-    for (size_t i = 0; i < c.numel(); ++i)
-      if (!std::isfinite(v[i]))
-        throw std::runtime_error(fmt::format("[load_pretrained] {}: '{}' holds {} at element {} of {}: the checkpoint is corrupt",
-                                             weights_path, out.file_names.at(n), v[i], i, c.numel()));
-  }
+  for (const auto& [n, t] : state)
+    if (const auto i = nn::safetensors::first_nonfinite(t))
+      throw std::runtime_error(fmt::format("[load_pretrained] {}: '{}' holds {} at element {} of {}: the checkpoint is corrupt",
+                                           weights_path, out.file_names.at(n), t.contiguous().data()[*i], *i, t.numel()));
   const nn::LoadReport report = model.load_state_dict(state, /*strict=*/false);
   nn::LoadReport bad{{}, {}, report.mismatched};
   std::vector<std::string> missing_heads, unused_heads;
