@@ -73,6 +73,18 @@ TEST_CASE("tokenizer.json alone: RoBERTa's byte-level BPE is its vocab.json and 
     for (auto& m : j["model"]["merges"]) m = m[0].get<std::string>() + " " + m[1].get<std::string>();
   }));
   CHECK(dynamic_cast<const RobertaTokenizer&>(*older).model().merges() == expected.merges());
+  // mask_token edited away from <mask>: <mask>'s lstrip (which the stock file sets) is not the
+  // cause, the edit is, and the message says so
+  const std::string renamed = edited("roberta-small", [](nlohmann::json& j) {
+    for (auto& t : j["added_tokens"])
+      if (t["content"] == "<mask>") t["lstrip"] = true;  // as roberta-base's files have it
+  });
+  CHECK(load_tokenizer(renamed)->special_tokens().mask == "<mask>");  // loads as it stands
+  nlohmann::json config = read_json(fs::path(renamed) / "tokenizer_config.json");
+  config["mask_token"] = "[MASK]";
+  std::ofstream(fs::path(renamed) / "tokenizer_config.json") << config.dump();
+  CHECK_THROWS_WITH(load_tokenizer(renamed), Contains("'<mask>'") && Contains("the mask token is '[MASK]' (mask_token)") &&
+                                                 Contains("set mask_token to it"));
 }
 
 TEST_CASE("tokenizer.json alone: ALBERT's Unigram is its spiece.model, piece for piece, and gives its ids", "[spiece][files]") {

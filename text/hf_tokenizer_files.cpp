@@ -157,6 +157,11 @@ void refuse_unsupported_flags(const TokenizerConfig::AddedToken& t, const std::s
                               bool normalizer_changes_text) {
   const char* flag = t.rstrip ? "rstrip" : t.single_word ? "single_word" : (t.lstrip && t.content != lstrip_token) ? "lstrip"
                      : (t.normalized && normalizer_changes_text) ? "normalized" : nullptr;
+  if (flag && std::string(flag) == "lstrip" && !lstrip_token.empty())  // e.g. RoBERTa's <mask>, with mask_token edited
+    throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) sets lstrip, which this tokenizer "
+                                         "implements for the mask token only, and the mask token is '{}' (mask_token): if "
+                                         "'{}' is the mask token, set mask_token to it; else clear its lstrip",
+                                         path, t.content, t.id, lstrip_token, t.content));
   if (flag)
     throw std::runtime_error(fmt::format("[load_tokenizer] {}: added token '{}' (id {}) sets {}, which this tokenizer does not "
                                          "implement (it would match the token otherwise than transformers)", path, t.content, t.id, flag));
