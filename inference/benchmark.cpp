@@ -14,6 +14,7 @@
 #include "autograd/parallel.hpp"
 #include "models/core/checkpoint.hpp"
 #include "models/core/family_tokenizer.hpp"
+#include "models/core/memory_estimate.hpp"
 #include "models/core/model_spec.hpp"
 #include "models/core/registry.hpp"
 #include "nn/fused_encoder.hpp"
@@ -70,7 +71,9 @@ BenchmarkResult run_inference_benchmark(const InferenceBenchmarkOptions& opt) {
     owner->init_weights(gen);
   }
   models::PretrainedModel& encoder = owner->base_model();
-  const nlohmann::json config = encoder.family_config_json();  // the inputs check --seq-len against its positions
+  const nlohmann::json config = encoder.family_config_json();  // the inputs check --max-seq-length against its positions
+  models::refuse_if_too_big(models::inference_memory(config, opt.batch, opt.seq_len), config, "inference",
+                            fmt::format("--batch-size {} x --max-seq-length {}", opt.batch, opt.seq_len));
   encoder.eval();
   NoGradGuard no_grad;
   std::vector<models::ModelInputs> batches;

@@ -80,6 +80,10 @@ flags)
   expect 2 "--learning-rate" "$P" --lr -1
   expect 2 "--threads" "$P" --threads 4294967297
   expect 2 "--max-steps" "$P" --benchmark --steps -1
+  # sizes no machine holds are refused with the estimate and the flags, before allocating (not std::bad_alloc)
+  expect 1 "activations for --per-device-train-batch-size 100000000 x --max-seq-length 64" "$P" --benchmark --model base --batch 100000000
+  expect 1 "activations for --per-device-train-batch-size 100000000 x --max-seq-length 128" \
+    "$BIN/bert_finetune" --benchmark --model base --batch 100000000
   expect 2 "--per-device-train-batch-size" "$P" --batch 0
   expect 2 "--max-seq-length" "$P" --seq-len 99999999999999999999
   expect 2 "'maybe': not one of stop, skip" "$P" "${SMALL[@]}" --on-nonfinite maybe --out "$W/o1"
@@ -437,6 +441,7 @@ infer)
   expect 1 "sequence length 600 exceeds max_position_embeddings" "$I" bench --model "$M" --seq-len 600 --steps 1
   expect 1 "unknown preset 'huge'" "$I" bench --model huge --steps 1
   expect 2 "--batch-size" "$I" bench --model "$M" --batch 0
+  expect 1 "inference needs about" "$I" bench --model base --batch-size 100000000 --steps 1
   expect 2 "--threads" "$I" bench --model "$M" --threads -2
   # real text: the checkpoint's own tokenizer, or --vocab with a preset; too few lines, a missing file
   expect 0 "2 lines of $W/two_lines.txt" "$I" bench --model "$M" --batch 2 --seq-len 8 --steps 1 --sentences "$W/two_lines.txt"
@@ -474,9 +479,9 @@ disk_full)  # a 400 KB tmpfs (two checkpoints of 160 KB): the third save fails c
 finetune)
   F=$BIN/bert_finetune
   printf 'label\ttext\n1\tgood\n0\tbad\n' > "$W/train.tsv"
-  # ft: sets FT to a fast run's flags; train=, dev=, model= before it change one.
+  # ft: sets FT to a fast run's flags; train=, dev=, model=, batch= before it change one.
   ft() { FT=(--train "${train:-$W/train.tsv}" --dev "${dev-$W/train.tsv}" --vocab "$VOCAB" --model "${model:-$CONFIG}"
-             --max-len 16 --batch 2 --threads 1 --out "$W/ft$((cases + 1))"); }
+             --max-len 16 --batch "${batch:-2}" --threads 1 --out "$W/ft$((cases + 1))"); }
   expect 2 "--bogus" "$F" --bogus
   expect 2 "--max-seq-length" "$F" --max-len 2
   expect 2 "--warmup-ratio" "$F" --warmup-ratio 2
@@ -485,6 +490,7 @@ finetune)
   expect 1 "--multi-task takes no --train-file" "$F" --multi-task "$W/none.json" --train "$W/train.tsv"
   train=$W/none.tsv ft && expect 1 "$W/none.tsv: cannot open" "$F" "${FT[@]}"
   dev="" ft && expect 1 "--validation-file is required" "$F" "${FT[@]}"
+  batch=2000000000 ft && expect 1 "activations for --per-device-train-batch-size 2000000000 x --max-seq-length 16" "$F" "${FT[@]}"
   printf 'label\ttext\n1\tfine\n2\tnew label\n' > "$W/dev.tsv"
   dev=$W/dev.tsv ft && expect 1 "$W/dev.tsv:3: unknown label '2'" "$F" "${FT[@]}"
   printf 'label\ttext\n1\tfine\textra\n' > "$W/wide.tsv"

@@ -13,6 +13,7 @@
 #include "autograd/parallel.hpp"
 #include "models/core/checkpoint.hpp"
 #include "models/core/model_spec.hpp"
+#include "models/core/memory_estimate.hpp"
 #include "models/core/pretraining.hpp"
 #include "models/core/registry.hpp"
 #include "models/core/vocab_extension.hpp"
@@ -235,58 +236,13 @@ double most_frequent_label_share(const std::vector<text::Instance>& instances) {
   return total == 0 ? 0.0 : double(best) / double(total);
 }
 
-// Sizes a training step's memory depends on, from config.json (every family has these fields;
-// ALBERT's shared layers make the estimate high, which only makes the refusal rarer).
-struct ModelShape {
-  double hidden, layers, intermediate, heads, vocab, positions, types;
-  static ModelShape of(const nlohmann::json& j) {
-    auto get = [&](const char* k, double fallback) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : fallback; };
-    return {get("hidden_size", 768), get("num_hidden_layers", 12), get("intermediate_size", 3072),
-            get("num_attention_heads", 12), get("vocab_size", 30522), get("max_position_embeddings", 512),
-            get("type_vocab_size", 2)};
-  }
-};
-
-// Bytes a training step needs, roughly: weights, gradients and two Adam moments; per layer and
-// sequence the activations kept for backward (hidden-sized tensors, the feed-forward's, and the
-// attention's scores and probabilities when it runs unfused; one layer's with
-// --checkpoint-activations, plus each layer's input); the MLM logits. In double: absurd sizes must
-// not wrap. It over-estimates the measured peaks of BERT-Base (docs/benchmarks.md, "Long sequences
-// and memory") by 10% at 8 x 128 and 31% at 8 x 512 with multi_head_attention (3.0 / 6.8 GB against 2.76 / 5.2), by 20 to 35% unfused.
-struct MemoryEstimate {
-  double parameters = 0, activations = 0;
-  double total() const { return parameters + activations; }
-};
-MemoryEstimate training_memory(const ModelShape& c, size_t batch, size_t seq_len, size_t max_predictions,
-                               bool checkpoint_activations) {
-  const double h = c.hidden, t = double(seq_len);
-  const double params = (c.vocab + c.positions + c.types) * h + c.layers * (4 * h * h + 2 * h * c.intermediate) + c.vocab + h * h;
-  // multi_head_attention keeps one log-sum-exp per query and head, the unfused one (T, T) weights
-  const double attention = nn::default_execution().flash_attention ? c.heads * t : c.heads * t * t * 3;  // as a new model runs
-  const double per_layer = t * h * 20 + t * c.intermediate * 3 + attention;
-  const double per_sequence = (checkpoint_activations ? per_layer + c.layers * t * h : c.layers * per_layer) +
-                              double(max_predictions) * c.vocab * 3;
-  return {params * 4 * 4, double(batch) * per_sequence * 4};
-}
-
-double physical_memory_bytes() { return double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE)); }
-
-// Refuses, before allocating, what needs far more memory than the machine has: absurd sizes end in
-// a message with the estimate, not in std::bad_alloc. `batch` 0: the model alone.
+// Refuses, before allocating, what needs far more memory than the machine has. `batch` 0: the
+// model alone.
 void refuse_if_too_big(const nlohmann::json& config, size_t batch, size_t seq_len, size_t max_predictions,
                        bool checkpoint_activations) {
-  const ModelShape c = ModelShape::of(config);
-  const MemoryEstimate need = training_memory(c, batch, seq_len, max_predictions, checkpoint_activations);
-  const double have = physical_memory_bytes();
-  if (need.total() <= 2 * have) return;  // the estimate is rough: refuse only what cannot be near
-  std::string activations;
-  if (batch > 0) activations = fmt::format("; {:.3g} GB of activations for --per-device-train-batch-size {} x --max-seq-length {}", need.activations / 1e9, batch, seq_len);
-  throw std::invalid_argument(fmt::format(
-      "[pretraining] training needs about {:.3g} GB ({:.3g} GB of weights, gradients and optimizer state for {} layers of "
-      "hidden_size {}, intermediate_size {}, vocab_size {}, max_position_embeddings {}{}), more than twice this machine's "
-      "{:.3g} GB of memory",
-      need.total() / 1e9, need.parameters / 1e9, c.layers, c.hidden, c.intermediate, c.vocab, c.positions, activations,
-      have / 1e9));
+  models::refuse_if_too_big(
+      models::training_memory(config, batch, seq_len, max_predictions, checkpoint_activations), config, "training",
+      batch == 0 ? "" : fmt::format("--per-device-train-batch-size {} x --max-seq-length {}", batch, seq_len));
 }
 
 size_t max_predictions_of(const PretrainOptions& o) {
