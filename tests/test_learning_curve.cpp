@@ -1,7 +1,7 @@
 // bert_finetune --learning-curve on a tiny model and 50 lines of data/sentiment_uci.tsv: a row
 // per size and seed, the sizes trained on, a seed's score reproduced, the summary's mean and
-// sample std, sizes above the set clamped, bad lists refused; and the warnings about fine-tuning
-// settings outside the usual ranges.
+// sample std, sizes above the set clamped, a stopped curve continued, bad lists refused; and the
+// warnings about fine-tuning settings outside the usual ranges.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -119,6 +119,44 @@ TEST_CASE("a learning curve runs each size with each seed and writes its rows an
   CHECK(again.runs[0].scores == curve.runs[0].scores);
   CHECK(again.to_json().at("runs").size() == 1);
   CHECK(again.to_json().at("summary")[0].at("dev_std").at("accuracy").is_null());  // one run has no sample std
+}
+
+TEST_CASE("a learning curve run again goes on where it stopped: finished runs are taken as measured, a stopped one resumes", "[curve][resume]") {
+  CurveFixture f;
+  f.trainer.overwrite = false;
+  const LearningCurve whole = f.run("whole", {10, 20}, 1);
+  REQUIRE(whole.runs.size() == 2);
+  // the same curve stopped in its second run at step 2, as Ctrl-C or SIGTERM leaves it: the first
+  // run measured, the second with a checkpoint and no record
+  f.run("part", {10}, 1);
+  const std::string first = f.dir + "/part/curve/n10-seed42", second = f.dir + "/part/curve/n20-seed42";
+  REQUIRE(fs::exists(first + ".json"));
+  const auto first_metrics = lines_of(first + "/metrics.jsonl");
+  TrainerOptions stopped = f.trainer;
+  stopped.out = second;
+  stopped.stop_at = 2;
+  FinetuneOptions twenty = f.task;
+  twenty.max_train_examples = 20;
+  twenty.warn_unusual = false;
+  REQUIRE(run_finetuning(stopped, twenty, f.kind).scores.is_null());
+  REQUIRE_FALSE(fs::exists(second + ".json"));
+
+  const LearningCurve resumed = f.run("part", {10, 20}, 1);
+  REQUIRE(resumed.runs.size() == 2);
+  CHECK(lines_of(first + "/metrics.jsonl") == first_metrics);  // not trained again
+  CHECK(resumed.runs[0].scores == whole.runs[0].scores);
+  CHECK(resumed.runs[1].scores == whole.runs[1].scores);  // resumed exactly, not started afresh
+  CHECK(steps_and_evaluations(second).first == 4);
+  CHECK(lines_of(f.dir + "/part/learning_curve.csv") == lines_of(f.dir + "/whole/learning_curve.csv"));
+
+  // run again with other settings: refused, naming the record and what differs
+  f.trainer.lr = 1e-3f;
+  CHECK_THROWS_WITH(f.run("part", {10, 20}, 1), Contains(first + ".json") && Contains("learning_rate") &&
+                                                    Contains("--overwrite"));
+  // --overwrite measures every run again
+  f.trainer.overwrite = true;
+  f.run("part", {10}, 1);
+  CHECK(lines_of(first + "/metrics.jsonl") != first_metrics);  // trained again, at the new rate
 }
 
 TEST_CASE("a learning curve clamps a size above the training set to all of it and runs it once", "[curve]") {

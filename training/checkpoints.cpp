@@ -52,6 +52,12 @@ std::string resolve_checkpoint(const std::string& path) {
   throw std::runtime_error(fmt::format("[resume] --resume-from-checkpoint {}: no checkpoint with {} there", path, kStateFile));
 }
 
+bool has_checkpoint(const std::string& out_dir) {
+  for (const auto& c : list_checkpoints(out_dir))
+    if (fs::exists(fs::path(c) / kStateFile)) return true;
+  return false;
+}
+
 TrainingState TrainingState::read(const std::string& checkpoint_dir) {
   const std::string path = (fs::path(checkpoint_dir) / kStateFile).string();
   std::ifstream in(path);

@@ -28,6 +28,8 @@ void prune_checkpoints(const std::string& out_dir, size_t keep, int64_t saved_st
 // A checkpoint directory, or the newest checkpoint-* with a training state inside an --out
 // directory. Throws naming `path` when there is none.
 std::string resolve_checkpoint(const std::string& path);
+// Whether the --out directory `out_dir` holds a checkpoint with a training state (a run to resume).
+bool has_checkpoint(const std::string& out_dir);
 
 // Everything besides the model and optimizer files that a resumed run needs to continue exactly.
 struct TrainingState {

@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
                  fmt::format("fine-tune on seeded samples of these sizes of the training set (e.g. 50,100,200,500,all), "
                              "--curve-seeds runs each, into OUT/curve/n<N>-seed<S>; writes OUT/learning_curve.csv (one row "
                              "of dev scores per run) and OUT/learning_curve_summary.csv (mean and sample std per size); its "
-                             "runs train at least --min-steps (default {} here) and their checkpoints are deleted once scored",
+                             "runs train at least --min-steps (default {} here) and their checkpoints are deleted once scored; "
+                             "run again, a stopped curve goes on where it stopped (--overwrite measures it afresh)",
                              kCurveMinSteps))
       ->group("Learning curves");
   xg::cli::add_number(app, "--curve-seeds", curve.seeds, "with --learning-curve: runs per size, seeded --seed, --seed + 1, ...")

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
+#include "training/checkpoints.hpp"
 #include "training/distributed.hpp"
 #include "util/atomic_file.hpp"
+#include "util/json_input.hpp"
 #include "util/strings.hpp"
 
 namespace fs = std::filesystem;
@@ -44,6 +48,54 @@ void remove_checkpoints(const std::string& run_out) {
     const std::string name = e.path().filename().string();
     if (e.is_directory() && (name == "best" || name.rfind("checkpoint-", 0) == 0)) fs::remove_all(e.path());
   }
+}
+
+// A finished run's record, OUT/curve/<run>.json beside its folder: its sizes, scores and the
+// settings it ran with. A rerun of the same curve takes it instead of training the run again.
+struct RunRecord {
+  size_t pool = 0, examples = 0;
+  nlohmann::json scores, settings;
+};
+
+std::string record_path(const std::string& run_out) { return run_out + ".json"; }
+
+std::optional<RunRecord> read_record(const std::string& run_out) {
+  const std::string path = record_path(run_out);
+  if (!fs::exists(path)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  try {
+    const nlohmann::json j = parse_json_bounded(in);
+    return RunRecord{j.at("train_pool").get<size_t>(), j.at("train_examples").get<size_t>(), j.at("scores"), j.at("settings")};
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("[learning curve] {}: not a learning-curve run's record ({}): remove it to run that "
+                                         "run again", path, e.what()));
+  }
+}
+
+void write_record(const std::string& run_out, const RunRecord& r) {
+  const nlohmann::json j = {{"train_pool", r.pool}, {"train_examples", r.examples}, {"scores", r.scores}, {"settings", r.settings}};
+  write_text_atomically(record_path(run_out), j.dump(2) + "\n");
+}
+
+// The settings of one run that its scores depend on (the data by its fingerprint, not its path).
+nlohmann::json run_settings(const TrainerOptions& t, const FinetuneOptions& o, FinetuneKind& kind) {
+  nlohmann::json j = TrainerOptions::table().saved(t);
+  j.update(FinetuneOptions::table().saved(o));
+  j.update(kind.options().saved());
+  for (const char* path : {"train_file", "validation_file", "test_file"}) j.erase(path);  // where the data is may change
+  return j;
+}
+
+// The settings whose values differ between two runs' settings, for a message.
+std::string changed_settings(const nlohmann::json& a, const nlohmann::json& b) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : a.items())
+    if (!b.contains(k) || b.at(k) != v) keys.push_back(k);
+  for (const auto& [k, v] : b.items())
+    if (!a.contains(k)) keys.push_back(k);
+  std::string s;
+  for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
+  return s;
 }
 
 }  // namespace
@@ -200,23 +252,41 @@ LearningCurve run_learning_curve(const TrainerOptions& trainer, const FinetuneOp
       if (!trainer.tensorboard.empty()) t.tensorboard = (fs::path(trainer.tensorboard) / name).string();
       o.max_train_examples = size;
       o.warn_unusual = run_index++ == 0;  // the same settings for every run: said once
-      say(fmt::format("{} examples, seed {} ({} of {} sizes x {} seeds) into {}", size_name(size), t.seed,
-                      i + 1, sizes.size(), curve.seeds, t.out));
-      const FinetuneResult r = run_finetuning(t, o, kind);
-      if (r.run.signal != 0 || r.scores.is_null()) {  // Ctrl-C or SIGTERM: keep what was measured
-        result.signal = r.run.signal;
-        break;
+      const nlohmann::json settings = run_settings(t, o, kind);
+      std::optional<RunRecord> done = trainer.overwrite ? std::nullopt : read_record(t.out);
+      if (done && done->settings != settings)
+        throw std::invalid_argument(fmt::format(
+            "[learning curve] {} was measured with other settings ({} differ): run the curve into another --output-dir, or "
+            "pass --overwrite to measure it again", record_path(t.out), changed_settings(done->settings, settings)));
+      if (done) {
+        say(fmt::format("{} examples, seed {}: measured before ({})", size_name(size), t.seed, record_path(t.out)));
+      } else {
+        // a run stopped part way (Ctrl-C, SIGTERM, a kill) goes on from its last checkpoint; one
+        // stopped before its first, or being measured again, starts afresh in its own folder
+        const bool stopped = !trainer.overwrite && fs::exists(t.out) && has_checkpoint(t.out);
+        if (stopped) t.resume = t.out;
+        else t.overwrite = t.overwrite || fs::exists(t.out);
+        say(fmt::format("{} examples, seed {} ({} of {} sizes x {} seeds) {} {}", size_name(size), t.seed, i + 1,
+                        sizes.size(), curve.seeds, stopped ? "resumed in" : "into", t.out));
+        if (trainer.overwrite) fs::remove(record_path(t.out));
+        const FinetuneResult r = run_finetuning(t, o, kind);
+        if (r.run.signal != 0 || r.scores.is_null()) {  // Ctrl-C or SIGTERM: keep what was measured
+          result.signal = r.run.signal;
+          break;
+        }
+        done = RunRecord{r.train_pool, r.train_examples, r.scores, settings};
+        write_record(t.out, *done);  // before the checkpoints go: a kill in between loses nothing
+        if (!curve.keep_checkpoints) remove_checkpoints(t.out);
       }
       const bool first = pool == 0;
-      pool = r.train_pool;
+      pool = done->pool;
       if (first && size > pool) say_clamped(size);
-      if (!curve.keep_checkpoints) remove_checkpoints(t.out);
       if (result.metrics.empty())
-        for (const auto& [m, v] : r.scores.at("dev").items())
+        for (const auto& [m, v] : done->scores.at("dev").items())
           if (v.is_number() && !is_count(m)) result.metrics.push_back(m);
-      result.runs.push_back({r.train_examples, t.seed, r.scores});
+      result.runs.push_back({done->examples, t.seed, done->scores});
       write_curve_files(out, result);  // after each run: a later failure or kill keeps what was measured
-      say(fmt::format("{} examples, seed {}: dev {}", r.train_examples, t.seed, r.scores.at("dev").dump()));
+      say(fmt::format("{} examples, seed {}: dev {}", done->examples, t.seed, done->scores.at("dev").dump()));
     }
     if (result.signal != 0) break;
     trained.insert(result.runs.empty() ? 0 : result.runs.back().examples);
