@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <thread>
 #include <vector>
 
 #ifdef XGRAD_WITH_MPI
@@ -29,6 +33,7 @@ Communicator& Communicator::world() {
 struct Communicator::Requests {
   std::vector<MPI_Request> list;
   std::vector<MPI_Comm> channels;  // duplicates of MPI_COMM_WORLD; channel 0 is the world itself
+  MPI_Comm heartbeat = MPI_COMM_NULL;  // the watchdog's questions and answers, apart from the training's traffic
 };
 
 namespace {
@@ -55,6 +60,7 @@ Communicator::Communicator() : pending_(std::make_unique<Requests>()) {
   mpi_ = true;
   check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  if (size_ > 1) check(MPI_Comm_dup(MPI_COMM_WORLD, &pending_->heartbeat), "MPI_Comm_dup");
 }
 
 Communicator::~Communicator() {
@@ -64,6 +70,7 @@ Communicator::~Communicator() {
   if (finalized) return;
   for (MPI_Comm& c : pending_->channels)
     if (c != MPI_COMM_WORLD) MPI_Comm_free(&c);
+  if (pending_->heartbeat != MPI_COMM_NULL) MPI_Comm_free(&pending_->heartbeat);
   MPI_Finalize();
 }
 
@@ -75,20 +82,117 @@ int mpi_count(size_t n, const char* call) {
                                         call, n, std::numeric_limits<int>::max()));
   return int(n);
 }
+
+// The watchdog's messages on the heartbeat communicator: a question (are you alive?) and its
+// answer (the collectives the answering rank has waited for).
+constexpr int kQuestionTag = 1, kAnswerTag = 2;
+
+// Handles the watchdog's messages waiting for this rank: answers each question with `collectives`,
+// and notes each answer in `answers` (rank -> the collectives it has waited for; null: dropped, a
+// late answer to an earlier question).
+void handle_heartbeats(MPI_Comm heartbeat, uint64_t collectives, std::map<int, uint64_t>* answers) {
+  for (;;) {
+    int waiting = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, heartbeat, &waiting, &status);
+    if (!waiting) return;
+    uint64_t payload = 0;
+    MPI_Recv(&payload, 1, MPI_UINT64_T, status.MPI_SOURCE, status.MPI_TAG, heartbeat, MPI_STATUS_IGNORE);
+    if (status.MPI_TAG == kQuestionTag) MPI_Send(&collectives, 1, MPI_UINT64_T, status.MPI_SOURCE, kAnswerTag, heartbeat);
+    else if (answers) (*answers)[status.MPI_SOURCE] = payload;
+  }
+}
+
+// Polling pauses: spin for the first 50 us (a step's all-reduce), then yield, then sleep a little,
+// so that a long wait (rank 0 evaluating) leaves the cores to the threads that work.
+void pause_after(double waited_s) {
+  if (waited_s < 50e-6) return;
+  if (waited_s < 10e-3) std::this_thread::yield();
+  else std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 }  // namespace
+
+void Communicator::wait(Requests& requests, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  ++collectives_;
+  for (;;) {
+    int done = 0;
+    check(MPI_Testall(int(requests.list.size()), requests.list.data(), &done, MPI_STATUSES_IGNORE), what);
+    if (done) break;
+    handle_heartbeats(requests.heartbeat, collectives_, nullptr);
+    const double waited = seconds_since(start);
+    if (timeout_s_ > 0 && waited > timeout_s_) {
+      const std::string why = why_stalled(requests, what);
+      if (why.empty()) break;  // it completed while the others were asked: only slow
+      fmt::print(stderr, "[distributed] rank {}: waited {:.0f} s in {} (collective {}): {}; ending the job (the last "
+                 "checkpoint is intact)\n", rank_, waited, what, collectives_, why);
+      std::fflush(stderr);
+      abort(1);
+    }
+    pause_after(waited);
+  }
+  requests.list.clear();
+}
+
+std::string Communicator::why_stalled(Requests& requests, const char* what) {
+  const uint64_t question = collectives_;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) MPI_Send(&question, 1, MPI_UINT64_T, r, kQuestionTag, requests.heartbeat);
+  std::map<int, uint64_t> answers;  // the ranks waiting in a collective answer at once
+  const auto asked = std::chrono::steady_clock::now();
+  while (seconds_since(asked) < kAnswerSeconds && answers.size() + 1 < size_t(size_)) {
+    int done = 0;
+    check(MPI_Testall(int(requests.list.size()), requests.list.data(), &done, MPI_STATUSES_IGNORE), what);
+    if (done) return "";
+    handle_heartbeats(requests.heartbeat, collectives_, &answers);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string silent, alive;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    if (!answers.count(r)) silent += fmt::format("{}{}", silent.empty() ? "" : ", ", r);
+    else alive += fmt::format("{}rank {} at its collective {}", alive.empty() ? "" : ", ", r, answers.at(r));
+  }
+  if (silent.empty())
+    return fmt::format("every rank answers ({}; this one is at {}), but the collective has not completed: the ranks wait "
+                       "in different collectives", alive, collectives_);
+  return fmt::format("rank(s) {} did not answer within {:.0f} s: stopped, hung, or busy outside any collective for longer "
+                     "than --collective-timeout (raise it for long evaluations)", silent, kAnswerSeconds);
+}
+
+// A blocking collective: `start` begins it (MPI_I...), then the watchdog's wait.
+template <class Start>
+void Communicator::blocking(const char* what, Start start) {
+  Requests one;
+  one.heartbeat = pending_->heartbeat;
+  MPI_Request r;
+  check(start(&r), what);
+  one.list.push_back(r);
+  wait(one, what);
+}
 
 void Communicator::allreduce(float* data, size_t n, ReduceOp op) {
   if (!mpi_ || size_ == 1 || n == 0) return;
-  check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
+  blocking("MPI_Allreduce", [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_FLOAT, mpi_op(op), MPI_COMM_WORLD, r);
+  });
 }
 void Communicator::allreduce(double* data, size_t n, ReduceOp op) {
   if (!mpi_ || size_ == 1 || n == 0) return;
-  check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD), "MPI_Allreduce");
+  blocking("MPI_Allreduce", [&](MPI_Request* r) {
+    return MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(n, "MPI_Allreduce"), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD, r);
+  });
 }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   if (!mpi_ || size_ == 1 || bytes == 0) return;
-  check(MPI_Bcast(data, mpi_count(bytes, "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+  blocking("MPI_Bcast", [&](MPI_Request* r) {
+    return MPI_Ibcast(data, mpi_count(bytes, "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD, r);
+  });
 }
 void Communicator::broadcast(std::string& data, int root) {
   if (!mpi_ || size_ == 1) return;
@@ -99,7 +203,8 @@ void Communicator::broadcast(std::string& data, int root) {
 }
 
 void Communicator::barrier() {
-  if (mpi_ && size_ > 1) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (!mpi_ || size_ == 1) return;
+  blocking("MPI_Barrier", [&](MPI_Request* r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); });
 }
 
 void Communicator::reserve_channels(size_t count) {
@@ -131,8 +236,7 @@ void Communicator::progress() {
 }
 void Communicator::wait_all() {
   if (pending_->list.empty()) return;
-  check(MPI_Waitall(int(pending_->list.size()), pending_->list.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-  pending_->list.clear();
+  wait(*pending_, "MPI_Waitall (the gradients' all-reduce)");
 }
 
 void Communicator::abort(int code) {

@@ -56,6 +56,14 @@ class Communicator {
   // a collective forever.
   [[noreturn]] void abort(int code);
 
+  // The watchdog: a rank that has waited this long in one collective asks every other rank whether
+  // it is alive (ranks answer while they wait in a collective), and ends the job with a message
+  // naming those that do not answer within kAnswerSeconds (a rank stopped, hung, or busy outside
+  // any collective for longer than this). 0: wait forever.
+  void set_collective_timeout(double seconds) { timeout_s_ = seconds; }
+  static constexpr double kDefaultCollectiveTimeout = 1800;
+  static constexpr double kAnswerSeconds = 10;
+
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
   ~Communicator();
@@ -63,8 +71,17 @@ class Communicator {
  private:
   Communicator();
   struct Requests;  // MPI_Request handles of started reductions (no mpi.h in this header)
+  // Waits for the requests of `what` (an MPI call's name), with the watchdog.
+  void wait(Requests& requests, const char* what);
+  // Past the timeout: asks the other ranks whether they are alive; why the collective has not
+  // completed, or "" when it completed meanwhile.
+  std::string why_stalled(Requests& requests, const char* what);
+  template <class Start>
+  void blocking(const char* what, Start start);  // distributed.cpp
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;
+  double timeout_s_ = kDefaultCollectiveTimeout;
+  uint64_t collectives_ = 0;  // collectives waited for, for the watchdog's message
   std::unique_ptr<Requests> pending_;
 };
 

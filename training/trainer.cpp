@@ -96,6 +96,10 @@ const OptionTable<TrainerOptions>& TrainerOptions::table() {
            OnResume::UseNew, at_least(0))
       .add("--bucket-mb", &O::bucket_mb, "megabytes of gradients per all-reduce, started as backward finishes each bucket",
            OnResume::UseNew, at_least(1))
+      .add("--collective-timeout", &O::collective_timeout, "seconds a rank waits in one collective before it asks the others "
+                                                           "whether they are alive and ends the job naming those that do not "
+                                                           "answer (a rank stopped or hung); 0: wait forever",
+           OnResume::UseNew, at_least(0))
       .group(kAdvancedGroup)
       .add("--on-nonfinite", &O::on_nonfinite, "at a NaN or infinite loss or gradient: stop (before the update, naming the "
                                                "step) or skip (that step's update)", OnResume::UseNew, Choices{{"stop", "skip"}})
@@ -202,6 +206,7 @@ bool same_directory(const std::string& a, const std::string& b) {
 RunResult Trainer::run() {
   Communicator& comm = Communicator::world();
   if (!comm.distributed()) return run_on_this_rank();
+  comm.set_collective_timeout(opt_.collective_timeout);
   try {
     return run_on_this_rank();
   } catch (const CollectiveError&) {

@@ -69,6 +69,7 @@ struct TrainerOptions : ResumableOptions {
   std::string on_nonfinite = "stop";  // a NaN/Inf loss or gradient: "stop" (no update made) or "skip" the update
   int64_t check_every = 100;  // data-parallel runs: compare the ranks' weights every N steps (0: never)
   size_t bucket_mb = 25;     // data-parallel runs: gradient all-reduce bucket size
+  double collective_timeout = 1800;  // data-parallel runs: the watchdog's limit on one collective, seconds (0: none)
   bool quiet = false;       // no output (tests); not a flag
 
   std::string default_out = "runs/bert_pretrain";  // a new run's --out when none is given: runs/<program>; not a flag

@@ -7,7 +7,7 @@
 #        finetune   the same for sequence classification (bert_finetune); --epochs evaluates once per epoch
 #        resume     2 ranks stopped at step 5 and resumed = 2 ranks straight through
 #        faults     a rank's weights nudged: the checksum stops the run (before step 1 too); a rank killed:
-#                   the job ends; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
+#                   the job ends; a rank stopped (SIGSTOP): the watchdog ends the job naming it; SIGUSR1 to mpirun: every rank stops at one step, saved; a NaN on one rank:
 #                   both stop at one step; different settings (--batch, --stop-at): refused, naming the option;
 #                   a setup error on rank 0 (--out taken, --resume without a checkpoint, --tensorboard), on
 #                   every rank (empty corpus, warm-up too long), or on rank 1 while rank 0 builds its task
@@ -137,6 +137,14 @@ faults)
   expect_failure "exited on signal 9" \
     timeout 60 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/killed" --fault kill --fault-rank 1 --fault-at 5
   (($(date +%s) - start < 30)) || fail "the job took $(($(date +%s) - start)) s to end after a rank died"
+  # a rank stopped (alive, silent): the watchdog ends the job past --collective-timeout, naming it,
+  # and the last checkpoint resumes
+  start=$(date +%s)
+  expect_failure "rank(s) 1 did not answer within 10 s" \
+    timeout 120 "${MPI[@]}" "$BIN/dp_check" pretrain "${PRETRAIN[@]}" --batch 4 --out "$W/stopped_rank" --save-every 2 \
+    --collective-timeout 3 --fault stop --fault-rank 1 --fault-at 7
+  (($(date +%s) - start < 60)) || fail "the job took $(($(date +%s) - start)) s to end after a rank stopped"
+  run "$W/after_stop.log" "$BIN/bert_pretrain" --resume "$W/stopped_rank" --out "$W/after_stop" --threads 1
   # SIGUSR1 to mpirun reaches every rank: they stop at the same step, and rank 0 saves it (mpirun
   # passes SIGTERM on too, but kills the ranks a second later: they may still be saving)
   "${MPI[@]}" "$BIN/bert_pretrain" "${UNTIMED[@]}" --steps 100000 --batch 4 --out "$W/stopped" > "$W/stopped.log" 2>&1 &

@@ -1,7 +1,7 @@
 // Helper of tests/data_parallel/data_parallel.sh (not a user program):
 //   dp_check compare A.safetensors B.safetensors TOL
 //       every tensor of A within TOL of B's (same names and shapes); prints the largest difference
-//   dp_check pretrain --fault perturb|kill|nan|setup|unsplittable|model --fault-rank R --fault-at K
+//   dp_check pretrain --fault perturb|kill|stop|nan|setup|unsplittable|model --fault-rank R --fault-at K
 //                     [--fault-model CONFIG] [bert_pretrain's options]
 //       pre-trains as bert_pretrain does, and at rank R's K-th micro-batch either nudges one of
 //       its weights (the divergence check must stop the run) or kills the process with SIGKILL
@@ -73,7 +73,8 @@ class FaultyTask : public Task {
   BatchLoss next_batch_loss(size_t batch_size) override {
     if (++calls_ == at_ && Communicator::world().rank() == rank_) {
       if (fault_ == "kill") std::raise(SIGKILL);
-      perturb(fault_ == "nan" ? std::numeric_limits<float>::quiet_NaN() : 1e-3f);
+      if (fault_ == "stop") std::raise(SIGSTOP);  // alive but silent: the watchdog must end the job
+      else perturb(fault_ == "nan" ? std::numeric_limits<float>::quiet_NaN() : 1e-3f);
     }
     return inner_->next_batch_loss(batch_size);
   }
@@ -111,7 +112,7 @@ int pretrain_with_fault(int argc, char** argv) {
   PretrainOptions::table().add_to(app, task, "Data and model");
   TrainerOptions::table().add_to(app, trainer, "Training");
   std::string fault_model;
-  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "nan", "setup", "unsplittable", "model"}));
+  app.add_option("--fault", fault)->required()->check(CLI::IsMember({"perturb", "kill", "stop", "nan", "setup", "unsplittable", "model"}));
   app.add_option("--fault-model", fault_model);
   app.add_option("--fault-rank", rank);
   app.add_option("--fault-at", at);
@@ -234,7 +235,7 @@ int main(int argc, char** argv) {
   if (mode == "pretrain") return pretrain_with_fault(argc - 1, argv + 1);
   if (mode == "unused" && argc == 2) return unused_parameters();
   if (mode == "fail" && argc == 3) return fail_on_rank_1(argv[2]);
-  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill|nan|setup|unsplittable|model --fault-rank R --fault-at K ... | "
+  fmt::print(stderr, "usage: dp_check compare A B TOL | dp_check pretrain --fault perturb|kill|stop|nan|setup|unsplittable|model --fault-rank R --fault-at K ... | "
                      "dp_check allreduce FLOATS REPEATS | dp_check unused | dp_check fail error|other|nested\n");
   return 2;
 }
