@@ -226,12 +226,13 @@ RunResult Trainer::run_on_this_rank() {
   if (comm.rank() != 0) opt.quiet = true;  // rank 0 speaks for the run
   if (opt.threads > 0) set_num_threads(opt.threads);
   auto say = [&](const std::string& s) { say_unless_quiet(opt, s); };
-  // The same command line on every rank, run control included (--resume and --stop-at decide
-  // which collectives a rank enters). What only rank 0 reads may differ (TensorBoard,
-  // --overwrite, the spelling of --resume: rank 0 resolves it for all), as may the thread count.
+  // The same command line on every rank, run control included (--resume-from-checkpoint and
+  // --stop-at decide which collectives a rank enters). What only rank 0 reads may differ
+  // (TensorBoard, --overwrite, the spelling of --resume-from-checkpoint: rank 0 resolves it for
+  // all), as may the thread count.
   nlohmann::json given = TrainerOptions::table().given(opt);
   for (const char* rank0_only : {"threads", "tensorboard", "overwrite"}) given.erase(rank0_only);
-  given["resume"] = !opt.resume.empty();
+  given["resume_from_checkpoint"] = !opt.resume.empty();
   check_same_settings(comm, given);
 
   // ---- resume: the checkpoint decides everything that shapes data and updates ----
