@@ -241,13 +241,18 @@ std::vector<FlagPath> given_files(const CLI::App& app, const std::vector<std::st
   return found;
 }
 
-void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inputs) {
+void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inputs, const std::string& run_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path path(output.path);
   if (fs::is_directory(path, ec))
     throw std::invalid_argument(fmt::format("{} {}: a directory; name the file to write", output.flag, output.path));
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const auto normal = [](const fs::path& p) {
+    const fs::path n = fs::absolute(p).lexically_normal();
+    return n.has_filename() ? n : n.parent_path();  // "runs/ner/" as "runs/ner"
+  };
+  if (!run_dir.empty() && !fs::exists(folder, ec) && normal(folder) == normal(run_dir)) return;  // the run creates it
   if (!fs::is_directory(folder, ec))
     throw std::invalid_argument(fmt::format("{} {}: the folder {} does not exist", output.flag, output.path, folder.string()));
   if (::access(folder.c_str(), W_OK) != 0)

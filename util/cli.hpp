@@ -71,7 +71,7 @@ std::vector<FlagPath> given_files(const CLI::App& app, const std::vector<std::st
 // starts: throws std::invalid_argument naming the flag and path when it is a directory, its folder
 // is missing or not writable, or it is the same file as one of `inputs` (compared as resolved
 // files: symbolic and hard links, "..", relative and absolute spellings), which writing it would
-// replace.
-void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inputs);
+// replace. A folder that is `run_dir` (the run's --output-dir, which the run creates) may be missing.
+void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inputs, const std::string& run_dir = "");
 
 }  // namespace xg::cli

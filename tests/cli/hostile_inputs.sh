@@ -531,6 +531,11 @@ finetune)
     "$F" "${FT[@]}" --epochs 1 --report "$W/no_such_dir/r.json"
   ft && expect 1 "--predictions $W: a directory" "$F" "${FT[@]}" --epochs 1 --predictions "$W"
   ft && expect 1 "--test-file $W/none.tsv: no such file" "$F" "${FT[@]}" --epochs 1 --test "$W/none.tsv"
+  # predictions into the run's own --output-dir, which the run creates
+  run_dir=$W/ft$((cases + 1))
+  ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --predictions "$run_dir/dev.tsv"
+  cases=$((cases + 1))
+  [[ -s $run_dir/dev.tsv ]] || fail "no predictions in $run_dir/dev.tsv"
   # padding-free layers: texts of different lengths, so the batch has padding to drop
   printf 'label\ttext\n1\tgood and fine and well\n0\tbad\n' > "$W/ragged.tsv"
   train=$W/ragged.tsv dev=$W/ragged.tsv ft && expect 0 "final scores" "$F" "${FT[@]}" --epochs 1 --padding-free
