@@ -580,4 +580,10 @@ TEST_CASE("trainer: a fine-tuning run ends with its scores as a table, where the
   CHECK_THAT(q, Contains("final scores of the best model (runs/x/best, at int8):"));
   CHECK_THAT(q, !Contains("precision"));
   CHECK_THAT(q, Contains("  test       0.7667          -        300"));
+  // a multi-task run: a table per task, its rows as wide as the longest split's name
+  const nlohmann::json tasks = {{"ner", {{"dev", {{"f1", 0.75}}}, {"dev_at_best_mean", {{"f1", 0.7}}}}}};
+  const std::string m = xg::training::multitask_summary(tasks, "runs/m", 2);
+  CHECK_THAT(m, Contains("final dev scores of task ner (dev: its best model, runs/m/tasks/ner/best;"));
+  CHECK_THAT(m, Contains("  dev                  0.7500          -\n  dev_at_best_mean     0.7000          -\n"));
+  CHECK_THAT(m, Contains("took 2.0 s") && !Contains("{"));
 }

@@ -150,11 +150,13 @@ int main(int argc, char** argv) {
     if (app.count("--warmup-steps") && !app.count("--warmup-ratio")) trainer.warmup_ratio = -1;  // steps given: they win
     // a resumed run takes from its checkpoint what the defaults above would otherwise change
     if (!trainer.resume.empty()) TrainerOptions::table().reset_not_given(trainer);
+    const auto start = std::chrono::steady_clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
     if (multitask) {
       const auto result = xg::training::run_multitask(trainer, task, multi);
       if (result.run.signal != 0) return 128 + result.run.signal;
       if (result.scores.is_null()) return 0;
-      for (const auto& [name, s] : result.scores.items()) fmt::print("final dev scores of task {}: {}\n", name, s.dump());
+      fmt::print("{}", xg::training::multitask_summary(result.scores, result.run.out, seconds()));
       if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
       return 0;
     }
@@ -173,15 +175,13 @@ int main(int argc, char** argv) {
     }
     task.task = xg::training::task_of_run(task, trainer);  // read once: run_finetuning keeps a task that is set
     auto& kind = xg::training::finetune_kind(task.task);
-    const auto start = std::chrono::steady_clock::now();
     const auto result = xg::training::run_finetuning(trainer, task, kind);
     if (result.run.signal != 0) return 128 + result.run.signal;  // saved and stopped: 130 after Ctrl-C, 143 after SIGTERM
     if (result.scores.is_null()) return 0;  // --stop-at (resumable, no final scores yet), or a rank other than 0
     const std::string best = (std::filesystem::path(result.run.out) / "best").string();
     const std::string infer = (std::filesystem::path(argv[0]).parent_path() / "bert_infer").string();  // beside this program
     const std::string use = kind.inference_command().empty() ? "" : fmt::format("{} {} --model {}", infer, kind.inference_command(), best);
-    fmt::print("{}", xg::training::finetune_summary(
-                         result.scores, best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), use));
+    fmt::print("{}", xg::training::finetune_summary(result.scores, best, seconds(), use));
     if (!report.empty()) xg::write_text_atomically(report, result.scores.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n", xg::cli::error_line("bert_finetune", e.what()));
