@@ -16,6 +16,7 @@
 
 #include "tests/temp_path.hpp"
 #include "text/load_tokenizer.hpp"
+#include "text/protobuf_wire.hpp"
 #include "text/sentencepiece_tokenizer.hpp"
 
 using namespace xg::text;
@@ -279,6 +280,13 @@ TEST_CASE("a corrupted spiece.model is refused when it loads, never crashes the 
   const float nan = std::nanf("");
   std::memcpy(bad.data() + score + 1, &nan, 4);
   CHECK_THROWS_WITH(load_and_encode(bad), Contains("'▁the' has the score nan"));
+  // an empty piece: libsentencepiece's trie builder throws through the library, which ends the
+  // process, so it is refused before the library sees it
+  WireWriter empty_piece, with_it;
+  empty_piece.bytes_field(1, "");
+  empty_piece.float_field(2, -1.f);
+  with_it.bytes_field(1, empty_piece.bytes());
+  CHECK_THROWS_WITH(load_and_encode(model + with_it.bytes()), Contains(out) && Contains("is empty"));
   std::filesystem::remove(out);
 }
 

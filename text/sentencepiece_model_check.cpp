@@ -68,6 +68,21 @@ void check_charsmap(std::string_view blob, const std::string& where, const char*
 
 }  // namespace
 
+void check_sentencepiece_model(std::string_view serialized, const std::string& where) {
+  check_sentencepiece_charsmaps(serialized, where);
+  // ModelProto: pieces = 1; SentencePiece: piece = 1. An empty piece makes libsentencepiece's trie
+  // builder throw through the library, which ends the process.
+  WireFields model(serialized, where);
+  std::string_view entry;
+  for (int id = 0; model.next_bytes(1, entry); ++id) {
+    WireFields fields(entry, where);
+    std::string_view piece;
+    if (!fields.next_bytes(1, piece) || piece.empty()) fail(where, fmt::format("piece {} is empty", id));
+    if (const size_t at = invalid_utf8_at(piece); at != std::string_view::npos)
+      fail(where, fmt::format("piece {} is not text: {}", id, invalid_utf8_message(piece, at)));
+  }
+}
+
 void check_sentencepiece_charsmaps(std::string_view serialized, const std::string& where) {
   // ModelProto: normalizer_spec = 3, denormalizer_spec = 5; NormalizerSpec: precompiled_charsmap = 2.
   for (const auto& [field, spec] : {std::pair{3u, "normalizer's"}, {5u, "denormalizer's"}}) {
@@ -80,9 +95,7 @@ void check_sentencepiece_charsmaps(std::string_view serialized, const std::strin
   }
 }
 
-void check_sentencepiece_piece(int id, std::string_view piece, float score, const std::string& where) {
-  if (const size_t at = invalid_utf8_at(piece); at != std::string_view::npos)
-    fail(where, fmt::format("piece {} is not text: {}", id, invalid_utf8_message(piece, at)));
+void check_sentencepiece_score(int id, std::string_view piece, float score, const std::string& where) {
   if (!std::isfinite(score)) fail(where, fmt::format("piece {} '{}' has the score {}", id, piece, score));
 }
 

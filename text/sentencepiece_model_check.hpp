@@ -10,13 +10,16 @@
 
 namespace xg::text {
 
-// `serialized`: the model file's bytes (a ModelProto). Throws std::runtime_error naming `where`
-// and what is wrong when a precompiled character map (the normalizer's or the denormalizer's) holds
-// a trie transition or a replacement outside its tables.
+// `serialized`: the model file's bytes (a ModelProto), checked before libsentencepiece loads them.
+// Throws std::runtime_error naming `where` and what is wrong when a precompiled character map
+// holds a trie transition or a replacement outside its tables (check_sentencepiece_charsmaps), or
+// a piece is empty (the library's trie builder would end the process) or not UTF-8.
+void check_sentencepiece_model(std::string_view serialized, const std::string& where);
+
+// The normalizer's and the denormalizer's precompiled character maps alone.
 void check_sentencepiece_charsmaps(std::string_view serialized, const std::string& where);
 
-// Throws std::runtime_error naming `where`, the piece's id and what is wrong when `piece` is not
-// UTF-8 or `score` is not finite.
-void check_sentencepiece_piece(int id, std::string_view piece, float score, const std::string& where);
+// Throws std::runtime_error naming `where` and the piece when `score` is not finite.
+void check_sentencepiece_score(int id, std::string_view piece, float score, const std::string& where);
 
 }  // namespace xg::text

@@ -101,7 +101,11 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, Se
     : opt_(opt), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   if (!fs::is_regular_file(model_path))
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: no such file", model_path));
-  const auto status = sp_->Load(model_path);
+  std::ifstream in(model_path, std::ios::binary);
+  const std::string serialized((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: cannot read", model_path));
+  check_sentencepiece_model(serialized, model_path);  // what would end the process inside the library
+  const auto status = sp_->LoadFromSerializedProto(serialized);
   if (!status.ok())
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: not a SentencePiece model: {}", model_path,
                                          status.ToString()));
@@ -111,6 +115,7 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path, Se
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& serialized, const std::string& where, SentencePieceOptions opt,
                                                FromBytes)
     : opt_(opt), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  check_sentencepiece_model(serialized, where);
   const auto status = sp_->LoadFromSerializedProto(serialized);
   if (!status.ok())
     throw std::runtime_error(fmt::format("[SentencePieceTokenizer] {}: not a SentencePiece model: {}", where, status.ToString()));
@@ -123,8 +128,7 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(
 }
 
 void SentencePieceTokenizer::init(const std::string& model_path) {
-  check_sentencepiece_charsmaps(sp_->serialized_model_proto(), model_path);
-  for (int id = 0; id < sp_->GetPieceSize(); ++id) check_sentencepiece_piece(id, sp_->IdToPiece(id), sp_->GetScore(id), model_path);
+  for (int id = 0; id < sp_->GetPieceSize(); ++id) check_sentencepiece_score(id, sp_->IdToPiece(id), sp_->GetScore(id), model_path);
   special_tokens_ = {"<unk>", "[CLS]", "[SEP]", "<pad>", "[MASK]", "", "", {}};
   special_ids_.assign(sp_->GetPieceSize(), false);
   for (const std::string* t : {&special_tokens_.unk, &special_tokens_.cls, &special_tokens_.sep, &special_tokens_.pad,
