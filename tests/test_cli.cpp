@@ -208,7 +208,7 @@ TEST_CASE("cli: --help shows one name per option and the everyday groups first; 
 TEST_CASE("cli: a program's error line has its name and no internal tags", "[cli]") {
   using xg::cli::error_line;
   CHECK(error_line("bert_pretrain", "[vocabulary] x.txt: cannot open") == "bert_pretrain: x.txt: cannot open");
-  CHECK(error_line("bert_infer", "[SentencePieceTokenizer] [load_tokenizer] a: b") == "bert_infer: a: b");
+  CHECK(error_line("bert_infer", "[Vocab] [my notes] vocab.txt: cannot open") == "bert_infer: [my notes] vocab.txt: cannot open");
   CHECK(error_line("bert_finetune", "[pretraining data] d: empty") == "bert_finetune: d: empty");
   // special tokens and text in brackets that is not a tag stay
   CHECK(error_line("bert_infer", "[MASK] not found") == "bert_infer: [MASK] not found");

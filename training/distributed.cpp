@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <array>
+#include <list>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -35,6 +38,27 @@ struct Communicator::Requests {
   std::vector<MPI_Comm> channels;  // duplicates of MPI_COMM_WORLD; channel 0 is the world itself
   MPI_Comm heartbeat = MPI_COMM_NULL;  // the watchdog's questions and answers, apart from the training's traffic
 };
+
+namespace {
+// The watchdog's messages sent and not yet delivered, each with its buffer (which MPI reads until
+// then); a stopped rank never receives those sent to it.
+struct Sends {
+  std::list<std::pair<MPI_Request, std::array<uint64_t, 2>>> pending;
+  void post(uint64_t a, uint64_t b, int to, int tag, MPI_Comm heartbeat) {
+    pending.remove_if([](auto& s) {
+      int done = 0;
+      MPI_Test(&s.first, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    auto& s = pending.emplace_back(MPI_REQUEST_NULL, std::array<uint64_t, 2>{a, b});
+    MPI_Isend(s.second.data(), 2, MPI_UINT64_T, to, tag, heartbeat, &s.first);
+  }
+};
+Sends& watchdog_sends() {
+  static Sends sends;
+  return sends;
+}
+}  // namespace
 
 namespace {
 void check(int rc, const char* call) {
@@ -83,31 +107,35 @@ int mpi_count(size_t n, const char* call) {
   return int(n);
 }
 
-// The watchdog's messages on the heartbeat communicator: a question (are you alive?) and its
-// answer (the collectives the answering rank has waited for).
+// The watchdog's messages on the heartbeat communicator: a question (are you alive?) carrying its
+// number, and its answer: that number and the collectives the answering rank has waited for.
 constexpr int kQuestionTag = 1, kAnswerTag = 2;
 
 // Handles the watchdog's messages waiting for this rank: answers each question with `collectives`,
-// and notes each answer in `answers` (rank -> the collectives it has waited for; null: dropped, a
-// late answer to an earlier question).
-void handle_heartbeats(MPI_Comm heartbeat, uint64_t collectives, std::map<int, uint64_t>* answers) {
+// and notes in `answers` (rank -> the collectives it has waited for) the answers to question
+// `asked`; other answers (late ones to an earlier question) are dropped.
+void handle_heartbeats(MPI_Comm heartbeat, uint64_t collectives, uint64_t asked, std::map<int, uint64_t>* answers) {
   for (;;) {
     int waiting = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, heartbeat, &waiting, &status);
     if (!waiting) return;
-    uint64_t payload = 0;
-    MPI_Recv(&payload, 1, MPI_UINT64_T, status.MPI_SOURCE, status.MPI_TAG, heartbeat, MPI_STATUS_IGNORE);
-    if (status.MPI_TAG == kQuestionTag) MPI_Send(&collectives, 1, MPI_UINT64_T, status.MPI_SOURCE, kAnswerTag, heartbeat);
-    else if (answers) (*answers)[status.MPI_SOURCE] = payload;
+    uint64_t message[2] = {0, 0};
+    MPI_Recv(message, 2, MPI_UINT64_T, status.MPI_SOURCE, status.MPI_TAG, heartbeat, MPI_STATUS_IGNORE);
+    if (status.MPI_TAG == kQuestionTag) {
+      watchdog_sends().post(message[0], collectives, status.MPI_SOURCE, kAnswerTag, heartbeat);
+    } else if (answers && message[0] == asked) {
+      (*answers)[status.MPI_SOURCE] = message[1];
+    }
   }
 }
 
-// Polling pauses: spin for the first 50 us (a step's all-reduce), then yield, then sleep a little,
-// so that a long wait (rank 0 evaluating) leaves the cores to the threads that work.
+// Polling pauses: spin for the first 50 us (a step's all-reduce), then yield for a second (MPI
+// moves data only inside its calls), then sleep a little between polls, so that a long wait (rank
+// 0 evaluating) leaves the cores to the threads that work.
 void pause_after(double waited_s) {
   if (waited_s < 50e-6) return;
-  if (waited_s < 10e-3) std::this_thread::yield();
+  if (waited_s < 1) std::this_thread::yield();
   else std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
@@ -117,19 +145,22 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 void Communicator::wait(Requests& requests, const char* what) {
-  const auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   ++collectives_;
   for (;;) {
     int done = 0;
     check(MPI_Testall(int(requests.list.size()), requests.list.data(), &done, MPI_STATUSES_IGNORE), what);
     if (done) break;
-    handle_heartbeats(requests.heartbeat, collectives_, nullptr);
+    handle_heartbeats(requests.heartbeat, collectives_, 0, nullptr);
     const double waited = seconds_since(start);
     if (timeout_s_ > 0 && waited > timeout_s_) {
-      const std::string why = why_stalled(requests, what);
-      if (why.empty()) break;  // it completed while the others were asked: only slow
+      const std::optional<std::string> why = why_stalled(requests, what);
+      if (!why) {  // completed while the others were asked, or every rank is in this collective: only slow
+        start = std::chrono::steady_clock::now();
+        continue;
+      }
       fmt::print(stderr, "[distributed] rank {}: waited {:.0f} s in {} (collective {}): {}; ending the job (the last "
-                 "checkpoint is intact)\n", rank_, waited, what, collectives_, why);
+                 "checkpoint is intact)\n", rank_, waited, what, collectives_, *why);
       std::fflush(stderr);
       abort(1);
     }
@@ -138,25 +169,28 @@ void Communicator::wait(Requests& requests, const char* what) {
   requests.list.clear();
 }
 
-std::string Communicator::why_stalled(Requests& requests, const char* what) {
-  const uint64_t question = collectives_;
+std::optional<std::string> Communicator::why_stalled(Requests& requests, const char* what) {
+  ++questions_;
   for (int r = 0; r < size_; ++r)
-    if (r != rank_) MPI_Send(&question, 1, MPI_UINT64_T, r, kQuestionTag, requests.heartbeat);
+    if (r != rank_) watchdog_sends().post(questions_, collectives_, r, kQuestionTag, requests.heartbeat);
   std::map<int, uint64_t> answers;  // the ranks waiting in a collective answer at once
   const auto asked = std::chrono::steady_clock::now();
   while (seconds_since(asked) < kAnswerSeconds && answers.size() + 1 < size_t(size_)) {
     int done = 0;
     check(MPI_Testall(int(requests.list.size()), requests.list.data(), &done, MPI_STATUSES_IGNORE), what);
-    if (done) return "";
-    handle_heartbeats(requests.heartbeat, collectives_, &answers);
+    if (done) return std::nullopt;
+    handle_heartbeats(requests.heartbeat, collectives_, questions_, &answers);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::string silent, alive;
+  bool all_here = true;  // every rank waits in the collective this one waits in
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     if (!answers.count(r)) silent += fmt::format("{}{}", silent.empty() ? "" : ", ", r);
     else alive += fmt::format("{}rank {} at its collective {}", alive.empty() ? "" : ", ", r, answers.at(r));
+    all_here = all_here && answers.count(r) && answers.at(r) == collectives_;
   }
+  if (silent.empty() && all_here) return std::nullopt;
   if (silent.empty())
     return fmt::format("every rank answers ({}; this one is at {}), but the collective has not completed: the ranks wait "
                        "in different collectives", alive, collectives_);

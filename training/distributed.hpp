@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -74,14 +75,15 @@ class Communicator {
   // Waits for the requests of `what` (an MPI call's name), with the watchdog.
   void wait(Requests& requests, const char* what);
   // Past the timeout: asks the other ranks whether they are alive; why the collective has not
-  // completed, or "" when it completed meanwhile.
-  std::string why_stalled(Requests& requests, const char* what);
+  // completed, or nothing when it completed meanwhile or every rank waits in it (only slow).
+  std::optional<std::string> why_stalled(Requests& requests, const char* what);
   template <class Start>
   void blocking(const char* what, Start start);  // distributed.cpp
   int rank_ = 0, size_ = 1;
   bool mpi_ = false;
   double timeout_s_ = kDefaultCollectiveTimeout;
   uint64_t collectives_ = 0;  // collectives waited for, for the watchdog's message
+  uint64_t questions_ = 0;    // the watchdog's questions asked, each answer naming its own
   std::unique_ptr<Requests> pending_;
 };
 

@@ -60,6 +60,7 @@ struct TaskContext {
   std::string out;         // the run's output directory (for files a task makes, e.g. a vocabulary)
   uint64_t seed = 0;       // weights, data order and masks
   bool quiet = false;
+  size_t batch = 0;        // examples per micro-batch of each rank, as the run trains (restored on resume)
 };
 
 class Task {

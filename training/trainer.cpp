@@ -302,7 +302,7 @@ RunResult Trainer::train(const std::string& ckpt, const TrainingState& state, bo
   // ---- the task (model and data), optimizer, schedule ----
   std::unique_ptr<Task> task;
   fail_together(comm, [&] {
-    task = make_task_({ckpt, opt.out, opt.seed, opt.quiet});
+    task = make_task_({ckpt, opt.out, opt.seed, opt.quiet, opt.batch});
     if (out_dir) out_dir->set_aside_models();  // after the task loaded its model (maybe from OUT/best)
     if (!state.task.empty() && state.task != task->name())
       throw std::invalid_argument(fmt::format("[resume] {} is a checkpoint of task '{}', not '{}'", ckpt, state.task, task->name()));

@@ -40,22 +40,30 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
-// " (did you mean X?)" for the candidate nearest `word`, when one is near enough to be a slip.
-std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
+// " (did you mean X?)" for the candidate nearest `word`, when one is near enough to be a slip; X is
+// `shown_as` of that candidate when given (an alias's canonical name), else the candidate.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const std::vector<std::string>& shown_as = {}) {
+  size_t best = candidates.size();
   size_t best_distance = std::max<size_t>(2, word.size() / 4) + 1;
-  for (const std::string& c : candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& c = candidates[i];
     const size_t d = (c.rfind(word, 0) == 0 || word.rfind(c, 0) == 0) ? 1 : edit_distance(word, c);  // a prefix: a slip too
-    if (d < best_distance) best_distance = d, best = c;
+    if (d < best_distance) best_distance = d, best = i;
   }
-  return best.empty() ? "" : fmt::format(" (did you mean {}?)", best);
+  if (best == candidates.size()) return "";
+  return fmt::format(" (did you mean {}?)", shown_as.empty() ? candidates[best] : shown_as[best]);
 }
 
-// The long flags ("--steps") of `app`'s own options.
-std::vector<std::string> long_flags(const CLI::App& app) {
+// The long flags ("--max-steps", "--steps") of `app`'s own options; with `canonical`, each one's
+// option's first name (what --help shows, and what a "did you mean" suggests).
+std::vector<std::string> long_flags(const CLI::App& app, std::vector<std::string>* canonical = nullptr) {
   std::vector<std::string> flags;
   for (const CLI::Option* o : app.get_options())
-    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+    for (const std::string& n : o->get_lnames()) {
+      flags.push_back("--" + n);
+      if (canonical) canonical->push_back("--" + o->get_lnames().front());
+    }
   return flags;
 }
 
@@ -108,10 +116,11 @@ Checked check_arguments(const CLI::App& app, int argc, const char* const* argv) 
       if ((owner = known(dashed))) flag = dashed;
     }
     if (!owner) {
-      std::vector<std::string> flags = long_flags(*scope);
+      std::vector<std::string> canonical;
+      std::vector<std::string> flags = long_flags(*scope, &canonical);
       if (scope != &app)
-        for (const std::string& f : long_flags(app)) flags.push_back(f);
-      c.error = fmt::format("unknown flag {}{}", flag, did_you_mean(flag, flags));
+        for (const std::string& f : long_flags(app, &canonical)) flags.push_back(f);
+      c.error = fmt::format("unknown flag {}{}", flag, did_you_mean(flag, flags, canonical));
       return c;
     }
     const CLI::Option* o = owner->get_option_no_throw(flag);
@@ -181,18 +190,19 @@ bool is_component_tag(const std::string& tag) {
 
 std::string error_line(const std::string& program, const std::string& what) {
   // "[tag] " at the start of the message or of a part after ": " (a wrapped error)
+  // one tag per part: what follows it may be the user's own text ("[draft] notes.txt")
   std::string message;
-  bool part_start = true;  // at the start, after ": ", or after a tag just dropped
   for (size_t i = 0; i < what.size();) {
+    const bool part_start = i == 0 || (i >= 2 && what.compare(i - 2, 2, ": ") == 0);
     if (part_start && what[i] == '[') {
       const size_t close = what.find("] ", i);
       if (close != std::string::npos && is_component_tag(what.substr(i + 1, close - i - 1))) {
         i = close + 2;
+        if (i < what.size()) message += what[i++];  // the part's first character, never a tag
         continue;
       }
     }
     message += what[i++];
-    part_start = i >= 2 && what.compare(i - 2, 2, ": ") == 0;
   }
   return fmt::format("{}: {}", program, message);
 }

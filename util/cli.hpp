@@ -53,9 +53,9 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, const char* const* arg
                                  std::ostream& out = std::cout, std::ostream& err = std::cerr);
 
 // "<program>: <message>" for an error a program stops on: `what` without the library's
-// "[component] " tags, at its start or after a ": " (they name the code that threw, which helps a
-// C++ caller, not a user of the program), e.g. "[vocabulary] x.txt: cannot open" ->
-// "bert_pretrain: x.txt: cannot open".
+// "[component] " tag at its start and at the start of each part after ": " (one per part: the tag
+// names the code that threw, which helps a C++ caller, not a user of the program), e.g.
+// "[vocabulary] x.txt: cannot open" -> "bert_pretrain: x.txt: cannot open".
 std::string error_line(const std::string& program, const std::string& what);
 
 // A path a flag names.

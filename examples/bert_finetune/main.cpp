@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
     // the files written at the end, checked before any training
     const auto inputs = xg::cli::given_files(app, {"--report", "--predictions", "--output-dir", "--tensorboard"});
     for (const auto& [flag, path] : {std::pair{"--report", report}, {"--predictions", task.predictions}})
-      if (!path.empty()) xg::cli::check_output_file({flag, path}, inputs, trainer.out.empty() ? trainer.default_out : trainer.out);
+      if (!path.empty())  // a new run creates its --output-dir (a resumed one writes into its own, which exists)
+        xg::cli::check_output_file({flag, path}, inputs, trainer.resume.empty() ? (trainer.out.empty() ? trainer.default_out : trainer.out) : "");
     const bool multitask = is_multitask(multi, trainer);  // --multi-task, or resuming such a run
     if (multitask) refuse_single_task_flags(app);
     if (!multitask)

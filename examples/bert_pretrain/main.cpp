@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "note: {}\n", *note);
     // the bundled default, found from any working directory (a resumed run keeps the checkpoint's)
     if (trainer.resume.empty() && !app.count("--train-file")) task.corpus = xg::bundled_data_path(task.corpus);
+    if (trainer.resume.empty() && !app.count("--max-seq-length"))  // shards: the length they were made at
+      if (const size_t made_at = xg::training::shard_sequence_length(task.corpus); made_at > 0 && made_at != task.seq_len) {
+        fmt::print(stderr, "note: training at --max-seq-length {}, the length the shards in {} were made at\n", made_at, task.corpus);
+        task.seq_len = made_at;
+      }
     if (trainer.resume.empty() && !task.init_from.empty()) {  // a run's output directory: its newest checkpoint
       std::string note;
       task.init_from = xg::models::model_directory_in(task.init_from, &note);

@@ -406,9 +406,9 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
               if (const auto* f = dynamic_cast<const FinetuneTask*>(made.get())) pool = f->train_pool(), sampled = f->train_sampled();
               if (const auto* m = dynamic_cast<const models::PretrainedModel*>(&made->model())) {  // before any batch is made
                 const nlohmann::json config = m->config_json();
-                models::refuse_if_too_big(models::training_memory(config, trainer.batch, task.max_len, 0, false), config,
+                models::refuse_if_too_big(models::training_memory(config, ctx.batch, task.max_len, 0, false), config,
                                           "training", fmt::format("--per-device-train-batch-size {} x --max-seq-length {}",
-                                                                  trainer.batch, task.max_len));
+                                                                  ctx.batch, task.max_len));
               }
               if (rank0 && !trainer.quiet && ctx.checkpoint.empty() && task.warn_unusual)  // a resumed run was warned when it started
                 for (const auto& w : unusual_settings(trainer, task, ranks, sampled)) fmt::print(stderr, "warning: {}\n", w);

@@ -82,7 +82,11 @@ nlohmann::json run_settings(const TrainerOptions& t, const FinetuneOptions& o, F
   nlohmann::json j = TrainerOptions::table().saved(t);
   j.update(FinetuneOptions::table().saved(o));
   j.update(kind.options().saved());
-  for (const char* path : {"train_file", "validation_file", "test_file"}) j.erase(path);  // where the data is may change
+  // where the data is may change (its fingerprint, saved beside each data path's key, stays)
+  std::vector<std::string> paths;
+  for (const auto& [key, value] : j.items())
+    if (j.contains(key + "_fingerprint")) paths.push_back(key);
+  for (const auto& key : paths) j.erase(key);
   return j;
 }
 

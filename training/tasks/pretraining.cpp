@@ -681,21 +681,15 @@ void keep_init_from_split(PretrainOptions& o, bool quiet) {
 }
 }  // namespace
 
-// Shards hold sequences of the length they were made at: a run on them that sets no
-// --max-seq-length trains at that length, not at bert_pretrain's own default (create_pretraining_data
-// defaults to BERT's 128, bert_pretrain's quick start to 64).
-void take_shard_sequence_length(PretrainOptions& o, bool quiet) {
-  if (!fs::is_directory(o.corpus) || o.flags_given.count("--max-seq-length")) return;
+size_t shard_sequence_length(const std::string& corpus) {
+  if (!fs::is_directory(corpus)) return 0;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(o.corpus, ec)) {
+  for (const auto& entry : fs::directory_iterator(corpus, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("shard_", 0) != 0 || entry.path().extension() != ".bin") continue;
-    const size_t made_at = text::ShardReader(entry.path().string()).max_seq_length();
-    if (made_at != o.seq_len && !quiet && Communicator::world().rank() == 0)
-      fmt::print("note: training at --max-seq-length {}, the length the shards in {} were made at\n", made_at, o.corpus);
-    o.seq_len = made_at;
-    return;
+    if (name.rfind("shard_", 0) == 0 && entry.path().extension() == ".bin")
+      return text::ShardReader(entry.path().string()).max_seq_length();
   }
+  return 0;
 }
 
 HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOptions task) {
@@ -708,7 +702,6 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOp
   PretrainOptions::table().check(task);
   if (task.eval_instances == 0) throw std::invalid_argument("[pretraining] --eval-only with --eval-instances 0: nothing to evaluate");
   keep_init_from_split(task, trainer.quiet);
-  take_shard_sequence_length(task, trainer.quiet);
   if (trainer.threads > 0) set_num_threads(trainer.threads);
   MatmulPrecisionGuard precision(training_precision(trainer));
   auto t = make_pretraining_task(task, {"", "", trainer.seed, trainer.quiet});
@@ -718,10 +711,7 @@ HeldOutEvaluation evaluate_pretraining(const TrainerOptions& trainer, PretrainOp
 }
 
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task) {
-  if (trainer.resume.empty()) {  // a resumed run restores its own
-    keep_init_from_split(task, trainer.quiet);
-    take_shard_sequence_length(task, trainer.quiet);
-  }
+  if (trainer.resume.empty()) keep_init_from_split(task, trainer.quiet);  // a resumed run restores its own
   Trainer t(std::move(trainer), BoundOptions(PretrainOptions::table(), task),
             [&task](const TaskContext& ctx) { return make_pretraining_task(task, ctx); });
   return t.run();

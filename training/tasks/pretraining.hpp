@@ -74,6 +74,11 @@ std::string pretraining_architecture(const PretrainOptions& o);
 // Builds the task: on resume (ctx.checkpoint) the model and tokenizer come from the checkpoint.
 std::unique_ptr<Task> make_pretraining_task(const PretrainOptions& options, const TaskContext& ctx);
 
+// The sequence length the shards in directory `corpus` were made at (their first shard's); 0 for a
+// text corpus or a directory without shards. bert_pretrain trains at it unless --max-seq-length is
+// given: create_pretraining_data defaults to BERT's 128, bert_pretrain's quick start to 64.
+size_t shard_sequence_length(const std::string& corpus);
+
 // Pre-trains per `trainer` and `task` (restored from the checkpoint on --resume).
 RunResult run_pretraining(TrainerOptions trainer, PretrainOptions task);
 
