@@ -280,13 +280,15 @@ TEST_CASE("a corrupted spiece.model is refused when it loads, never crashes the 
   const float nan = std::nanf("");
   std::memcpy(bad.data() + score + 1, &nan, 4);
   CHECK_THROWS_WITH(load_and_encode(bad), Contains("'▁the' has the score nan"));
-  // an empty piece: libsentencepiece's trie builder throws through the library, which ends the
-  // process, so it is refused before the library sees it
-  WireWriter empty_piece, with_it;
-  empty_piece.bytes_field(1, "");
-  empty_piece.float_field(2, -1.f);
-  with_it.bytes_field(1, empty_piece.bytes());
-  CHECK_THROWS_WITH(load_and_encode(model + with_it.bytes()), Contains(out) && Contains("is empty"));
+  // an empty piece, or one starting with NUL (an empty key to the library's trie builder, which
+  // throws through the library and ends the process): refused before the library sees them
+  for (const auto& [text, message] : {std::pair{std::string(), "is empty"}, {std::string("\0@", 2), "holds a NUL byte"}}) {
+    WireWriter piece_message, with_it;
+    piece_message.bytes_field(1, text);
+    piece_message.float_field(2, -1.f);
+    with_it.bytes_field(1, piece_message.bytes());
+    CHECK_THROWS_WITH(load_and_encode(model + with_it.bytes()), Contains(out) && Contains(message));
+  }
   std::filesystem::remove(out);
 }
 

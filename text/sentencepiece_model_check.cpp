@@ -70,14 +70,16 @@ void check_charsmap(std::string_view blob, const std::string& where, const char*
 
 void check_sentencepiece_model(std::string_view serialized, const std::string& where) {
   check_sentencepiece_charsmaps(serialized, where);
-  // ModelProto: pieces = 1; SentencePiece: piece = 1. An empty piece makes libsentencepiece's trie
-  // builder throw through the library, which ends the process.
+  // ModelProto: pieces = 1; SentencePiece: piece = 1. libsentencepiece's trie builder takes its
+  // keys up to a NUL byte: an empty piece, or one starting with NUL, makes it throw through the
+  // library, which ends the process (and no text holds a NUL to match another).
   WireFields model(serialized, where);
   std::string_view entry;
   for (int id = 0; model.next_bytes(1, entry); ++id) {
     WireFields fields(entry, where);
     std::string_view piece;
     if (!fields.next_bytes(1, piece) || piece.empty()) fail(where, fmt::format("piece {} is empty", id));
+    if (piece.find('\0') != std::string_view::npos) fail(where, fmt::format("piece {} holds a NUL byte", id));
     if (const size_t at = invalid_utf8_at(piece); at != std::string_view::npos)
       fail(where, fmt::format("piece {} is not text: {}", id, invalid_utf8_message(piece, at)));
   }

@@ -13,7 +13,8 @@ namespace xg::text {
 // `serialized`: the model file's bytes (a ModelProto), checked before libsentencepiece loads them.
 // Throws std::runtime_error naming `where` and what is wrong when a precompiled character map
 // holds a trie transition or a replacement outside its tables (check_sentencepiece_charsmaps), or
-// a piece is empty (the library's trie builder would end the process) or not UTF-8.
+// a piece is empty or holds a NUL byte (the library's trie builder would end the process) or is not
+// UTF-8.
 void check_sentencepiece_model(std::string_view serialized, const std::string& where);
 
 // The normalizer's and the denormalizer's precompiled character maps alone.
