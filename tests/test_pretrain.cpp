@@ -451,9 +451,19 @@ TEST_CASE("bert_pretrain's options: one table each for the Trainer and the task"
 }
 
 namespace {
-// Every option of `app` with an alias: the alias, given the option's default value (or alone, for a
-// switch), parses into the same option as its canonical name.
-void check_every_alias(const std::function<std::unique_ptr<CLI::App>()>& make_app) {
+// Every option of `program`'s command line (the Trainer's options and TaskOptions') with an alias:
+// the alias, given the option's default value (or alone, for a switch), parses into the same option
+// as its canonical name.
+template <class TaskOptions>
+void check_every_alias(const std::string& program) {
+  const auto make_app = [&] {
+    static TrainerOptions trainer;
+    static TaskOptions task;
+    auto app = std::make_unique<CLI::App>(program, program);
+    TrainerOptions::table().add_to(*app, trainer, "Training");
+    TaskOptions::table().add_to(*app, task, "Model and data");
+    return app;
+  };
   size_t aliases = 0;
   const auto listing = make_app();
   for (const CLI::Option* o : listing->get_options()) {
@@ -471,20 +481,6 @@ void check_every_alias(const std::function<std::unique_ptr<CLI::App>()>& make_ap
 }  // namespace
 
 TEST_CASE("every short flag name of bert_pretrain and bert_finetune still parses, as an alias of its canonical one", "[pretrain][options]") {
-  check_every_alias([] {
-    static TrainerOptions trainer;
-    static PretrainOptions task;
-    auto app = std::make_unique<CLI::App>("bert_pretrain", "bert_pretrain");
-    TrainerOptions::table().add_to(*app, trainer, "Training");
-    PretrainOptions::table().add_to(*app, task, "Data and model");
-    return app;
-  });
-  check_every_alias([] {
-    static TrainerOptions trainer;
-    static FinetuneOptions task;
-    auto app = std::make_unique<CLI::App>("bert_finetune", "bert_finetune");
-    TrainerOptions::table().add_to(*app, trainer, "Training");
-    FinetuneOptions::table().add_to(*app, task, "Model and data");
-    return app;
-  });
+  check_every_alias<PretrainOptions>("bert_pretrain");
+  check_every_alias<FinetuneOptions>("bert_finetune");
 }

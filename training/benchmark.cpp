@@ -11,7 +11,6 @@
 #include "autograd/engine.hpp"
 #include "autograd/parallel.hpp"
 #include "models/core/head_config.hpp"
-#include "models/core/memory_estimate.hpp"
 #include "models/core/model_spec.hpp"
 #include "models/core/pretraining.hpp"
 #include "models/core/registry.hpp"
@@ -51,21 +50,15 @@ BenchmarkResult time_steps(const TrainerOptions& opt, models::PretrainedModel& m
   return r;
 }
 
-// Absurd sizes end in a message naming the flags, not in std::bad_alloc.
-void refuse_if_too_big(const models::MemoryEstimate& need, const nlohmann::json& config, size_t batch, size_t seq_len) {
-  models::refuse_if_too_big(need, config, "training",
-                            fmt::format("--per-device-train-batch-size {} x --max-seq-length {}", batch, seq_len));
-}
-
 }  // namespace
 
 BenchmarkResult run_benchmark(const TrainerOptions& opt, const PretrainOptions& task) {
   if (opt.threads > 0) set_num_threads(opt.threads);
   const nlohmann::json config = models::fresh_model_config(task.model_or_default(), 0, -1, -1, -1, task.seq_len);
   const size_t vocab = config.at("vocab_size").get<size_t>();
-  refuse_if_too_big(models::training_memory(config, opt.batch, task.seq_len, size_t(std::ceil(0.15 * double(task.seq_len))),
-                                            task.checkpoint_activations),
-                    config, opt.batch, task.seq_len);
+  // absurd sizes end in a message naming the flags, not in std::bad_alloc
+  refuse_if_too_big_to_train(config, opt.batch, task.seq_len, size_t(std::ceil(0.15 * double(task.seq_len))),
+                             task.checkpoint_activations);
   auto model = models::build_model(config, task.model_or_default(), pretraining_architecture(task));
   auto* heads = dynamic_cast<models::PretrainingHeads*>(model.get());
   Generator gen(opt.seed);
@@ -82,7 +75,7 @@ BenchmarkResult run_finetune_benchmark(const TrainerOptions& opt, const std::str
   if (opt.threads > 0) set_num_threads(opt.threads);
   nlohmann::json config = models::fresh_model_config(preset, 0, -1, -1, -1, seq_len);
   models::HeadConfig::with_num_labels(num_labels).add_to_json(config);
-  refuse_if_too_big(models::training_memory(config, opt.batch, seq_len, 0, false), config, opt.batch, seq_len);
+  refuse_if_too_big_to_train(config, opt.batch, seq_len);
   const size_t vocab = config.at("vocab_size").get<size_t>();
   auto model = models::build_model(config, preset, head_architecture(config.at("model_type").get<std::string>(), "ForSequenceClassification", "--model " + preset));
   Generator gen(opt.seed);

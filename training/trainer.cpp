@@ -11,6 +11,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/parallel.hpp"
+#include "models/core/memory_estimate.hpp"
 #include "nn/transformer.hpp"
 #include "optim/optim.hpp"
 #include "training/builtin_callbacks.hpp"
@@ -114,6 +115,13 @@ std::optional<std::string> steps_override_epochs(TrainerOptions& t, bool steps_g
   t.epochs = 0;
   if (!epochs_given || epochs == 0) return std::nullopt;
   return fmt::format("--max-steps {} overrides --num-train-epochs {}, as in transformers", t.steps, epochs);
+}
+
+void refuse_if_too_big_to_train(const nlohmann::json& config, size_t batch, size_t seq_len, size_t max_predictions,
+                                bool checkpoint_activations) {
+  models::refuse_if_too_big(
+      models::training_memory(config, batch, seq_len, max_predictions, checkpoint_activations), config, "training",
+      batch == 0 ? "" : fmt::format("--per-device-train-batch-size {} x --max-seq-length {}", batch, seq_len));
 }
 
 void set_padding_free(nn::Module& model, bool padding_free) {

@@ -87,6 +87,12 @@ MatmulPrecision run_precision(const TrainerOptions& opt);
 // both were given.
 std::optional<std::string> steps_override_epochs(TrainerOptions& t, bool steps_given, bool epochs_given);
 
+// Refuses, before allocating, a training step of `config` that needs far more memory than this
+// machine has (models::training_memory), naming --per-device-train-batch-size and
+// --max-seq-length; `batch` 0: the model alone.
+void refuse_if_too_big_to_train(const nlohmann::json& config, size_t batch, size_t seq_len, size_t max_predictions = 0,
+                                bool checkpoint_activations = false);
+
 // --padding-free on `model` (its execution and its sub-modules'), or'ed with what it had.
 void set_padding_free(nn::Module& model, bool padding_free);
 

@@ -258,11 +258,7 @@ void check_output_file(const FlagPath& output, const std::vector<FlagPath>& inpu
   if (fs::is_directory(path, ec))
     throw std::invalid_argument(fmt::format("{} {}: a directory; name the file to write", output.flag, output.path));
   const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  const auto normal = [](const fs::path& p) {
-    const fs::path n = fs::absolute(p).lexically_normal();
-    return n.has_filename() ? n : n.parent_path();  // "runs/ner/" as "runs/ner"
-  };
-  if (!run_dir.empty() && !fs::exists(folder, ec) && normal(folder) == normal(run_dir)) return;  // the run creates it
+  if (!run_dir.empty() && !fs::exists(folder, ec) && option_detail::same_place(folder.string(), run_dir)) return;  // the run creates it
   if (!fs::is_directory(folder, ec))
     throw std::invalid_argument(fmt::format("{} {}: the folder {} does not exist", output.flag, output.path, folder.string()));
   if (::access(folder.c_str(), W_OK) != 0)

@@ -102,7 +102,11 @@ bool same_place(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::equivalent(a, b, ec) && !ec) return true;
-  return fs::absolute(a).lexically_normal() == fs::absolute(b).lexically_normal();
+  const auto normal = [](const std::string& p) {
+    const fs::path n = fs::absolute(p).lexically_normal();
+    return n.has_filename() ? n : n.parent_path();  // "runs/ner/" as "runs/ner"
+  };
+  return normal(a) == normal(b);
 }
 
 std::string restore_data_path(const std::string& flag, const std::string& current, bool given, const std::string& saved,

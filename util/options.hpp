@@ -86,7 +86,8 @@ std::string json_key(const std::string& flag);
 // The key a checkpoint's saved options (`saved`) hold an option's value under: its canonical
 // name's, else an alias's (saved when that alias was the option's name); "" when none.
 std::string saved_key(const nlohmann::json& saved, const std::string& flag, const std::vector<std::string>& aliases);
-// Whether two paths name the same place (relative ones from the working directory).
+// Whether two paths name the same place (relative ones from the working directory; a trailing
+// separator aside), existing or not.
 bool same_place(const std::string& a, const std::string& b);
 // The DataPath restore: `current` (this run's value) when it names another place than `saved`
 // and holds the same data per `fingerprint`, else `saved`; throws naming `flag`, both paths and

@@ -297,10 +297,9 @@ int ner(const NerArgs& a) {
   inference::Pipeline p = infer::open_checkpoint(a.tok, "ner", "ForTokenClassification", "a *ForTokenClassification model");
   p.set_batch(a.batch);
   infer::Inputs inputs(a.tok);
-  std::vector<std::string> texts;
-  size_t lines_read = 0;
-  auto flush = [&] {
-    const size_t first = lines_read - texts.size() + 1;
+  for_each_batch(inputs, a.batch, [&](const std::vector<std::string>& lines, size_t first) {
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < lines.size(); ++i) texts.push_back(a.jsonl ? jsonl_text(lines[i], inputs.where(first + i)) : lines[i]);
     const auto found = p.entities(texts, a.align, [&](size_t i) { return inputs.where(first + i); });
     for (size_t i = 0; i < texts.size(); ++i) {
       nlohmann::json entities = nlohmann::json::array();
@@ -309,15 +308,7 @@ int ner(const NerArgs& a) {
                             {"score", std::round(e.score * 1e4) / 1e4}});
       fmt::print("{}\n", nlohmann::json{{"text", texts[i]}, {"entities", entities}}.dump());
     }
-    texts.clear();
-  };
-  std::string line;
-  while (inputs.next(line)) {
-    ++lines_read;
-    texts.push_back(a.jsonl ? jsonl_text(line, inputs.where(lines_read)) : line);
-    if (texts.size() == a.batch) flush();
-  }
-  if (!texts.empty()) flush();
+  });
   return 0;
 }
 

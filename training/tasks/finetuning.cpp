@@ -11,7 +11,6 @@
 
 #include "models/core/checkpoint.hpp"
 #include "models/core/config_fields.hpp"
-#include "models/core/memory_estimate.hpp"
 #include "models/core/family_tokenizer.hpp"
 #include "models/core/model_spec.hpp"
 #include "models/core/registry.hpp"
@@ -404,12 +403,8 @@ FinetuneResult run_finetuning(TrainerOptions trainer, FinetuneOptions task, Fine
             [&](const TaskContext& ctx) {
               std::unique_ptr<Task> made = kind.make_task(task, ctx);
               if (const auto* f = dynamic_cast<const FinetuneTask*>(made.get())) pool = f->train_pool(), sampled = f->train_sampled();
-              if (const auto* m = dynamic_cast<const models::PretrainedModel*>(&made->model())) {  // before any batch is made
-                const nlohmann::json config = m->config_json();
-                models::refuse_if_too_big(models::training_memory(config, ctx.batch, task.max_len, 0, false), config,
-                                          "training", fmt::format("--per-device-train-batch-size {} x --max-seq-length {}",
-                                                                  ctx.batch, task.max_len));
-              }
+              if (const auto* m = dynamic_cast<const models::PretrainedModel*>(&made->model()))  // before any batch is made
+                refuse_if_too_big_to_train(m->config_json(), ctx.batch, task.max_len);
               if (rank0 && !trainer.quiet && ctx.checkpoint.empty() && task.warn_unusual)  // a resumed run was warned when it started
                 for (const auto& w : unusual_settings(trainer, task, ranks, sampled)) fmt::print(stderr, "warning: {}\n", w);
               return made;

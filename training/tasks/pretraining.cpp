@@ -13,7 +13,6 @@
 #include "autograd/parallel.hpp"
 #include "models/core/checkpoint.hpp"
 #include "models/core/model_spec.hpp"
-#include "models/core/memory_estimate.hpp"
 #include "models/core/pretraining.hpp"
 #include "models/core/registry.hpp"
 #include "models/core/vocab_extension.hpp"
@@ -236,15 +235,6 @@ double most_frequent_label_share(const std::vector<text::Instance>& instances) {
   return total == 0 ? 0.0 : double(best) / double(total);
 }
 
-// Refuses, before allocating, what needs far more memory than the machine has. `batch` 0: the
-// model alone.
-void refuse_if_too_big(const nlohmann::json& config, size_t batch, size_t seq_len, size_t max_predictions,
-                       bool checkpoint_activations) {
-  models::refuse_if_too_big(
-      models::training_memory(config, batch, seq_len, max_predictions, checkpoint_activations), config, "training",
-      batch == 0 ? "" : fmt::format("--per-device-train-batch-size {} x --max-seq-length {}", batch, seq_len));
-}
-
 size_t max_predictions_of(const PretrainOptions& o) {
   const size_t n = o.max_predictions > 0 ? o.max_predictions : size_t(std::ceil(double(o.masked_lm_prob) * double(o.seq_len)));
   if (n == 0 || n > o.seq_len)
@@ -333,7 +323,7 @@ class PretrainingTask : public Task {
   bool splits_batches() const override { return true; }
 
   BatchLoss next_batch_loss(size_t batch_size) override {
-    if (!memory_checked_) refuse_if_too_big(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
+    if (!memory_checked_) refuse_if_too_big_to_train(config_, batch_size, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     memory_checked_ = true;
     // where the batch starts in the stream (this rank's part after the earlier ranks'), before drawing moves it
     const uint64_t sample_seed = sample_seed_of(pos_.epoch), first_sequence = pos_.index + shard_.rank * batch_size;
@@ -488,7 +478,7 @@ class PretrainingTask : public Task {
     check_tokenizer_family(*tok_, model_type, model, opt_.allow_tokenizer_mismatch);
     pairing_ = resolve_pairing(opt_.pairing, model_type);
     config_ = models::fresh_model_config(model, tok_->vocab_size(), tok_->pad_id(), tok_->cls_id(), tok_->sep_id(), opt_.seq_len);
-    refuse_if_too_big(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
+    refuse_if_too_big_to_train(config_, 0, opt_.seq_len, max_predictions_, opt_.checkpoint_activations);
     model_ = models::build_model(config_, model, architecture_for(model_type, pairing_));
     Generator init_gen(ctx.seed);
     model_->init_weights(init_gen);
